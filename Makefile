@@ -1,0 +1,69 @@
+# ggmlR developer commands. `make demo` and `make test` each do the whole
+# set-up on a fresh Debian 12 machine that has Rust.
+SHELL := /bin/bash
+export PATH := $(PATH):$(HOME)/.cargo/bin
+R ?= R
+RSCRIPT ?= Rscript
+# One target dir for cargo's tests and the package build, so dependencies
+# compile once.
+CARGO_TARGET := src/rust/target
+CARGO_ENV := CARGO_PROFILE_RELEASE_STRIP=debuginfo
+DEBS := r-base-core r-base-dev r-cran-testthat r-cran-roxygen2 r-cran-cli \
+        r-cran-rlang mesa-vulkan-drivers libvulkan1
+SPEC_DIR ?= ../shared/spec
+
+.PHONY: setup deps install lockfile test test-rust test-r demo check bench docs fuzz clean
+
+## Everything both main commands need: Debian packages, then the package.
+setup: deps install
+
+deps:
+	@missing=""; for p in $(DEBS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "Debian packages: all present"; fi
+	@command -v cargo >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs)"; exit 1; }
+
+## Keep the tarball's lock file (src/rust/ggmlr/Cargo.lock) equal to the workspace's.
+lockfile:
+	@cargo metadata --format-version 1 --locked >/dev/null 2>&1 || cargo generate-lockfile
+	@cmp -s Cargo.lock src/rust/ggmlr/Cargo.lock || cp Cargo.lock src/rust/ggmlr/Cargo.lock
+
+install: lockfile
+	$(R) CMD INSTALL --no-multiarch .
+
+test: setup test-rust test-r
+
+test-rust:
+	$(CARGO_ENV) cargo test --release --locked --workspace --target-dir $(CARGO_TARGET)
+
+# GGMLR_REQUIRE_VULKAN turns a missing Vulkan device into a test failure.
+test-r:
+	GGMLR_REQUIRE_VULKAN=1 $(RSCRIPT) tools/run-tests.R tests/testthat
+
+demo: setup
+	$(RSCRIPT) inst/examples/demo.R
+
+check: deps lockfile
+	rm -rf ggmlR_*.tar.gz ggmlR.Rcheck
+	$(R) CMD build .
+	_R_CHECK_FORCE_SUGGESTS_=false $(R) CMD check --no-manual ggmlR_*.tar.gz
+
+bench: setup
+	@for f in inst/bench/*.R; do echo "== $$f"; $(RSCRIPT) $$f || exit 1; done
+
+docs: install
+	$(RSCRIPT) tools/make-wrappers.R R/extendr-wrappers.R
+	$(RSCRIPT) -e 'roxygen2::roxygenise(load_code = roxygen2::load_installed)'
+	$(R) CMD INSTALL --no-multiarch .
+
+fuzz:
+	@echo "no fuzz targets yet"
+
+clean:
+	rm -rf $(CARGO_TARGET) target ggmlR_*.tar.gz ggmlR.Rcheck src/*.o src/*.so

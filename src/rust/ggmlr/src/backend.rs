@@ -1,0 +1,71 @@
+//! Backends: creation, naming, freeing, device counts.
+
+use crate::conv::xptr;
+use crate::guard;
+use extendr_api::prelude::*;
+use ggmlr_core::backend::{self, Backend};
+use ggmlr_core::vulkan_probe;
+
+/// @noRd
+#[extendr]
+fn rs_backend_cpu_init() -> Robj {
+    guard(|| Ok(ExternalPtr::new(Backend::cpu()).into()))
+}
+
+/// @noRd
+#[extendr]
+fn rs_backend_name(b: Robj) -> Robj {
+    guard(|| {
+        let b: &Backend = xptr(&b, "backend", "ggml_backend")?;
+        b.check_live()?;
+        Ok(b.name().into())
+    })
+}
+
+/// @noRd
+#[extendr]
+fn rs_backend_free(b: Robj) -> Robj {
+    guard(|| {
+        let b: &Backend = xptr(&b, "backend", "ggml_backend")?;
+        b.free();
+        Ok(().into())
+    })
+}
+
+/// @noRd
+#[extendr]
+fn rs_backend_is_freed(b: Robj) -> Robj {
+    guard(|| {
+        let b: &Backend = xptr(&b, "backend", "ggml_backend")?;
+        Ok(b.is_freed().into())
+    })
+}
+
+/// @noRd
+#[extendr]
+fn rs_backend_dev_count() -> Robj {
+    guard(|| Ok((backend::dev_count() as i32).into()))
+}
+
+/// @noRd
+#[extendr]
+fn rs_vulkan_device_count() -> Robj {
+    guard(|| Ok((vulkan_probe::discovery().devices.len() as i32).into()))
+}
+
+/// @noRd
+#[extendr]
+fn rs_vulkan_status() -> Robj {
+    guard(|| Ok(vulkan_probe::discovery().status.clone().into()))
+}
+
+extendr_module! {
+    mod backend;
+    fn rs_backend_cpu_init;
+    fn rs_backend_name;
+    fn rs_backend_free;
+    fn rs_backend_is_freed;
+    fn rs_backend_dev_count;
+    fn rs_vulkan_device_count;
+    fn rs_vulkan_status;
+}

@@ -1,0 +1,39 @@
+//! R bindings of ggmlR. Thin by design: convert, call the engine, convert back.
+//! Every function takes `Robj`s and returns an `Robj` through [`guard::guard`],
+//! so argument errors, engine errors and panics all reach R as conditions.
+
+use extendr_api::prelude::*;
+
+mod backend;
+mod conv;
+mod guard;
+
+pub use guard::guard;
+
+/// Engine version.
+/// @noRd
+#[extendr]
+fn rs_version() -> Robj {
+    guard(|| Ok(ggmlr_core::VERSION.into()))
+}
+
+/// Deliberately fails, for tests of the error path: `kind` is "error" or "panic".
+/// @noRd
+#[extendr]
+fn rs_debug_fail(kind: Robj) -> Robj {
+    guard(|| {
+        let kind = conv::scalar_str(&kind, "kind")?;
+        match kind.as_str() {
+            "error" => anyhow::bail!("deliberate engine error for testing"),
+            "panic" => panic!("deliberate panic for testing"),
+            other => anyhow::bail!("unknown failure kind '{other}'"),
+        }
+    })
+}
+
+extendr_module! {
+    mod ggmlR;
+    fn rs_version;
+    fn rs_debug_fail;
+    use backend;
+}

@@ -1,0 +1,4 @@
+library(testthat)
+library(ggmlR)
+
+test_check("ggmlR")

@@ -6,7 +6,9 @@
 //! [`error::Classed`] value.
 
 pub mod backend;
+pub mod dtype;
 pub mod error;
+pub mod op;
 pub mod vulkan_probe;
 
 pub use error::{Classed, Result};

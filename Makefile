@@ -11,6 +11,12 @@ CARGO_ENV := CARGO_PROFILE_RELEASE_STRIP=debuginfo
 DEBS := r-base-core r-base-dev r-cran-testthat r-cran-roxygen2 r-cran-cli \
         r-cran-rlang mesa-vulkan-drivers libvulkan1
 SPEC_DIR ?= ../shared/spec
+# Set RLIB=/some/dir to install into (and test from) a private R library.
+RLIB ?=
+ifneq ($(RLIB),)
+export R_LIBS := $(RLIB):$(R_LIBS)
+INSTALL_LIB := -l $(RLIB)
+endif
 
 .PHONY: setup deps install lockfile test test-rust test-r demo check bench docs fuzz clean
 
@@ -35,7 +41,8 @@ lockfile:
 	@cmp -s Cargo.lock src/rust/ggmlr/Cargo.lock || cp Cargo.lock src/rust/ggmlr/Cargo.lock
 
 install: lockfile
-	$(R) CMD INSTALL --no-multiarch .
+	@if [ -n "$(RLIB)" ]; then mkdir -p "$(RLIB)"; fi
+	$(R) CMD INSTALL --no-multiarch $(INSTALL_LIB) .
 
 test: setup test-rust test-r
 
@@ -60,7 +67,7 @@ bench: setup
 docs: install
 	$(RSCRIPT) tools/make-wrappers.R R/extendr-wrappers.R
 	$(RSCRIPT) -e 'roxygen2::roxygenise(load_code = roxygen2::load_installed)'
-	$(R) CMD INSTALL --no-multiarch .
+	$(R) CMD INSTALL --no-multiarch $(INSTALL_LIB) .
 
 fuzz:
 	@echo "no fuzz targets yet"

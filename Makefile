@@ -56,10 +56,13 @@ test-r:
 demo: setup
 	$(RSCRIPT) inst/examples/demo.R
 
+# The check runs outside the repository: inside it, cargo would take the
+# tarball's crate for a member of this workspace.
+CHECK_DIR ?= /tmp/ggmlR-check
 check: deps lockfile
-	rm -rf ggmlR_*.tar.gz ggmlR.Rcheck
-	$(R) CMD build .
-	_R_CHECK_FORCE_SUGGESTS_=false $(R) CMD check --no-manual ggmlR_*.tar.gz
+	rm -rf $(CHECK_DIR) && mkdir -p $(CHECK_DIR)
+	cd $(CHECK_DIR) && $(R) CMD build $(CURDIR)
+	cd $(CHECK_DIR) && _R_CHECK_FORCE_SUGGESTS_=false $(R) CMD check --no-manual ggmlR_*.tar.gz
 
 bench: setup
 	@for f in inst/bench/*.R; do echo "== $$f"; $(RSCRIPT) $$f || exit 1; done

@@ -87,3 +87,9 @@ round_to <- function(x, type) {
   out[x == 0] <- 0
   out
 }
+
+# The four sizes of an array (trailing 1s added).
+ggml_shape4 <- function(x) {
+  d <- if (is.null(dim(x))) length(x) else dim(x)
+  c(d, rep(1L, 4 - length(d)))
+}

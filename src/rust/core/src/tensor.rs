@@ -138,7 +138,11 @@ impl Tensor {
             if self.op == Op::None {
                 "unnamed tensor".to_string()
             } else {
-                format!("unnamed {} result", self.op.name())
+                let op = match &self.op {
+                    Op::Unary(u) => u.name().to_uppercase(),
+                    other => other.name().to_string(),
+                };
+                format!("unnamed {op} result")
             }
         } else {
             format!("tensor '{name}'")

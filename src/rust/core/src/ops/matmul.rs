@@ -60,7 +60,8 @@ fn gemm(pool: &Pool, m: usize, k: usize, n: usize, a: Mat<'_>, b: Mat<'_>, c: &m
         run(0, c);
         return;
     }
-    // Blocks of rows, a few per thread, each a multiple of sgemm's row tile.
+    // One block per thread: each sgemm call packs the shared operand again, so
+    // more blocks cost packing work (measured slower on 2 cores).
     let per = m.div_ceil(pool.n_threads).div_ceil(8) * 8;
     pool.install(|| {
         c.par_chunks_mut(per.max(1) * n).enumerate().for_each(|(i, chunk)| run(i * per, chunk));

@@ -84,3 +84,21 @@ print.ggml_backend <- function(x, ...) {
   }
   invisible(x)
 }
+
+#' Threads of the CPU backend
+#'
+#' Sets how many threads the CPU backend's kernels use (the default is the
+#' number of cores).
+#'
+#' @inheritParams ggml_backend_name
+#' @param n_threads A positive whole number.
+#' @return `NULL`, invisibly.
+#' @export
+#' @examples
+#' b <- ggml_backend_cpu_init()
+#' ggml_backend_cpu_set_n_threads(b, 1)
+#' ggml_backend_free(b)
+ggml_backend_cpu_set_n_threads <- function(backend, n_threads) {
+  .check_backend(backend)
+  invisible(.rs(rs_backend_cpu_set_n_threads(backend, n_threads)))
+}

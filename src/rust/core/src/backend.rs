@@ -1,15 +1,25 @@
 //! Compute backends: the CPU and, when the loader finds one, Vulkan devices.
 //!
-//! This is the foundation's slice: backend identity and device counting.
-//! Buffers and graph compute arrive with the tensor engine.
+//! A [`Backend`] is what users hold; its [`BackendImpl`] is the implementation.
+//! Adding a device backend means adding a variant there and its arms in
+//! [`Backend::compute`] and [`crate::buffer::Buffer::allocate`].
 
+use crate::cpu::CpuBackend;
+use crate::graph::Node;
 use crate::vulkan_probe;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackendKind {
     Cpu,
     Vulkan { device: usize },
+}
+
+/// The implementation behind a backend.
+#[derive(Debug)]
+pub enum BackendImpl {
+    Cpu(CpuBackend),
 }
 
 /// A compute backend as seen by users.
@@ -18,11 +28,17 @@ pub struct Backend {
     kind: BackendKind,
     name: String,
     freed: AtomicBool,
+    imp: BackendImpl,
 }
 
 impl Backend {
     pub fn cpu() -> Backend {
-        Backend { kind: BackendKind::Cpu, name: "CPU".into(), freed: AtomicBool::new(false) }
+        Backend {
+            kind: BackendKind::Cpu,
+            name: "CPU".into(),
+            freed: AtomicBool::new(false),
+            imp: BackendImpl::Cpu(CpuBackend::new()),
+        }
     }
 
     pub fn kind(&self) -> BackendKind {
@@ -31,6 +47,10 @@ impl Backend {
 
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    pub fn imp(&self) -> &BackendImpl {
+        &self.imp
     }
 
     /// Release the backend; later use is an error, freeing twice is harmless.
@@ -51,6 +71,34 @@ impl Backend {
         );
         Ok(())
     }
+
+    /// Threads used by the CPU backend's kernels.
+    pub fn set_n_threads(&self, n: usize) -> crate::Result<()> {
+        self.check_live()?;
+        match &self.imp {
+            BackendImpl::Cpu(c) => c.set_n_threads(n),
+        }
+    }
+
+    pub fn n_threads(&self) -> usize {
+        match &self.imp {
+            BackendImpl::Cpu(c) => c.n_threads(),
+        }
+    }
+
+    /// Run resolved graph nodes (topological order, views already resolved).
+    pub fn compute(&self, nodes: &[Node]) -> crate::Result<()> {
+        self.check_live()?;
+        match &self.imp {
+            BackendImpl::Cpu(c) => c.compute(nodes),
+        }
+    }
+}
+
+/// The CPU backend used for context memory and `ggml_graph_compute()`.
+pub fn host() -> &'static Arc<Backend> {
+    static HOST: OnceLock<Arc<Backend>> = OnceLock::new();
+    HOST.get_or_init(|| Arc::new(Backend::cpu()))
 }
 
 /// Number of backend devices: the CPU plus every Vulkan device found.
@@ -67,6 +115,9 @@ mod tests {
         let b = Backend::cpu();
         assert_eq!(b.name(), "CPU");
         assert!(b.check_live().is_ok());
+        b.set_n_threads(2).unwrap();
+        assert_eq!(b.n_threads(), 2);
+        assert!(b.set_n_threads(0).is_err());
         b.free();
         b.free();
         let msg = b.check_live().unwrap_err().to_string();

@@ -43,6 +43,27 @@ fn rs_backend_is_freed(b: Robj) -> Robj {
 
 /// @noRd
 #[extendr]
+fn rs_backend_cpu_set_n_threads(b: Robj, n: Robj) -> Robj {
+    guard(|| {
+        let b: &Backend = xptr(&b, "backend", "ggml_backend")?;
+        let n = crate::conv::scalar_i64(&n, "n_threads")?;
+        anyhow::ensure!(n >= 1, "`n_threads` must be at least 1, not {n}");
+        b.set_n_threads(n as usize)?;
+        Ok(().into())
+    })
+}
+
+/// @noRd
+#[extendr]
+fn rs_backend_n_threads(b: Robj) -> Robj {
+    guard(|| {
+        let b: &Backend = xptr(&b, "backend", "ggml_backend")?;
+        Ok((b.n_threads() as i32).into())
+    })
+}
+
+/// @noRd
+#[extendr]
 fn rs_backend_dev_count() -> Robj {
     guard(|| Ok((backend::dev_count() as i32).into()))
 }
@@ -65,6 +86,8 @@ extendr_module! {
     fn rs_backend_name;
     fn rs_backend_free;
     fn rs_backend_is_freed;
+    fn rs_backend_cpu_set_n_threads;
+    fn rs_backend_n_threads;
     fn rs_backend_dev_count;
     fn rs_vulkan_device_count;
     fn rs_vulkan_status;

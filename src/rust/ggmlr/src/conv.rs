@@ -38,3 +38,47 @@ pub fn xptr<'a, T: 'static>(x: &'a Robj, what: &str, kind: &str) -> anyhow::Resu
     })?;
     p.try_addr().map_err(|_| anyhow!("`{what}` is a {kind} whose memory was released"))
 }
+
+/// A single TRUE/FALSE from `x`.
+pub fn scalar_bool(x: &Robj, what: &str) -> anyhow::Result<bool> {
+    match x.as_bool() {
+        Some(b) if x.len() == 1 => Ok(b),
+        _ => bail!("`{what}` must be TRUE or FALSE"),
+    }
+}
+
+/// A non-negative whole number that fits in memory sizes.
+pub fn scalar_usize(x: &Robj, what: &str) -> anyhow::Result<usize> {
+    let v = scalar_i64(x, what)?;
+    if v < 0 {
+        bail!("`{what}` must not be negative, got {v}");
+    }
+    Ok(v as usize)
+}
+
+/// The values of a numeric (double or integer) vector; NA becomes NaN.
+pub fn f64_vec(x: &Robj, what: &str) -> anyhow::Result<Vec<f64>> {
+    if let Some(v) = x.as_real_slice() {
+        return Ok(v.to_vec());
+    }
+    if let Some(v) = x.as_integer_slice() {
+        return Ok(v.iter().map(|&i| if i == i32::MIN { f64::NAN } else { i as f64 }).collect());
+    }
+    if let Some(v) = x.as_logical_slice() {
+        return Ok(v.iter().map(|b| if b.is_na() { f64::NAN } else if b.is_true() { 1.0 } else { 0.0 }).collect());
+    }
+    bail!("`{what}` must be a numeric vector, not {:?}", x.rtype())
+}
+
+/// Whole numbers >= `min` (tensor sizes, strides, axes).
+pub fn usize_vec(x: &Robj, what: &str, min: usize) -> anyhow::Result<Vec<usize>> {
+    f64_vec(x, what)?
+        .into_iter()
+        .map(|v| {
+            if !v.is_finite() || v.fract() != 0.0 || v < min as f64 {
+                bail!("`{what}` must hold whole numbers of at least {min}, got {v}");
+            }
+            Ok(v as usize)
+        })
+        .collect()
+}

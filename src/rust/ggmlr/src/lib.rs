@@ -5,8 +5,13 @@
 use extendr_api::prelude::*;
 
 mod backend;
+mod buffer;
+mod context;
 mod conv;
+mod graph;
 mod guard;
+mod ops;
+mod tensor;
 
 pub use guard::guard;
 
@@ -36,4 +41,9 @@ extendr_module! {
     fn rs_version;
     fn rs_debug_fail;
     use backend;
+    use context;
+    use tensor;
+    use graph;
+    use buffer;
+    use ops;
 }

@@ -1,0 +1,97 @@
+#' Element-wise functions
+#'
+#' `neg`, `abs`, `sqr`, `sqrt`, `exp`, `log`, `sin`, `cos`, `relu`, `gelu`
+#' (tanh approximation, as ggml), `silu` (`x * sigmoid(x)`), `sigmoid`,
+#' `tanh`, `elu` (`exp(x) - 1` below 0), `step` (1 above 0, else 0),
+#' `hardswish` (`x * min(max(x + 3, 0), 6) / 6`), `hardsigmoid`
+#' (`min(max((x + 3) / 6, 0), 1)`), `leaky_relu` (`negative_slope * x` below
+#' 0) and `clamp` (to `[min, max]`).
+#'
+#' @inheritParams ggml_add
+#' @param negative_slope Slope below 0.
+#' @param inplace Accepted for compatibility; results are always new tensors.
+#' @param min,max Bounds.
+#' @return A `ggml_tensor` of the same shape and type.
+#' @export
+#' @examples
+#' ctx <- ggml_init(1024 * 1024)
+#' a <- ggml_set_f32(ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 5), c(-2, -1, 0, 1, 2))
+#' r <- ggml_leaky_relu(ctx, ggml_tanh(ctx, a), 0.1)
+#' ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, r))
+#' ggml_get_f32(r)
+#' ggml_free(ctx)
+ggml_neg <- function(ctx, a) .op(ctx, "neg", list(a))
+
+#' @rdname ggml_neg
+#' @export
+ggml_abs <- function(ctx, a) .op(ctx, "abs", list(a))
+
+#' @rdname ggml_neg
+#' @export
+ggml_sqr <- function(ctx, a) .op(ctx, "sqr", list(a))
+
+#' @rdname ggml_neg
+#' @export
+ggml_sqrt <- function(ctx, a) .op(ctx, "sqrt", list(a))
+
+#' @rdname ggml_neg
+#' @export
+ggml_exp <- function(ctx, a) .op(ctx, "exp", list(a))
+
+#' @rdname ggml_neg
+#' @export
+ggml_log <- function(ctx, a) .op(ctx, "log", list(a))
+
+#' @rdname ggml_neg
+#' @export
+ggml_sin <- function(ctx, a) .op(ctx, "sin", list(a))
+
+#' @rdname ggml_neg
+#' @export
+ggml_cos <- function(ctx, a) .op(ctx, "cos", list(a))
+
+#' @rdname ggml_neg
+#' @export
+ggml_relu <- function(ctx, a) .op(ctx, "relu", list(a))
+
+#' @rdname ggml_neg
+#' @export
+ggml_gelu <- function(ctx, a) .op(ctx, "gelu", list(a))
+
+#' @rdname ggml_neg
+#' @export
+ggml_silu <- function(ctx, a) .op(ctx, "silu", list(a))
+
+#' @rdname ggml_neg
+#' @export
+ggml_sigmoid <- function(ctx, a) .op(ctx, "sigmoid", list(a))
+
+#' @rdname ggml_neg
+#' @export
+ggml_tanh <- function(ctx, a) .op(ctx, "tanh", list(a))
+
+#' @rdname ggml_neg
+#' @export
+ggml_elu <- function(ctx, a) .op(ctx, "elu", list(a))
+
+#' @rdname ggml_neg
+#' @export
+ggml_step <- function(ctx, a) .op(ctx, "step", list(a))
+
+#' @rdname ggml_neg
+#' @export
+ggml_hardswish <- function(ctx, a) .op(ctx, "hardswish", list(a))
+
+#' @rdname ggml_neg
+#' @export
+ggml_hardsigmoid <- function(ctx, a) .op(ctx, "hardsigmoid", list(a))
+
+#' @rdname ggml_neg
+#' @export
+ggml_leaky_relu <- function(ctx, a, negative_slope = 0.01, inplace = FALSE) {
+  .op(ctx, "leaky_relu", list(a), negative_slope)
+}
+
+#' @rdname ggml_neg
+#' @export
+ggml_clamp <- function(ctx, a, min, max) .op(ctx, "clamp", list(a), c(min, max))

@@ -1,0 +1,142 @@
+# Matrix multiplication speed of ggml_mul_mat on the CPU backend (f32), next
+# to R's %*% (double, whatever BLAS R links) and, when importable, numpy's
+# float32 matmul, in the same run. Also the per-node cost of graph dispatch.
+# Run with `make bench` or `Rscript inst/bench/matmul.R`.
+suppressPackageStartupMessages(library(ggmlR))
+options(width = 200)
+
+sizes <- c(256, 512, 1024, 2048)
+threads <- c(1, 2)
+min_time <- 0.5 # seconds of repeated runs per measurement (after one warm-up)
+
+# Repeats f() until min_time has passed; returns seconds per call.
+time_it <- function(f, min_time) {
+  f()
+  n <- 0
+  t0 <- proc.time()[["elapsed"]]
+  repeat {
+    f()
+    n <- n + 1
+    el <- proc.time()[["elapsed"]] - t0
+    if (el >= min_time) return(el / n)
+  }
+}
+
+# Peak f32 FMA throughput: FLOP per cycle per core from the SIMD width and the
+# number of FMA units typical for the instruction set, times the clock.
+peak_estimate <- function() {
+  info <- if (file.exists("/proc/cpuinfo")) readLines("/proc/cpuinfo") else character()
+  flags <- strsplit(sub(".*: ", "", grep("^flags", info, value = TRUE)[1]), " ")[[1]]
+  mhz <- suppressWarnings(as.numeric(sub(".*: ", "", grep("^cpu MHz", info, value = TRUE)[1])))
+  model <- sub(".*: ", "", grep("^model name", info, value = TRUE)[1])
+  fpc <- if ("avx512f" %in% flags) 64 else if (all(c("avx2", "fma") %in% flags)) 32 else
+    if ("avx" %in% flags) 16 else 8
+  how <- sprintf("%s: %d f32 FLOP/cycle/core (%s) x %.2f GHz (/proc/cpuinfo 'cpu MHz')",
+    model, fpc,
+    if (fpc == 64) "AVX-512, 2 FMA units" else if (fpc == 32) "AVX2, 2 FMA units x 8 lanes x 2" else
+      if (fpc == 16) "AVX, no FMA" else "SSE",
+    mhz / 1000)
+  list(per_core = fpc * mhz / 1000, how = how)
+}
+
+ggml_matmul_time <- function(n, nth) {
+  cpu <- ggml_backend_cpu_init()
+  ggml_backend_cpu_set_n_threads(cpu, nth)
+  ctx <- ggml_init(8 * ggml_tensor_overhead(), no_alloc = TRUE)
+  a <- ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n, n)
+  b <- ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n, n)
+  r <- ggml_mul_mat(ctx, a, b)
+  buf <- ggml_backend_alloc_ctx_tensors(ctx, cpu)
+  ggml_backend_tensor_set_data(a, runif(n * n))
+  ggml_backend_tensor_set_data(b, runif(n * n))
+  g <- ggml_build_forward_expand(ctx, r)
+  s <- time_it(function() ggml_backend_graph_compute(cpu, g), min_time)
+  ggml_backend_buffer_free(buf)
+  ggml_free(ctx)
+  ggml_backend_free(cpu)
+  s
+}
+
+r_matmul_time <- function(n) {
+  A <- matrix(runif(n * n), n)
+  B <- matrix(runif(n * n), n)
+  time_it(function() A %*% B, if (n >= 1024) 0 else min_time)
+}
+
+numpy_times <- function(sizes, nth) {
+  py <- Sys.which("python3")
+  if (!nzchar(py) || system2(py, c("-c", shQuote("import numpy")), stdout = FALSE, stderr = FALSE) != 0) {
+    return(NULL)
+  }
+  code <- paste(
+    "import sys, time, numpy as np",
+    "for n in [int(s) for s in sys.argv[1:]]:",
+    "    a = np.random.rand(n, n).astype(np.float32); b = np.random.rand(n, n).astype(np.float32)",
+    "    a @ b; k = 0; t0 = time.perf_counter()",
+    "    while True:",
+    "        a @ b; k += 1; el = time.perf_counter() - t0",
+    "        if el >= 0.5: break",
+    "    print(el / k)", sep = "\n")
+  f <- tempfile(fileext = ".py")
+  writeLines(code, f)
+  env <- c(sprintf("OPENBLAS_NUM_THREADS=%d", nth), sprintf("OMP_NUM_THREADS=%d", nth),
+           sprintf("MKL_NUM_THREADS=%d", nth))
+  out <- system2(py, c(f, sizes), stdout = TRUE, env = env)
+  as.numeric(out)
+}
+
+peak <- peak_estimate()
+cat("Peak estimate:", peak$how, "\n")
+cat(sprintf("  = %.1f GFLOP/s per core; 60%% of 2 cores = %.1f GFLOP/s\n",
+  peak$per_core, 0.6 * 2 * peak$per_core))
+cat("R's BLAS:", extSoftVersion()[["BLAS"]], "\n\n")
+
+gflops <- function(n, s) 2 * n^3 / s / 1e9
+r_gf <- sapply(sizes, function(n) gflops(n, r_matmul_time(n)))
+np <- lapply(threads, function(t) numpy_times(sizes, t))
+have_np <- !is.null(np[[1]])
+if (!have_np) cat("numpy: not importable by python3, skipped\n\n")
+
+rows <- list()
+for (nth in threads) {
+  for (i in seq_along(sizes)) {
+    n <- sizes[i]
+    gg <- gflops(n, ggml_matmul_time(n, nth))
+    np_gf <- if (have_np) gflops(n, np[[match(nth, threads)]][i]) else NA
+    rows[[length(rows) + 1]] <- data.frame(
+      n = n, threads = nth, ggml_GFLOPs = round(gg, 2), R_GFLOPs = round(r_gf[i], 2),
+      ggml_over_R = round(gg / r_gf[i], 2),
+      numpy_f32_GFLOPs = round(np_gf, 2), ggml_over_numpy = round(gg / np_gf, 2),
+      pct_of_peak = round(100 * gg / (nth * peak$per_core), 1))
+  }
+}
+tab <- do.call(rbind, rows)
+cat("ggml_mul_mat (f32) vs R %*% (double, R's BLAS) and numpy float32 matmul:\n")
+print(tab, row.names = FALSE)
+k <- tab$n == 1024 & tab$threads == 2
+cat(sprintf("\nAt 1024, 2 threads: %.1f GFLOP/s = %.1f%% of the 2-core peak estimate (target 60%%)%s\n",
+  tab$ggml_GFLOPs[k], tab$pct_of_peak[k],
+  if (have_np) sprintf("; %.2fx numpy", tab$ggml_over_numpy[k]) else ""))
+
+# Dispatch: a chain of 1000 adds of 4-element tensors.
+cat("\nPer-node dispatch (graph of 1000 adds on 4-element f32 tensors):\n")
+for (nth in threads) {
+  cpu <- ggml_backend_cpu_init()
+  ggml_backend_cpu_set_n_threads(cpu, nth)
+  ctx <- ggml_init(1100 * ggml_tensor_overhead(), no_alloc = TRUE)
+  x <- ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4)
+  b <- ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4)
+  y <- x
+  for (i in 1:1000) y <- ggml_add(ctx, y, b)
+  buf <- ggml_backend_alloc_ctx_tensors(ctx, cpu)
+  ggml_backend_tensor_set_data(x, 1:4)
+  ggml_backend_tensor_set_data(b, 1)
+  g <- ggml_build_forward_expand(ctx, y)
+  s <- time_it(function() ggml_backend_graph_compute(cpu, g), min_time)
+  stopifnot(ggml_backend_tensor_get_data(y)[1] == 1001)
+  cat(sprintf("  %d thread(s): %.2f us per node (%d nodes, %.2f ms per graph)\n",
+    nth, 1e6 * s / ggml_graph_n_nodes(g), ggml_graph_n_nodes(g), 1e3 * s))
+  ggml_backend_buffer_free(buf)
+  ggml_free(ctx)
+  ggml_backend_free(cpu)
+}

@@ -1,0 +1,320 @@
+//! Memory buffers: the only place where tensor memory is allocated.
+//!
+//! Every allocation (a context's own data with `no_alloc = FALSE`, the buffer of
+//! `ggml_backend_alloc_ctx_tensors`, pools built on top) goes through
+//! [`Buffer::allocate`], and every release through [`Buffer::free`] (also run
+//! on drop). Both report to [`crate::ledger`], as do host uploads and downloads.
+//!
+//! A buffer outlives nothing it should not: after `free`, its memory is gone and
+//! every read, write or compute touching it is an error naming the buffer.
+
+use crate::backend::{Backend, BackendImpl};
+use crate::ledger;
+use anyhow::{bail, ensure};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// Data offsets inside a buffer are multiples of this many bytes.
+pub const ALIGN: usize = 64;
+
+pub fn align_up(n: usize) -> usize {
+    n.div_ceil(ALIGN) * ALIGN
+}
+
+/// Who a buffer belongs to (for the ledger and for messages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BufferTag {
+    /// Data of a context created with `no_alloc = FALSE`.
+    Context,
+    /// A buffer the user asked for (`ggml_backend_alloc_ctx_tensors`).
+    User,
+    /// Autograd pass pool.
+    Pass,
+    /// Autograd persistent pool.
+    Persistent,
+}
+
+impl BufferTag {
+    pub fn name(self) -> &'static str {
+        match self {
+            BufferTag::Context => "context",
+            BufferTag::User => "user",
+            BufferTag::Pass => "pass",
+            BufferTag::Persistent => "persistent",
+        }
+    }
+}
+
+/// Where the bytes live. Device backends add their own variant.
+#[derive(Debug)]
+pub enum BufferMem {
+    /// Host memory, 4-byte aligned (so f32/i32 data can be read in place).
+    Host(Box<[u32]>),
+    /// Released by `free`.
+    Freed,
+}
+
+impl BufferMem {
+    /// The host bytes, or an error for memory that is not on the host.
+    pub fn host_bytes(&self) -> Option<&[u8]> {
+        match self {
+            BufferMem::Host(w) => Some(words_as_bytes(w)),
+            BufferMem::Freed => None,
+        }
+    }
+
+    pub fn host_bytes_mut(&mut self) -> Option<&mut [u8]> {
+        match self {
+            BufferMem::Host(w) => Some(words_as_bytes_mut(w)),
+            BufferMem::Freed => None,
+        }
+    }
+
+    /// `n` f32 values starting at byte `offset`, read in place, when aligned.
+    pub fn host_f32(&self, offset: usize, n: usize) -> Option<&[f32]> {
+        match self {
+            BufferMem::Host(w) if offset % 4 == 0 && offset / 4 + n <= w.len() => {
+                let words = &w[offset / 4..offset / 4 + n];
+                // SAFETY: u32 and f32 have the same size and alignment and every
+                // bit pattern is a valid f32.
+                Some(unsafe { std::slice::from_raw_parts(words.as_ptr() as *const f32, n) })
+            }
+            _ => None,
+        }
+    }
+}
+
+impl BufferMem {
+    /// Mutable `n` f32 values at byte `offset`, when aligned.
+    pub fn host_f32_mut(&mut self, offset: usize, n: usize) -> Option<&mut [f32]> {
+        match self {
+            BufferMem::Host(w) if offset % 4 == 0 && offset / 4 + n <= w.len() => {
+                let words = &mut w[offset / 4..offset / 4 + n];
+                // SAFETY: as in `host_f32`; the borrow is exclusive.
+                Some(unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr() as *mut f32, n) })
+            }
+            _ => None,
+        }
+    }
+}
+
+fn words_as_bytes(w: &[u32]) -> &[u8] {
+    // SAFETY: u8 has alignment 1 and the length covers exactly the same memory.
+    unsafe { std::slice::from_raw_parts(w.as_ptr() as *const u8, w.len() * 4) }
+}
+
+fn words_as_bytes_mut(w: &mut [u32]) -> &mut [u8] {
+    // SAFETY: as above; the borrow is exclusive.
+    unsafe { std::slice::from_raw_parts_mut(w.as_mut_ptr() as *mut u8, w.len() * 4) }
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A block of tensor memory on one backend.
+#[derive(Debug)]
+pub struct Buffer {
+    id: u64,
+    size: usize,
+    tag: BufferTag,
+    backend_name: String,
+    mem: RwLock<BufferMem>,
+}
+
+impl Buffer {
+    /// Allocate `bytes` (zeroed) on `backend`. The single allocation path.
+    pub fn allocate(backend: &Backend, bytes: usize, tag: BufferTag) -> crate::Result<Buffer> {
+        backend.check_live()?;
+        ledger::before_alloc(bytes, tag)?;
+        let mem = match backend.imp() {
+            BackendImpl::Cpu(_) => {
+                let words = bytes.div_ceil(4);
+                let mut v: Vec<u32> = Vec::new();
+                if v.try_reserve_exact(words).is_err() {
+                    bail!(
+                        "could not allocate {} of host memory for a {} buffer; free unused \
+                         contexts or buffers, or use smaller tensors",
+                        fmt_bytes(bytes),
+                        tag.name()
+                    );
+                }
+                v.resize(words, 0);
+                BufferMem::Host(v.into_boxed_slice())
+            }
+        };
+        let buf = Buffer {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            size: bytes,
+            tag,
+            backend_name: backend.name().to_string(),
+            mem: RwLock::new(mem),
+        };
+        ledger::after_alloc(bytes, tag);
+        Ok(buf)
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    pub fn tag(&self) -> BufferTag {
+        self.tag
+    }
+
+    pub fn backend_name(&self) -> &str {
+        &self.backend_name
+    }
+
+    pub fn is_freed(&self) -> bool {
+        matches!(*self.read_lock(), BufferMem::Freed)
+    }
+
+    /// "buffer #3 (user, CPU, 1.0 KiB)"
+    pub fn describe(&self) -> String {
+        format!(
+            "buffer #{} ({}, {}, {})",
+            self.id,
+            self.tag.name(),
+            self.backend_name,
+            fmt_bytes(self.size)
+        )
+    }
+
+    /// Release the memory now; later use is an error, freeing twice is harmless.
+    pub fn free(&self) {
+        let mut m = self.write_lock();
+        if !matches!(*m, BufferMem::Freed) {
+            *m = BufferMem::Freed;
+            ledger::released(self.size, self.tag);
+        }
+    }
+
+    fn read_lock(&self) -> RwLockReadGuard<'_, BufferMem> {
+        self.mem.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write_lock(&self) -> RwLockWriteGuard<'_, BufferMem> {
+        self.mem.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn freed_error(&self, what: &str) -> anyhow::Error {
+        anyhow::anyhow!(
+            "{what} uses {}, which was freed; its tensors have no data any more \
+             (allocate them again with ggml_backend_alloc_ctx_tensors())",
+            self.describe()
+        )
+    }
+
+    /// Read access to the memory; an error when freed.
+    pub fn read(&self, what: &str) -> crate::Result<RwLockReadGuard<'_, BufferMem>> {
+        let g = self.read_lock();
+        if matches!(*g, BufferMem::Freed) {
+            return Err(self.freed_error(what));
+        }
+        Ok(g)
+    }
+
+    /// Write access to the memory; an error when freed.
+    pub fn write(&self, what: &str) -> crate::Result<RwLockWriteGuard<'_, BufferMem>> {
+        let g = self.write_lock();
+        if matches!(*g, BufferMem::Freed) {
+            return Err(self.freed_error(what));
+        }
+        Ok(g)
+    }
+
+    /// Copy `data` into the buffer at `offset` (an upload).
+    pub fn write_bytes(&self, offset: usize, data: &[u8], what: &str) -> crate::Result<()> {
+        ensure!(
+            offset + data.len() <= self.size,
+            "{what}: writing {} at offset {offset} overruns {}",
+            fmt_bytes(data.len()),
+            self.describe()
+        );
+        let mut g = self.write(what)?;
+        match &mut *g {
+            BufferMem::Host(_) => {
+                let bytes = g.host_bytes_mut().expect("host memory");
+                bytes[offset..offset + data.len()].copy_from_slice(data);
+            }
+            BufferMem::Freed => unreachable!(),
+        }
+        ledger::uploaded(data.len(), self.tag);
+        Ok(())
+    }
+
+    /// Copy `out.len()` bytes from `offset` (a download).
+    pub fn read_bytes(&self, offset: usize, out: &mut [u8], what: &str) -> crate::Result<()> {
+        ensure!(
+            offset + out.len() <= self.size,
+            "{what}: reading {} at offset {offset} overruns {}",
+            fmt_bytes(out.len()),
+            self.describe()
+        );
+        let g = self.read(what)?;
+        match &*g {
+            BufferMem::Host(_) => {
+                out.copy_from_slice(&g.host_bytes().expect("host memory")[offset..offset + out.len()])
+            }
+            BufferMem::Freed => unreachable!(),
+        }
+        ledger::downloaded(out.len(), self.tag);
+        Ok(())
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        self.free();
+    }
+}
+
+/// Human-readable byte counts: "512 B", "1.5 KiB", "3.0 MiB".
+pub fn fmt_bytes(n: usize) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    format!("{v:.1} {}", UNITS[u])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocate_write_read_free() {
+        let cpu = Backend::cpu();
+        let b = Buffer::allocate(&cpu, 10, BufferTag::User).unwrap();
+        b.write_bytes(2, &[1, 2, 3], "t").unwrap();
+        let mut out = [0u8; 5];
+        b.read_bytes(1, &mut out, "t").unwrap();
+        assert_eq!(out, [0, 1, 2, 3, 0]);
+        assert!(b.write_bytes(8, &[1, 2, 3], "t").unwrap_err().to_string().contains("overruns"));
+        b.free();
+        b.free();
+        let e = b.read_bytes(0, &mut out, "tensor 'x'").unwrap_err().to_string();
+        assert!(e.contains("was freed") && e.contains("tensor 'x'"), "{e}");
+        assert_eq!(fmt_bytes(1536), "1.5 KiB");
+    }
+
+    #[test]
+    fn f32_in_place() {
+        let cpu = Backend::cpu();
+        let b = Buffer::allocate(&cpu, 16, BufferTag::User).unwrap();
+        b.write_bytes(4, &2.5f32.to_ne_bytes(), "t").unwrap();
+        let g = b.read("t").unwrap();
+        assert_eq!(g.host_f32(4, 1).unwrap(), &[2.5]);
+        assert!(g.host_f32(2, 1).is_none());
+        assert!(g.host_f32(12, 2).is_none());
+    }
+}

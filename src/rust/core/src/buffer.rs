@@ -11,7 +11,7 @@
 use crate::backend::{Backend, BackendImpl};
 use crate::ledger;
 use anyhow::{bail, ensure};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Data offsets inside a buffer are multiples of this many bytes.
@@ -118,6 +118,8 @@ pub struct Buffer {
     tag: BufferTag,
     backend_name: String,
     mem: RwLock<BufferMem>,
+    /// For residency pool buffers: the pool's generation when allocated (-1: none).
+    pool_gen: AtomicI64,
 }
 
 impl Buffer {
@@ -147,6 +149,7 @@ impl Buffer {
             tag,
             backend_name: backend.name().to_string(),
             mem: RwLock::new(mem),
+            pool_gen: AtomicI64::new(-1),
         };
         ledger::after_alloc(bytes, tag);
         Ok(buf)
@@ -170,6 +173,30 @@ impl Buffer {
 
     pub fn is_freed(&self) -> bool {
         matches!(*self.read_lock(), BufferMem::Freed)
+    }
+
+    /// Record the residency pool generation this buffer belongs to.
+    pub fn set_pool_generation(&self, generation: i32) {
+        self.pool_gen.store(generation as i64, Ordering::SeqCst);
+    }
+
+    /// The residency pool generation this buffer was allocated in, if any.
+    pub fn pool_generation(&self) -> Option<i32> {
+        let g = self.pool_gen.load(Ordering::SeqCst);
+        (g >= 0).then_some(g as i32)
+    }
+
+    /// Why a freed buffer is gone, for error messages: for pool buffers this
+    /// names the pool and both generations.
+    pub fn freed_note(&self) -> String {
+        match (self.pool_generation(), crate::residency::Scope::of_tag(self.tag)) {
+            (Some(g), Some(scope)) => format!(
+                "it was freed by a reset of the {} pool (allocated in generation {g}, the pool is now at generation {})",
+                scope.name(),
+                crate::residency::generation(scope)
+            ),
+            _ => "it was freed".to_string(),
+        }
     }
 
     /// "buffer #3 (user, CPU, 1.0 KiB)"
@@ -202,9 +229,10 @@ impl Buffer {
 
     fn freed_error(&self, what: &str) -> anyhow::Error {
         anyhow::anyhow!(
-            "{what} uses {}, which was freed; its tensors have no data any more \
+            "{what} uses {}, and {}; its tensors have no data any more \
              (allocate them again with ggml_backend_alloc_ctx_tensors())",
-            self.describe()
+            self.describe(),
+            self.freed_note()
         )
     }
 

@@ -74,6 +74,12 @@ impl Context {
         self.state.is_freed()
     }
 
+    /// Mark the context as belonging to a residency pool's generation, so
+    /// that errors about its freed tensors name the reset.
+    pub fn set_pool(&self, scope: crate::residency::Scope, generation: i32) {
+        self.state.set_pool(scope, generation);
+    }
+
     pub fn check_live(&self) -> crate::Result<()> {
         if self.is_freed() {
             bail!("the context was freed with ggml_free(); create a new one with ggml_init()");

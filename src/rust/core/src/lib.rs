@@ -23,6 +23,7 @@ pub mod io;
 pub mod ledger;
 pub mod op;
 pub mod ops;
+pub mod residency;
 pub mod tensor;
 pub mod vulkan_probe;
 

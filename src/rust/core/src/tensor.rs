@@ -11,18 +11,26 @@ use crate::dtype::DType;
 use crate::op::{Layout, Op};
 use anyhow::bail;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Liveness of a context, shared by the context and its tensors.
 #[derive(Debug)]
 pub struct CtxState {
     pub id: u64,
     freed: AtomicBool,
+    /// For residency pool contexts: the pool and its generation at creation.
+    pool: OnceLock<(crate::residency::Scope, i32)>,
 }
 
 impl CtxState {
     pub fn new(id: u64) -> CtxState {
-        CtxState { id, freed: AtomicBool::new(false) }
+        CtxState { id, freed: AtomicBool::new(false), pool: OnceLock::new() }
+    }
+    pub fn set_pool(&self, scope: crate::residency::Scope, generation: i32) {
+        let _ = self.pool.set((scope, generation));
+    }
+    pub fn pool(&self) -> Option<(crate::residency::Scope, i32)> {
+        self.pool.get().copied()
     }
     pub fn mark_freed(&self) {
         self.freed.store(true, Ordering::SeqCst);
@@ -153,6 +161,15 @@ impl Tensor {
     /// An error unless the tensor's context is alive.
     pub fn check_live(&self) -> crate::Result<()> {
         if self.ctx.is_freed() {
+            if let Some((scope, g)) = self.ctx.pool() {
+                bail!(
+                    "{} belongs to the {} pool's generation {g}, which was freed by a reset \
+                     (the pool is now at generation {}); compute it again after the reset",
+                    self.describe(),
+                    scope.name(),
+                    crate::residency::generation(scope)
+                );
+            }
             bail!(
                 "{} belongs to a context that was freed with ggml_free(); create the tensor \
                  again in a live context",
@@ -198,9 +215,10 @@ impl Tensor {
         };
         if st.buf.is_freed() {
             bail!(
-                "{} lives in {}, which was freed; allocate the context's tensors again",
+                "{} lives in {}, and {}; allocate the context's tensors again",
                 self.describe(),
-                st.buf.describe()
+                st.buf.describe(),
+                st.buf.freed_note()
             );
         }
         Ok(TensorRef { buf: st.buf, offset: st.offset + extra, layout: self.layout })

@@ -1,6 +1,5 @@
 //! Backends: creation, naming, freeing, device counts.
 
-use crate::conv::xptr;
 use crate::guard;
 use extendr_api::prelude::*;
 use ggmlr_core::backend::{self, Backend};
@@ -9,14 +8,14 @@ use ggmlr_core::vulkan_probe;
 /// @noRd
 #[extendr]
 fn rs_backend_cpu_init() -> Robj {
-    guard(|| Ok(ExternalPtr::new(Backend::cpu()).into()))
+    guard(|| Ok(ExternalPtr::new(std::sync::Arc::new(Backend::cpu())).into()))
 }
 
 /// @noRd
 #[extendr]
 fn rs_backend_name(b: Robj) -> Robj {
     guard(|| {
-        let b: &Backend = xptr(&b, "backend", "ggml_backend")?;
+        let b: &Backend = crate::conv::backend_arg(&b, "backend")?;
         b.check_live()?;
         Ok(b.name().into())
     })
@@ -26,7 +25,7 @@ fn rs_backend_name(b: Robj) -> Robj {
 #[extendr]
 fn rs_backend_free(b: Robj) -> Robj {
     guard(|| {
-        let b: &Backend = xptr(&b, "backend", "ggml_backend")?;
+        let b: &Backend = crate::conv::backend_arg(&b, "backend")?;
         b.free();
         Ok(().into())
     })
@@ -36,7 +35,7 @@ fn rs_backend_free(b: Robj) -> Robj {
 #[extendr]
 fn rs_backend_is_freed(b: Robj) -> Robj {
     guard(|| {
-        let b: &Backend = xptr(&b, "backend", "ggml_backend")?;
+        let b: &Backend = crate::conv::backend_arg(&b, "backend")?;
         Ok(b.is_freed().into())
     })
 }
@@ -45,7 +44,7 @@ fn rs_backend_is_freed(b: Robj) -> Robj {
 #[extendr]
 fn rs_backend_cpu_set_n_threads(b: Robj, n: Robj) -> Robj {
     guard(|| {
-        let b: &Backend = xptr(&b, "backend", "ggml_backend")?;
+        let b: &Backend = crate::conv::backend_arg(&b, "backend")?;
         let n = crate::conv::scalar_i64(&n, "n_threads")?;
         anyhow::ensure!(n >= 1, "`n_threads` must be at least 1, not {n}");
         b.set_n_threads(n as usize)?;
@@ -57,7 +56,7 @@ fn rs_backend_cpu_set_n_threads(b: Robj, n: Robj) -> Robj {
 #[extendr]
 fn rs_backend_n_threads(b: Robj) -> Robj {
     guard(|| {
-        let b: &Backend = xptr(&b, "backend", "ggml_backend")?;
+        let b: &Backend = crate::conv::backend_arg(&b, "backend")?;
         Ok((b.n_threads() as i32).into())
     })
 }

@@ -17,8 +17,8 @@ pub fn buffer<'a>(x: &'a Robj) -> anyhow::Result<&'a Arc<Buffer>> {
 #[extendr]
 fn rs_backend_alloc_ctx_tensors(ctx: Robj, b: Robj) -> Robj {
     guard(|| {
-        let c: &Context = xptr(&ctx, "ctx", "ggml_context")?;
-        let b: &Backend = xptr(&b, "backend", "ggml_backend")?;
+        let c: &Context = crate::conv::ctx_arg(&ctx, "ctx")?;
+        let b: &Backend = crate::conv::backend_arg(&b, "backend")?;
         Ok(match c.alloc_tensors(b, BufferTag::User)? {
             Some(buf) => ExternalPtr::new(buf).into(),
             None => ().into(),

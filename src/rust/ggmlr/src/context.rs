@@ -1,6 +1,6 @@
 //! Contexts and element types.
 
-use crate::conv::{scalar_bool, scalar_i64, scalar_usize, xptr};
+use crate::conv::{scalar_bool, scalar_i64, scalar_usize};
 use crate::guard;
 use extendr_api::prelude::*;
 use ggmlr_core::context::{Context, GRAPH_OVERHEAD, TENSOR_OVERHEAD};
@@ -11,7 +11,7 @@ use ggmlr_core::dtype::DType;
 fn rs_init(mem_size: Robj, no_alloc: Robj) -> Robj {
     guard(|| {
         let ctx = Context::new(scalar_usize(&mem_size, "mem_size")?, scalar_bool(&no_alloc, "no_alloc")?)?;
-        Ok(ExternalPtr::new(ctx).into())
+        Ok(ExternalPtr::new(std::sync::Arc::new(ctx)).into())
     })
 }
 
@@ -19,7 +19,7 @@ fn rs_init(mem_size: Robj, no_alloc: Robj) -> Robj {
 #[extendr]
 fn rs_free(ctx: Robj) -> Robj {
     guard(|| {
-        xptr::<Context>(&ctx, "ctx", "ggml_context")?.free();
+        crate::conv::ctx_arg(&ctx, "ctx")?.free();
         Ok(().into())
     })
 }
@@ -29,7 +29,7 @@ fn rs_free(ctx: Robj) -> Robj {
 #[extendr]
 fn rs_ctx_info(ctx: Robj) -> Robj {
     guard(|| {
-        let c: &Context = xptr(&ctx, "ctx", "ggml_context")?;
+        let c: &Context = crate::conv::ctx_arg(&ctx, "ctx")?;
         Ok(list!(
             mem_size = c.mem_size() as f64,
             used = c.used_mem() as f64,

@@ -82,3 +82,13 @@ pub fn usize_vec(x: &Robj, what: &str, min: usize) -> anyhow::Result<Vec<usize>>
         })
         .collect()
 }
+
+/// A context argument (contexts are shared with the residency pools, hence `Arc`).
+pub fn ctx_arg<'a>(x: &'a Robj, what: &str) -> anyhow::Result<&'a std::sync::Arc<ggmlr_core::context::Context>> {
+    xptr(x, what, "ggml_context")
+}
+
+/// A backend argument (backends are shared with the residency pools, hence `Arc`).
+pub fn backend_arg<'a>(x: &'a Robj, what: &str) -> anyhow::Result<&'a std::sync::Arc<ggmlr_core::backend::Backend>> {
+    xptr(x, what, "ggml_backend")
+}

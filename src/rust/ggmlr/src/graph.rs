@@ -12,7 +12,7 @@ use ggmlr_core::graph::Graph;
 #[extendr]
 fn rs_build_forward_expand(ctx: Robj, t: Robj) -> Robj {
     guard(|| {
-        let c: &Context = xptr(&ctx, "ctx", "ggml_context")?;
+        let c: &Context = crate::conv::ctx_arg(&ctx, "ctx")?;
         c.check_live()?;
         let t = tensor(&t, "tensor")?;
         Ok(ExternalPtr::new(Graph::build(t)?).into())
@@ -24,7 +24,7 @@ fn rs_build_forward_expand(ctx: Robj, t: Robj) -> Robj {
 #[extendr]
 fn rs_graph_compute(ctx: Robj, g: Robj) -> Robj {
     guard(|| {
-        let c: &Context = xptr(&ctx, "ctx", "ggml_context")?;
+        let c: &Context = crate::conv::ctx_arg(&ctx, "ctx")?;
         c.check_live()?;
         let g: &Graph = xptr(&g, "graph", "ggml_cgraph")?;
         g.compute(backend::host())?;
@@ -36,7 +36,7 @@ fn rs_graph_compute(ctx: Robj, g: Robj) -> Robj {
 #[extendr]
 fn rs_backend_graph_compute(b: Robj, g: Robj) -> Robj {
     guard(|| {
-        let b: &Backend = xptr(&b, "backend", "ggml_backend")?;
+        let b: &Backend = crate::conv::backend_arg(&b, "backend")?;
         let g: &Graph = xptr(&g, "graph", "ggml_cgraph")?;
         g.compute(b)?;
         Ok(0i32.into())

@@ -1,7 +1,7 @@
 //! Graph ops: one entry for the computing ops (by ggml name), and the views,
 //! copies and composites that take extra arguments.
 
-use crate::conv::{f64_vec, scalar_i64, scalar_str, scalar_usize, usize_vec, xptr};
+use crate::conv::{f64_vec, scalar_i64, scalar_str, scalar_usize, usize_vec};
 use crate::guard;
 use crate::tensor::{tensor, tensor_robj, TensorPtr};
 use anyhow::ensure;
@@ -11,7 +11,7 @@ use ggmlr_core::context::Context;
 use ggmlr_core::dtype::DType;
 
 fn ctx(x: &Robj) -> anyhow::Result<&Context> {
-    xptr(x, "ctx", "ggml_context")
+    crate::conv::ctx_arg(x, "ctx").map(|c| &**c)
 }
 
 fn srcs(x: &Robj) -> anyhow::Result<Vec<TensorPtr>> {

@@ -24,7 +24,7 @@ pub fn tensor_robj(t: TensorPtr) -> Robj {
 #[extendr]
 fn rs_new_tensor(ctx: Robj, type_: Robj, ne: Robj) -> Robj {
     guard(|| {
-        let c: &Context = xptr(&ctx, "ctx", "ggml_context")?;
+        let c: &Context = crate::conv::ctx_arg(&ctx, "ctx")?;
         let t = DType::from_code(scalar_i64(&type_, "type")?)?;
         let ne = usize_vec(&ne, "ne", 1)?;
         Ok(tensor_robj(c.new_tensor(t, &ne)?))

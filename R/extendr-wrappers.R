@@ -122,4 +122,48 @@ rs_transpose <- function(c, a) .Call(wrap__rs_transpose, c, a)
 #' @noRd
 rs_cpy <- function(c, a, b) .Call(wrap__rs_cpy, c, a, b)
 
+#' @noRd
+rs_res_set_backend <- function(b) .Call(wrap__rs_res_set_backend, b)
+
+#' @noRd
+rs_res_gen <- function(scope) .Call(wrap__rs_res_gen, scope)
+
+#' list(contexts =, buffers =, current =) of one pool.
+#' @noRd
+rs_res_pool <- function(scope) .Call(wrap__rs_res_pool, scope)
+
+#' @noRd
+rs_res_reset <- function(scopes, size_mb) .Call(wrap__rs_res_reset, scopes, size_mb)
+
+#' @noRd
+rs_res_ctx_ensure <- function(n, scope) .Call(wrap__rs_res_ctx_ensure, n, scope)
+
+#' @noRd
+rs_res_ctx_flush <- function(ctx, scope) .Call(wrap__rs_res_ctx_flush, ctx, scope)
+
+#' @noRd
+rs_res_upload <- function(data, nrow, ncol, type_, scope) .Call(wrap__rs_res_upload, data, nrow, ncol, type_, scope)
+
+#' Whether a tensor's memory can be used: live context, data present, buffer not freed.
+#' @noRd
+rs_tensor_is_live <- function(t) .Call(wrap__rs_tensor_is_live, t)
+
+#' The pool figures of `.ag_tape_mem()`.
+#' @noRd
+rs_res_mem <- function() .Call(wrap__rs_res_mem)
+
+#' The ledger's figures, one element per field.
+#' @noRd
+rs_ledger_stats <- function() .Call(wrap__rs_ledger_stats)
+
+#' Set the budget (bytes, Inf for none) when `bytes` is not NULL; returns the old one.
+#' @noRd
+rs_ledger_limit <- function(bytes) .Call(wrap__rs_ledger_limit, bytes)
+
+#' @noRd
+rs_ledger_check <- function(extra) .Call(wrap__rs_ledger_check, extra)
+
+#' @noRd
+rs_ledger_reset_peak <- function() .Call(wrap__rs_ledger_reset_peak)
+
 

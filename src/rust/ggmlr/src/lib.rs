@@ -11,6 +11,7 @@ mod conv;
 mod graph;
 mod guard;
 mod ops;
+mod residency;
 mod tensor;
 
 pub use guard::guard;
@@ -46,4 +47,5 @@ extendr_module! {
     use graph;
     use buffer;
     use ops;
+    use residency;
 }

@@ -5,6 +5,7 @@
 //! R conditions; errors that need a specific R condition class carry a
 //! [`error::Classed`] value.
 
+pub mod autograd;
 pub mod backend;
 pub mod dtype;
 pub mod error;

@@ -4,6 +4,7 @@
 
 use extendr_api::prelude::*;
 
+mod autograd;
 mod backend;
 mod conv;
 mod guard;
@@ -35,5 +36,6 @@ extendr_module! {
     mod ggmlR;
     fn rs_version;
     fn rs_debug_fail;
+    use autograd;
     use backend;
 }

@@ -1,0 +1,6 @@
+.onLoad <- function(libname, pkgname) {
+  # R >= 4.4 dispatches %*% on S3 classes through the matrixOps group.
+  if (getRversion() >= "4.4.0") {
+    registerS3method("matrixOps", "ag_tensor", .ag_matrixOps, envir = asNamespace(pkgname))
+  }
+}

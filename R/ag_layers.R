@@ -79,7 +79,7 @@ ag_sequential <- function(...) {
       is.null(layers[[1L]]$forward)) {
     layers <- layers[[1L]]
   }
-  ok <- vapply(layers, function(l) is.function(l$forward), logical(1L))
+  ok <- vapply(layers, function(l) (is.list(l) || is.environment(l)) && is.function(l$forward), logical(1L))
   if (!all(ok)) .abort(sprintf("argument %d is not a layer (it has no $forward)", which(!ok)[1L]))
   env <- .ag_layer("ag_sequential", "sequential")
   env$layers <- layers

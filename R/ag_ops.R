@@ -22,6 +22,7 @@
       hs[[i]] <- .ag_num(x, paste("input", i), call = call)
     }
   }
+  if (!is.null(params)) params <- as.double(params)
   r <- .rs(rs_ag_op(name, hs, rg, params, idx), call = call)
   out <- .ag_make(r[[1L]], as.integer(r[[2L]]), r[[3L]], r[[4L]], r[[5L]],
                   device %||% .ag_device_state$device,

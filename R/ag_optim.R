@@ -25,7 +25,10 @@
   } else {
     .abort("`grads` must be the value of backward()", call = call)
   }
-  out <- lapply(out, function(g) if (is.null(g)) NULL else .ag_num(g, "grad", call = call))
+  for (i in seq_along(out)) {
+    g <- out[[i]]
+    if (!is.null(g) && !(is.double(g) && is.matrix(g))) out[[i]] <- .ag_num(g, "grad", call = call)
+  }
   names(out) <- keys
   out
 }

@@ -46,11 +46,11 @@ ag_linear <- function(in_features, out_features, activation = NULL) {
   env$W <- ag_param(.ag_glorot(in_features, out_features))
   env$b <- ag_param(matrix(0, out_features, 1L))
   env$activation <- activation
+  # One engine op computes act(W %*% x + b) (softmax runs after it).
+  code <- c(none = 0, relu = 1, sigmoid = 2, tanh = 3, softmax = 0)[[act]]
   env$forward <- function(x) {
-    out <- ag_add(ag_matmul(env$W, x), env$b)
-    switch(act,
-      relu = ag_relu(out), sigmoid = ag_sigmoid(out), tanh = ag_tanh(out),
-      softmax = ag_softmax(out), out)
+    out <- .ag_op("linear", list(env$W, x, env$b), code)
+    if (act == "softmax") ag_softmax(out) else out
   }
   env$parameters <- function() list(W = env$W, b = env$b)
   env$params <- env$parameters

@@ -42,14 +42,18 @@
   env$t <- 0L
   env$.state <- .rs(rs_ag_opt_new(kind, as.double(hyper), length(params)), call = sys.call(-1L))
   env$step <- function(grads) {
-    gl <- .ag_lookup_grads(env$params, grads)
     handles <- lapply(env$params, function(p) p$.h)
-    .rs(rs_ag_opt_step(env$.state, handles, names(env$params), unname(gl), as.double(env$lr)))
+    if (inherits(grads, "ag_grads") && !is.null(grads$.store)) {
+      .rs(rs_ag_opt_step_store(env$.state, handles, names(env$params), grads$.store, as.double(env$lr)))
+    } else {
+      gl <- .ag_lookup_grads(env$params, grads)
+      .rs(rs_ag_opt_step(env$.state, handles, names(env$params), unname(gl), as.double(env$lr)))
+    }
     env$t <- env$t + 1L
     invisible(env)
   }
   env$zero_grad <- function() {
-    for (p in env$params) p$grad <- NULL
+    .rs(rs_ag_zero_grad(lapply(env$params, function(p) p$.h)))
     rs_ag_tape("clear")
     invisible(env)
   }
@@ -145,6 +149,10 @@ print.ag_optimizer <- function(x, ...) {
 #' sqrt(sum(grads[[as.character(w$id)]]^2))
 clip_grad_norm <- function(params, grads, max_norm) {
   params <- .ag_check_params(params)
+  if (inherits(grads, "ag_grads") && !is.null(grads$.store)) {
+    handles <- lapply(params, function(p) p$.h)
+    return(invisible(.rs(rs_ag_clip_store(grads$.store, handles, .ag_scalar(max_norm, "max_norm")))))
+  }
   gl <- .ag_lookup_grads(params, grads)
   gl <- gl[!vapply(gl, is.null, logical(1L))]
   if (length(gl) == 0L) return(invisible(0))

@@ -62,11 +62,20 @@ backward <- function(loss) {
   }
   r <- .rs(rs_ag_backward(loss$.h))
   grads <- new.env(hash = TRUE, parent = emptyenv())
-  ids <- r[[1L]]
-  gl <- r[[2L]]
-  for (i in seq_along(ids)) assign(as.character(ids[[i]]), gl[[i]], envir = grads)
+  store <- r[[1L]]
+  grads$.store <- store
+  for (id in r[[2L]]) .ag_grad_binding(grads, store, id)
   class(grads) <- "ag_grads"
   invisible(grads)
+}
+
+# The gradients stay in the engine; reading `grads[[key]]` copies one to R,
+# assigning replaces it there (NULL removes it).
+.ag_grad_binding <- function(env, store, id) {
+  makeActiveBinding(as.character(id), function(v) {
+    if (missing(v)) .rs(rs_ag_store_get(store, id))
+    else .rs(rs_ag_store_set(store, id, .ag_num(v, "gradient", null_ok = TRUE)))
+  }, env)
 }
 
 #' @export
@@ -75,6 +84,7 @@ print.ag_grads <- function(x, ...) {
   cat(sprintf("<ag_grads: %d tensor%s>\n", length(keys), if (length(keys) == 1L) "" else "s"))
   for (k in keys) {
     g <- get(k, envir = x)
+    if (is.null(g)) next
     cat(sprintf("  id %s: %dx%d, norm %.4g\n", k, nrow(g), ncol(g), sqrt(sum(g^2))))
   }
   invisible(x)

@@ -32,9 +32,31 @@ rs_ag_tape <- function(cmd) .Call(wrap__rs_ag_tape, cmd)
 #' @noRd
 rs_ag_op <- function(name, inputs, rg, params, idx) .Call(wrap__rs_ag_op, name, inputs, rg, params, idx)
 
-#' Backward from `loss`: list(ids, grads) for the leaves.
+#' Backward from `loss`: list(store, ids) where the store holds the leaves'
+#' gradients by id.
 #' @noRd
 rs_ag_backward <- function(loss) .Call(wrap__rs_ag_backward, loss)
+
+#' One gradient of a store as a matrix (NULL when absent).
+#' @noRd
+rs_ag_store_get <- function(store, id) .Call(wrap__rs_ag_store_get, store, id)
+
+#' Replaces (or, with NULL, removes) one gradient of a store.
+#' @noRd
+rs_ag_store_set <- function(store, id, value) .Call(wrap__rs_ag_store_set, store, id, value)
+
+#' Clears the accumulated gradients of the tensors in `params`.
+#' @noRd
+rs_ag_zero_grad <- function(params) .Call(wrap__rs_ag_zero_grad, params)
+
+#' One optimizer step with the gradients of a store (no copies through R).
+#' @noRd
+rs_ag_opt_step_store <- function(opt, params, names, store, lr) .Call(wrap__rs_ag_opt_step_store, opt, params, names, store, lr)
+
+#' Clips the gradients of `params` in a store to a global norm; returns the
+#' norm before clipping.
+#' @noRd
+rs_ag_clip_store <- function(store, params, max_norm) .Call(wrap__rs_ag_clip_store, store, params, max_norm)
 
 #' @noRd
 rs_ag_opt_new <- function(kind, hyper, n) .Call(wrap__rs_ag_opt_new, kind, hyper, n)

@@ -116,3 +116,16 @@ test_that("multi-head attention matches a base R reference", {
   expect_true(ag_gradcheck(function(l) ag_sum(ag_tanh(mha$forward(l$x, causal_mask = TRUE))), ins, quiet = TRUE))
   expect_error(ag_multihead_attention(5, 2), "multiple")
 })
+
+test_that("ag_linear's fused op has the gradients of W %*% x + b and its activation", {
+  set.seed(45)
+  for (act in list(NULL, "relu", "sigmoid", "tanh", "softmax")) {
+    l <- ag_linear(3, 4, activation = act)
+    l$b$data <- rmat(4, 1)
+    x <- ag_param(rmat(3, 5))
+    W <- rmat(4, 5)
+    expect_true(ag_gradcheck(function(i) ag_sum(ag_mul(l$forward(i$x), W)),
+                             list(x = x, W = l$W, b = l$b), quiet = TRUE), info = format(act))
+  }
+  expect_error(ag_linear(3, 2)$forward(ag_tensor(rmat(4, 2))), "ag_linear: non-conformable")
+})

@@ -7,6 +7,20 @@ use anyhow::{anyhow, bail};
 use extendr_api::prelude::*;
 use ggmlr_core::autograd::{clip_factor, Mat, Op, OptKind, Optimizer, Tape, TensorRef};
 use std::cell::RefCell;
+use std::collections::HashMap;
+
+/// The gradients of one backward pass, by tensor id: they stay in the engine
+/// until R reads one (the `ag_grads` environment's active bindings).
+type GradStore = RefCell<HashMap<u64, Mat>>;
+const STORE: &str = "gradient store";
+
+fn id_of(x: &Robj, what: &str) -> anyhow::Result<u64> {
+    let v = x.as_real().or_else(|| x.as_integer().map(f64::from)).ok_or_else(|| anyhow!("`{what}` must be a tensor id"))?;
+    if !(v >= 0.0 && v.fract() == 0.0) {
+        bail!("`{what}` must be a tensor id, not {v}");
+    }
+    Ok(v as u64)
+}
 
 thread_local! {
     static TAPE: RefCell<Tape> = RefCell::new(Tape::new());
@@ -176,7 +190,8 @@ fn rs_ag_op(name: Robj, inputs: Robj, rg: Robj, params: Robj, idx: Robj) -> Robj
     })
 }
 
-/// Backward from `loss`: list(ids, grads) for the leaves.
+/// Backward from `loss`: list(store, ids) where the store holds the leaves'
+/// gradients by id.
 /// @noRd
 #[extendr]
 fn rs_ag_backward(loss: Robj) -> Robj {
@@ -184,8 +199,54 @@ fn rs_ag_backward(loss: Robj) -> Robj {
         let t = handle(&loss, "loss")?;
         let res = TAPE.with(|tp| tp.borrow_mut().backward(&t))?;
         let ids: Vec<f64> = res.iter().map(|(t, _)| t.id as f64).collect();
-        let grads = res.iter().map(|(_, g)| from_mat(g)).collect::<anyhow::Result<Vec<Robj>>>()?;
-        Ok(list!(ids, List::from_values(grads)).into())
+        let map: HashMap<u64, Mat> = res.into_iter().map(|(t, g)| (t.id, g)).collect();
+        let store: GradStore = RefCell::new(map);
+        Ok(list!(ExternalPtr::new(store), ids).into())
+    })
+}
+
+/// One gradient of a store as a matrix (NULL when absent).
+/// @noRd
+#[extendr]
+fn rs_ag_store_get(store: Robj, id: Robj) -> Robj {
+    guard(|| {
+        let s: &GradStore = xptr(&store, "grads", STORE)?;
+        let id = id_of(&id, "id")?;
+        let m = s.borrow();
+        match m.get(&id) {
+            Some(g) => from_mat(g),
+            None => Ok(().into()),
+        }
+    })
+}
+
+/// Replaces (or, with NULL, removes) one gradient of a store.
+/// @noRd
+#[extendr]
+fn rs_ag_store_set(store: Robj, id: Robj, value: Robj) -> Robj {
+    guard(|| {
+        let s: &GradStore = xptr(&store, "grads", STORE)?;
+        let id = id_of(&id, "id")?;
+        if value.is_null() {
+            s.borrow_mut().remove(&id);
+        } else {
+            let g = to_mat(&value, "gradient")?;
+            s.borrow_mut().insert(id, g);
+        }
+        Ok(().into())
+    })
+}
+
+/// Clears the accumulated gradients of the tensors in `params`.
+/// @noRd
+#[extendr]
+fn rs_ag_zero_grad(params: Robj) -> Robj {
+    guard(|| {
+        let pl = params.as_list().ok_or_else(|| anyhow!("params must be a list"))?;
+        for p in pl.values() {
+            handle(&p, "parameter")?.set_grad(None);
+        }
+        Ok(().into())
     })
 }
 
@@ -237,6 +298,53 @@ fn rs_ag_opt_step(opt: Robj, params: Robj, names: Robj, grads: Robj, lr: Robj) -
     })
 }
 
+/// One optimizer step with the gradients of a store (no copies through R).
+/// @noRd
+#[extendr]
+fn rs_ag_opt_step_store(opt: Robj, params: Robj, names: Robj, store: Robj, lr: Robj) -> Robj {
+    guard(|| {
+        let o: &RefCell<Optimizer> = xptr(&opt, "optimizer", "optimizer state")?;
+        let s: &GradStore = xptr(&store, "grads", STORE)?;
+        let pl = params.as_list().ok_or_else(|| anyhow!("params must be a list"))?;
+        let ps = pl.values().map(|p| handle(&p, "parameter")).collect::<anyhow::Result<Vec<_>>>()?;
+        let nm: Vec<String> = names.as_str_vector().map(|v| v.iter().map(|s| s.to_string()).collect()).unwrap_or_default();
+        let map = s.borrow();
+        let gs: Vec<Option<&[f64]>> = ps.iter().map(|p| map.get(&p.id).map(|g| g.data.as_slice())).collect();
+        let lr = lr.as_real().ok_or_else(|| anyhow!("`lr` must be a number"))?;
+        o.borrow_mut().step(&ps, &nm, &gs, lr)?;
+        Ok(().into())
+    })
+}
+
+/// Clips the gradients of `params` in a store to a global norm; returns the
+/// norm before clipping.
+/// @noRd
+#[extendr]
+fn rs_ag_clip_store(store: Robj, params: Robj, max_norm: Robj) -> Robj {
+    guard(|| {
+        let s: &GradStore = xptr(&store, "grads", STORE)?;
+        let pl = params.as_list().ok_or_else(|| anyhow!("params must be a list"))?;
+        let ids = pl.values().map(|p| handle(&p, "parameter").map(|t| t.id)).collect::<anyhow::Result<Vec<_>>>()?;
+        let mx = max_norm.as_real().ok_or_else(|| anyhow!("`max_norm` must be a number"))?;
+        if mx.is_nan() || mx < 0.0 {
+            bail!("`max_norm` must be a non-negative number, not {mx}");
+        }
+        let mut map = s.borrow_mut();
+        let (norm, f) = {
+            let slices: Vec<&[f64]> = ids.iter().filter_map(|id| map.get(id).map(|g| g.data.as_slice())).collect();
+            clip_factor(&slices, mx)
+        };
+        if f < 1.0 {
+            for id in &ids {
+                if let Some(g) = map.get_mut(id) {
+                    g.data.iter_mut().for_each(|v| *v *= f);
+                }
+            }
+        }
+        Ok(norm.into())
+    })
+}
+
 /// Step count of an optimizer, and the moments of parameter `i` (1-based).
 /// @noRd
 #[extendr]
@@ -283,6 +391,11 @@ extendr_module! {
     fn rs_ag_tape;
     fn rs_ag_op;
     fn rs_ag_backward;
+    fn rs_ag_store_get;
+    fn rs_ag_store_set;
+    fn rs_ag_zero_grad;
+    fn rs_ag_opt_step_store;
+    fn rs_ag_clip_store;
     fn rs_ag_opt_new;
     fn rs_ag_opt_step;
     fn rs_ag_opt_state;

@@ -2,7 +2,7 @@
 //! the inputs that need one (`need[i]`), from the values the tape kept.
 
 use super::mat::{gemm, Mat};
-use super::ops::{bidx, broadcast, Axis, Op, CE_EPS};
+use super::ops::{bidx, broadcast, Act, Axis, Op, CE_EPS};
 use anyhow::Result;
 
 /// Sums a gradient of a broadcast result back to the shape of its input.
@@ -31,6 +31,14 @@ pub fn backward(op: &Op, x: &[&Mat], out: &Mat, saved: &[Mat], g: &Mat, need: &[
             if want(0) { Some(gemm(g, false, x[1], true)?) } else { None },
             if want(1) { Some(gemm(x[0], true, g, false)?) } else { None },
         ]),
+        Op::Linear(act) => {
+            let gz = if *act == Act::None { g.clone() } else { g.zip(out, |g, y| g * act.grad_from_out(y)) };
+            Ok(vec![
+                if want(0) { Some(gemm(&gz, false, x[1], true)?) } else { None },
+                if want(1) { Some(gemm(x[0], true, &gz, false)?) } else { None },
+                want(2).then(|| gz.row_sums()),
+            ])
+        }
         Op::Add | Op::Sub => {
             let ga = want(0).then(|| reduce_to(g.clone(), x[0].rows, x[0].cols));
             let gb = want(1).then(|| {

@@ -13,9 +13,52 @@ pub enum Axis {
     Cols,
 }
 
+/// Activation fused into a dense layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Act {
+    None,
+    Relu,
+    Sigmoid,
+    Tanh,
+}
+
+impl Act {
+    pub fn apply(self, z: f64) -> f64 {
+        match self {
+            Act::None => z,
+            Act::Relu => {
+                if z > 0.0 || z.is_nan() {
+                    z
+                } else {
+                    0.0
+                }
+            }
+            Act::Sigmoid => 1.0 / (1.0 + (-z).exp()),
+            Act::Tanh => z.tanh(),
+        }
+    }
+    /// Derivative of the activation, from its output `y`.
+    pub fn grad_from_out(self, y: f64) -> f64 {
+        match self {
+            Act::None => 1.0,
+            Act::Relu => {
+                if y > 0.0 {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+            Act::Sigmoid => y * (1.0 - y),
+            Act::Tanh => 1.0 - y * y,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
     MatMul,
+    /// `act(W %*% x + b)`: inputs W `[out, in]`, x `[in, n]`, b `[out, 1]`.
+    Linear(Act),
     Add,
     Sub,
     Mul,
@@ -87,6 +130,13 @@ impl Op {
     pub fn parse(name: &str, p: &[f64], idx: Option<Vec<usize>>) -> Result<Op> {
         Ok(match name {
             "matmul" => Op::MatMul,
+            "linear" => Op::Linear(match param(p, 0, "ag_linear", "activation")? as i64 {
+                0 => Act::None,
+                1 => Act::Relu,
+                2 => Act::Sigmoid,
+                3 => Act::Tanh,
+                other => bail!("ag_linear: unknown activation code {other}"),
+            }),
             "add" => Op::Add,
             "sub" => Op::Sub,
             "mul" => Op::Mul,
@@ -135,6 +185,7 @@ impl Op {
     pub fn r_name(&self) -> &'static str {
         match self {
             Op::MatMul => "ag_matmul",
+            Op::Linear(_) => "ag_linear",
             Op::Add => "ag_add",
             Op::Sub => "ag_sub",
             Op::Mul => "ag_mul",
@@ -166,7 +217,7 @@ impl Op {
         match self {
             Op::MatMul | Op::Add | Op::Sub | Op::Mul | Op::Div => n == 2,
             Op::MseLoss | Op::CrossEntropyLoss | Op::SoftmaxCrossEntropyLoss => n == 2,
-            Op::BatchNorm { training: true, .. } => n == 3,
+            Op::BatchNorm { training: true, .. } | Op::Linear(_) => n == 3,
             Op::BatchNorm { training: false, .. } => n == 5,
             Op::ConcatRows => n >= 1,
             _ => n == 1,
@@ -284,6 +335,18 @@ pub fn forward(op: &Op, x: &[&Mat]) -> Result<Fwd> {
     }
     match op {
         Op::MatMul => fwd(gemm(x[0], false, x[1], false).map_err(|e| anyhow::anyhow!("{name}: {e}"))?),
+        Op::Linear(act) => {
+            let (w, xx, b) = (x[0], x[1], x[2]);
+            column(b, w.rows, name, "b")?;
+            let mut z = gemm(w, false, xx, false).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+            let act = *act;
+            for j in 0..z.cols {
+                for (v, bi) in z.data[j * z.rows..(j + 1) * z.rows].iter_mut().zip(&b.data) {
+                    *v = act.apply(*v + bi);
+                }
+            }
+            fwd(z)
+        }
         Op::Add | Op::Sub | Op::Mul | Op::Div => {
             let (r, c) = broadcast_shape(x[0], x[1], name)?;
             let out = match op {

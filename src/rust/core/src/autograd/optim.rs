@@ -61,38 +61,58 @@ impl Optimizer {
             }
             let (m, v) = (&mut slot.0, &mut slot.1);
             p.update_host(|w| {
-                match kind {
-                    OptKind::Sgd { momentum } => {
-                        if momentum > 0.0 {
-                            for k in 0..n {
-                                m[k] = momentum * m[k] + g[k];
-                                w.data[k] -= lr * m[k];
-                            }
-                        } else {
-                            for k in 0..n {
-                                w.data[k] -= lr * g[k];
-                            }
-                        }
-                    }
-                    OptKind::Adam { beta1, beta2, eps } | OptKind::AdamW { beta1, beta2, eps, .. } => {
-                        if let OptKind::AdamW { weight_decay, .. } = kind {
-                            let f = 1.0 - lr * weight_decay;
-                            w.data.iter_mut().for_each(|x| *x *= f);
-                        }
-                        let (c1, c2) = (1.0 - beta1.powf(t), 1.0 - beta2.powf(t));
-                        for k in 0..n {
-                            m[k] = beta1 * m[k] + (1.0 - beta1) * g[k];
-                            v[k] = beta2 * v[k] + (1.0 - beta2) * g[k] * g[k];
-                            let mh = m[k] / c1;
-                            let vh = v[k] / c2;
-                            w.data[k] -= lr * mh / (vh.sqrt() + eps);
-                        }
-                    }
-                }
+                update(&kind, &mut w.data, g, m, v, lr, t);
                 Ok(())
             })?;
         }
         Ok(())
+    }
+}
+
+/// Elements per parallel chunk of an update.
+const CHUNK: usize = 1 << 14;
+
+/// Updates `w` (and the moments `m`, `v`) from the gradient `g`; large
+/// tensors are split over threads.
+fn update(kind: &OptKind, w: &mut [f64], g: &[f64], m: &mut [f64], v: &mut [f64], lr: f64, t: f64) {
+    if w.len() >= 4 * CHUNK {
+        use rayon::prelude::*;
+        w.par_chunks_mut(CHUNK)
+            .zip(g.par_chunks(CHUNK))
+            .zip(m.par_chunks_mut(CHUNK))
+            .zip(v.par_chunks_mut(CHUNK))
+            .for_each(|(((w, g), m), v)| update_serial(kind, w, g, m, v, lr, t));
+    } else {
+        update_serial(kind, w, g, m, v, lr, t);
+    }
+}
+
+fn update_serial(kind: &OptKind, w: &mut [f64], g: &[f64], m: &mut [f64], v: &mut [f64], lr: f64, t: f64) {
+    match *kind {
+        OptKind::Sgd { momentum } => {
+            if momentum > 0.0 {
+                for ((w, g), m) in w.iter_mut().zip(g).zip(m.iter_mut()) {
+                    *m = momentum * *m + g;
+                    *w -= lr * *m;
+                }
+            } else {
+                for (w, g) in w.iter_mut().zip(g) {
+                    *w -= lr * g;
+                }
+            }
+        }
+        OptKind::Adam { beta1, beta2, eps } | OptKind::AdamW { beta1, beta2, eps, .. } => {
+            if let OptKind::AdamW { weight_decay, .. } = *kind {
+                let f = 1.0 - lr * weight_decay;
+                w.iter_mut().for_each(|x| *x *= f);
+            }
+            let (c1, c2) = (1.0 - beta1.powf(t), 1.0 - beta2.powf(t));
+            for (((w, g), m), v) in w.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
+                *m = beta1 * *m + (1.0 - beta1) * g;
+                *v = beta2 * *v + (1.0 - beta2) * g * g;
+                *w -= lr * (*m / c1) / ((*v / c2).sqrt() + eps);
+            }
+        }
     }
 }
 

@@ -58,7 +58,10 @@ fn gradients_match_finite_differences() {
     let pos = rnd(3, 4, 3, 0.5, 2.0);
     let col = rnd(3, 1, 4, 0.5, 2.0);
     let row = rnd(1, 4, 5, 0.5, 2.0);
-    fd_check(Op::MatMul, vec![a.clone(), b], &[true, true]);
+    fd_check(Op::MatMul, vec![a.clone(), b.clone()], &[true, true]);
+    for act in [ops::Act::None, ops::Act::Relu, ops::Act::Sigmoid, ops::Act::Tanh] {
+        fd_check(Op::Linear(act), vec![a.clone(), b.clone(), rnd(3, 1, 12, -1.0, 1.0)], &[true, true, true]);
+    }
     for op in [Op::Add, Op::Sub, Op::Mul, Op::Div] {
         fd_check(op.clone(), vec![a.clone(), pos.clone()], &[true, true]);
         fd_check(op.clone(), vec![a.clone(), col.clone()], &[true, true]);

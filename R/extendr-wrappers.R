@@ -9,6 +9,70 @@ rs_version <- function() .Call(wrap__rs_version)
 rs_debug_fail <- function(kind) .Call(wrap__rs_debug_fail, kind)
 
 #' @noRd
+rs_ag_new <- function(data) .Call(wrap__rs_ag_new, data)
+
+#' @noRd
+rs_ag_value <- function(h) .Call(wrap__rs_ag_value, h)
+
+#' @noRd
+rs_ag_set_value <- function(h, data) .Call(wrap__rs_ag_set_value, h, data)
+
+#' @noRd
+rs_ag_grad <- function(h) .Call(wrap__rs_ag_grad, h)
+
+#' @noRd
+rs_ag_set_grad <- function(h, value) .Call(wrap__rs_ag_set_grad, h, value)
+
+#' Tape control: "begin", "end", "clear", "enabled", "length".
+#' @noRd
+rs_ag_tape <- function(cmd) .Call(wrap__rs_ag_tape, cmd)
+
+#' Applies op `name` to `inputs` (handles or numeric matrices); `rg[i]` says
+#' whether input i requires a gradient. Returns list(handle, id, rg, nrow, ncol, aux).
+#' @noRd
+rs_ag_op <- function(name, inputs, rg, params, idx) .Call(wrap__rs_ag_op, name, inputs, rg, params, idx)
+
+#' Backward from `loss`: list(store, ids) where the store holds the leaves'
+#' gradients by id.
+#' @noRd
+rs_ag_backward <- function(loss) .Call(wrap__rs_ag_backward, loss)
+
+#' One gradient of a store as a matrix (NULL when absent).
+#' @noRd
+rs_ag_store_get <- function(store, id) .Call(wrap__rs_ag_store_get, store, id)
+
+#' Replaces (or, with NULL, removes) one gradient of a store.
+#' @noRd
+rs_ag_store_set <- function(store, id, value) .Call(wrap__rs_ag_store_set, store, id, value)
+
+#' Clears the accumulated gradients of the tensors in `params`.
+#' @noRd
+rs_ag_zero_grad <- function(params) .Call(wrap__rs_ag_zero_grad, params)
+
+#' One optimizer step with the gradients of a store (no copies through R).
+#' @noRd
+rs_ag_opt_step_store <- function(opt, params, names, store, lr) .Call(wrap__rs_ag_opt_step_store, opt, params, names, store, lr)
+
+#' Clips the gradients of `params` in a store to a global norm; returns the
+#' norm before clipping.
+#' @noRd
+rs_ag_clip_store <- function(store, params, max_norm) .Call(wrap__rs_ag_clip_store, store, params, max_norm)
+
+#' @noRd
+rs_ag_opt_new <- function(kind, hyper, n) .Call(wrap__rs_ag_opt_new, kind, hyper, n)
+
+#' @noRd
+rs_ag_opt_step <- function(opt, params, names, grads, lr) .Call(wrap__rs_ag_opt_step, opt, params, names, grads, lr)
+
+#' Step count of an optimizer, and the moments of parameter `i` (1-based).
+#' @noRd
+rs_ag_opt_state <- function(opt, i) .Call(wrap__rs_ag_opt_state, opt, i)
+
+#' Global L2 norm of a list of gradients and the clipping factor.
+#' @noRd
+rs_ag_clip <- function(grads, max_norm) .Call(wrap__rs_ag_clip, grads, max_norm)
+
+#' @noRd
 rs_backend_cpu_init <- function() .Call(wrap__rs_backend_cpu_init)
 
 #' @noRd

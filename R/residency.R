@@ -9,10 +9,6 @@
 
 .ag_scopes <- c("pass", "persistent")
 
-if (!exists(".ag_device_state", inherits = FALSE)) {
-  .ag_device_state <- new.env(parent = emptyenv())
-}
-
 # R objects that the engine state refers to (the backend object as given).
 .ag_res_private <- new.env(parent = emptyenv())
 
@@ -104,8 +100,6 @@ if (!exists(".ag_device_state", inherits = FALSE)) {
     .ag_res_registry[[s]] <- list()
   }
 }
-
-`%||%` <- function(a, b) if (is.null(a)) b else a
 
 #' Residency internals
 #'

@@ -1,3 +1,7 @@
 .onLoad <- function(libname, pkgname) {
   .ag_residency_on_load(.ag_device_state)
+  # R >= 4.4 dispatches %*% on S3 classes through the matrixOps group.
+  if (getRversion() >= "4.4.0") {
+    registerS3method("matrixOps", "ag_tensor", .ag_matrixOps, envir = asNamespace(pkgname))
+  }
 }

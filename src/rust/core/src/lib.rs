@@ -11,6 +11,7 @@
 //! [`graph::Graph`] orders them and resolves them into [`graph::Node`]s that a
 //! [`backend::Backend`] computes (CPU kernels in [`ops`]).
 
+pub mod autograd;
 pub mod backend;
 pub mod buffer;
 pub mod build;

@@ -4,6 +4,7 @@
 
 use extendr_api::prelude::*;
 
+mod autograd;
 mod backend;
 mod buffer;
 mod context;
@@ -41,6 +42,7 @@ extendr_module! {
     mod ggmlR;
     fn rs_version;
     fn rs_debug_fail;
+    use autograd;
     use backend;
     use context;
     use tensor;

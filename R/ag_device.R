@@ -1,0 +1,99 @@
+# Default device and precision of new tensors.
+#
+# Device "cpu" computes in double precision on the host. Device "gpu" means
+# the best backend (Vulkan when present, else the CPU backend) in f32, or f16
+# with ag_dtype("f16"), with weights resident in a persistent pool. Until the
+# device path of the engine lands, tensors on "gpu" are computed by the same
+# host path as "cpu" (the storage of a value is an enum in the engine, see
+# src/rust/core/src/autograd/value.rs); their `device` field and the
+# residency fields are kept so the residency layer can take them over.
+
+# Shared device state. The residency layer adds its fields (backend, pools,
+# generations, budget) to this environment.
+.ag_device_state <- new.env(parent = emptyenv())
+.ag_device_state$device <- "cpu"
+.ag_device_state$dtype  <- "f32"
+
+.ag_devices <- c("cpu", "gpu")
+.ag_dtypes  <- c("f32", "f16", "bf16")
+
+.ag_check_device <- function(device, call = sys.call(-1L)) {
+  if (!is.character(device) || length(device) != 1L || !device %in% .ag_devices) {
+    .abort(sprintf("`device` must be \"cpu\" or \"gpu\", not %s",
+                   paste(deparse(device), collapse = "")), call = call)
+  }
+  device
+}
+
+.ag_check_dtype <- function(dtype, call = sys.call(-1L)) {
+  if (!is.character(dtype) || length(dtype) != 1L || !dtype %in% .ag_dtypes) {
+    .abort(sprintf("`dtype` must be one of \"f32\", \"f16\", \"bf16\", not %s",
+                   paste(deparse(dtype), collapse = "")), call = call)
+  }
+  dtype
+}
+
+#' Default device and precision
+#'
+#' `ag_device()` sets the device of tensors created afterwards: `"cpu"`
+#' (double precision on the host) or `"gpu"` (the best backend: Vulkan when
+#' present, else the CPU backend). `ag_dtype()` sets the precision used on a
+#' device (`"f32"`, `"f16"`, `"bf16"`); device `"cpu"` always computes in
+#' double precision. In this version, tensors on `"gpu"` are computed on the
+#' host path as well.
+#'
+#' @param device `"cpu"` or `"gpu"`.
+#' @param dtype `"f32"`, `"f16"` or `"bf16"`.
+#' @return `ag_device()` and `ag_dtype()` return the previous setting
+#'   invisibly; `ag_default_device()` and `ag_default_dtype()` the current one.
+#' @name ag_device
+#' @examples
+#' old <- ag_device("cpu")
+#' ag_default_device()
+#' ag_device(old)
+NULL
+
+#' @rdname ag_device
+#' @export
+ag_device <- function(device) {
+  device <- .ag_check_device(device)
+  prev <- .ag_device_state$device
+  .ag_device_state$device <- device
+  invisible(prev)
+}
+
+#' @rdname ag_device
+#' @export
+ag_default_device <- function() .ag_device_state$device
+
+#' @rdname ag_device
+#' @export
+ag_dtype <- function(dtype) {
+  dtype <- .ag_check_dtype(dtype)
+  prev <- .ag_device_state$dtype
+  .ag_device_state$dtype <- dtype
+  invisible(prev)
+}
+
+#' @rdname ag_device
+#' @export
+ag_default_dtype <- function() .ag_device_state$dtype
+
+#' Copy a tensor to a device
+#'
+#' @param tensor An `ag_tensor`.
+#' @param device `"cpu"` or `"gpu"`.
+#' @return `tensor` itself when it is already there, else a new tensor with
+#'   the same value and `requires_grad`.
+#' @export
+#' @examples
+#' x <- ag_tensor(1:3)
+#' ag_to_device(x, "gpu")$device
+ag_to_device <- function(tensor, device) {
+  if (!is_ag_tensor(tensor)) .abort("`tensor` must be an ag_tensor")
+  device <- .ag_check_device(device)
+  if (identical(tensor$device, device)) return(tensor)
+  out <- ag_tensor(.ag_data(tensor), device = device, dtype = tensor$dtype)
+  out$requires_grad <- isTRUE(tensor$requires_grad)
+  out
+}

@@ -1,0 +1,164 @@
+# Optimizers: R environments around engine state. step() hands the
+# parameters' handles and their gradients to the engine, which updates the
+# weights and the moments in place.
+
+.ag_check_params <- function(params, call = sys.call(-1L)) {
+  if (is_ag_tensor(params)) params <- list(params)
+  if (!is.list(params) || length(params) == 0L ||
+      !all(vapply(params, is_ag_tensor, logical(1L)))) {
+    .abort("`params` must be a non-empty list of ag_param tensors (e.g. model$parameters())", call = call)
+  }
+  if (is.null(names(params))) names(params) <- paste0("param", seq_along(params))
+  empty <- !nzchar(names(params))
+  names(params)[empty] <- paste0("param", which(empty))
+  params
+}
+
+# The gradients of `params` from `grads` (the environment returned by
+# backward(), or a list named by id); NULL where there is none.
+.ag_lookup_grads <- function(params, grads, call = sys.call(-1L)) {
+  keys <- vapply(params, function(p) as.character(p$id), character(1L))
+  if (is.environment(grads)) {
+    out <- mget(keys, envir = grads, ifnotfound = list(NULL), inherits = FALSE)
+  } else if (is.list(grads)) {
+    out <- lapply(keys, function(k) grads[[k]])
+  } else {
+    .abort("`grads` must be the value of backward()", call = call)
+  }
+  for (i in seq_along(out)) {
+    g <- out[[i]]
+    if (!is.null(g) && !(is.double(g) && is.matrix(g))) out[[i]] <- .ag_num(g, "grad", call = call)
+  }
+  names(out) <- keys
+  out
+}
+
+.ag_optimizer <- function(kind, params, lr, hyper, fields, cls) {
+  params <- .ag_check_params(params, call = sys.call(-1L))
+  env <- new.env(parent = emptyenv())
+  env$params <- params
+  env$lr <- lr
+  for (nm in names(fields)) env[[nm]] <- fields[[nm]]
+  env$t <- 0L
+  env$.state <- .rs(rs_ag_opt_new(kind, as.double(hyper), length(params)), call = sys.call(-1L))
+  env$step <- function(grads) {
+    handles <- lapply(env$params, function(p) p$.h)
+    if (inherits(grads, "ag_grads") && !is.null(grads$.store)) {
+      .rs(rs_ag_opt_step_store(env$.state, handles, names(env$params), grads$.store, as.double(env$lr)))
+    } else {
+      gl <- .ag_lookup_grads(env$params, grads)
+      .rs(rs_ag_opt_step(env$.state, handles, names(env$params), unname(gl), as.double(env$lr)))
+    }
+    env$t <- env$t + 1L
+    invisible(env)
+  }
+  env$zero_grad <- function() {
+    .rs(rs_ag_zero_grad(lapply(env$params, function(p) p$.h)))
+    rs_ag_tape("clear")
+    invisible(env)
+  }
+  # Moments of parameter `name` (or index): list(t, m, v); SGD keeps its
+  # velocity in m.
+  env$state <- function(name) {
+    i <- if (is.character(name)) match(name, names(env$params)) else as.integer(name)
+    if (is.na(i)) .abort(sprintf("no parameter called '%s'", name))
+    .rs(rs_ag_opt_state(env$.state, i))
+  }
+  class(env) <- c(cls, "ag_optimizer")
+  env
+}
+
+#' Optimizers
+#'
+#' Objects with `$step(grads)` (one update from the value of [backward()]),
+#' `$zero_grad()` (clears the parameters' `$grad`) and a modifiable `$lr`.
+#' Updates run in the engine, in place:
+#' * SGD: `v = momentum * v + g; w = w - lr * v` (plain `w - lr * g` when
+#'   `momentum = 0`).
+#' * Adam: bias-corrected moments, `w = w - lr * m_hat / (sqrt(v_hat) + eps)`.
+#' * AdamW: Adam with decoupled weight decay, `w = w * (1 - lr * weight_decay)`
+#'   before the Adam update.
+#'
+#' @param params A named list of `ag_param` tensors (`model$parameters()`).
+#' @param lr Learning rate.
+#' @param momentum Momentum factor.
+#' @param beta1,beta2 Decay rates of the first and second moments.
+#' @param eps Added to the denominator.
+#' @param weight_decay Decoupled weight decay factor.
+#' @return An optimizer environment.
+#' @name optimizers
+#' @examples
+#' w <- ag_param(matrix(c(1, -1), 2, 1))
+#' opt <- optimizer_adam(list(w = w), lr = 0.1)
+#' with_grad_tape(loss <- ag_sum(ag_mul(w, w)))
+#' opt$step(backward(loss))
+#' opt$zero_grad()
+#' w$data
+NULL
+
+#' @rdname optimizers
+#' @export
+optimizer_sgd <- function(params, lr = 0.01, momentum = 0) {
+  .ag_optimizer("sgd", params, lr, c(momentum), list(momentum = momentum), "ag_optimizer_sgd")
+}
+
+#' @rdname optimizers
+#' @export
+optimizer_adam <- function(params, lr = 0.001, beta1 = 0.9, beta2 = 0.999, eps = 1e-08) {
+  .ag_optimizer("adam", params, lr, c(beta1, beta2, eps),
+                list(beta1 = beta1, beta2 = beta2, eps = eps), "ag_optimizer_adam")
+}
+
+#' @rdname optimizers
+#' @export
+optimizer_adamw <- function(params, lr = 0.001, beta1 = 0.9, beta2 = 0.999, eps = 1e-08,
+                            weight_decay = 0.01) {
+  .ag_optimizer("adamw", params, lr, c(beta1, beta2, eps, weight_decay),
+                list(beta1 = beta1, beta2 = beta2, eps = eps, weight_decay = weight_decay),
+                "ag_optimizer_adamw")
+}
+
+#' @export
+print.ag_optimizer <- function(x, ...) {
+  kind <- sub("^ag_optimizer_", "", class(x)[1L])
+  extra <- switch(kind,
+    sgd = sprintf("momentum %g", x$momentum),
+    sprintf("betas (%g, %g), eps %g%s", x$beta1, x$beta2, x$eps,
+            if (kind == "adamw") sprintf(", weight decay %g", x$weight_decay) else ""))
+  cat(sprintf("<%s optimizer> lr %g, %s; %d parameters, %d steps\n",
+              toupper(kind), x$lr, extra, length(x$params), x$t))
+  invisible(x)
+}
+
+#' Clip gradients by their global norm
+#'
+#' When the L2 norm of all the gradients of `params` together exceeds
+#' `max_norm`, scales them (in `grads`, in place) so that it is `max_norm`.
+#' Call it between [backward()] and `optimizer$step()`.
+#'
+#' @param params A named list of `ag_param` tensors.
+#' @param grads The value of [backward()].
+#' @param max_norm The largest norm allowed.
+#' @return The norm before clipping, invisibly.
+#' @export
+#' @examples
+#' w <- ag_param(matrix(c(3, 4), 2, 1))
+#' with_grad_tape(loss <- ag_sum(ag_mul(w, w)))
+#' grads <- backward(loss)
+#' clip_grad_norm(list(w = w), grads, max_norm = 1)
+#' sqrt(sum(grads[[as.character(w$id)]]^2))
+clip_grad_norm <- function(params, grads, max_norm) {
+  params <- .ag_check_params(params)
+  if (inherits(grads, "ag_grads") && !is.null(grads$.store)) {
+    handles <- lapply(params, function(p) p$.h)
+    return(invisible(.rs(rs_ag_clip_store(grads$.store, handles, .ag_scalar(max_norm, "max_norm")))))
+  }
+  gl <- .ag_lookup_grads(params, grads)
+  gl <- gl[!vapply(gl, is.null, logical(1L))]
+  if (length(gl) == 0L) return(invisible(0))
+  r <- .rs(rs_ag_clip(unname(gl), .ag_scalar(max_norm, "max_norm")))
+  if (r$factor < 1 && is.environment(grads)) {
+    for (k in names(gl)) assign(k, gl[[k]] * r$factor, envir = grads)
+  }
+  invisible(r$norm)
+}

@@ -1,0 +1,83 @@
+# Training-step time of two MLPs (forward, backward, Adam) with the ag_* API,
+# on "cpu" and "gpu", and the same steps in PyTorch on the CPU when
+# `python3 -c "import torch"` works. Prints milliseconds per step and the
+# ratio PyTorch / ggmlR (> 1: ggmlR is faster).
+suppressPackageStartupMessages(library(ggmlR))
+
+sizes <- list(
+  list(name = "128-128-10, batch 64", d_in = 128L, d_h = 128L, d_out = 10L, batch = 64L, steps = 300L),
+  list(name = "512-256-10, batch 512", d_in = 512L, d_h = 256L, d_out = 10L, batch = 512L, steps = 40L)
+)
+
+step_time_ggmlr <- function(s, device) {
+  old <- ag_device(device)
+  on.exit(ag_device(old))
+  set.seed(1)
+  model <- ag_sequential(ag_linear(s$d_in, s$d_h, "relu"), ag_linear(s$d_h, s$d_out))
+  opt <- optimizer_adam(model$parameters(), lr = 1e-3)
+  x <- ag_tensor(matrix(rnorm(s$d_in * s$batch), s$d_in, s$batch))
+  y <- sample.int(s$d_out, s$batch, replace = TRUE) - 1L
+  step <- function() {
+    with_grad_tape(loss <- ag_softmax_cross_entropy_loss(model$forward(x), y))
+    opt$step(backward(loss))
+    opt$zero_grad()
+  }
+  for (i in 1:10) step()
+  reps <- 5L
+  per <- numeric(reps)
+  for (r in seq_len(reps)) {
+    t0 <- proc.time()[["elapsed"]]
+    for (i in seq_len(s$steps %/% reps)) step()
+    per[r] <- (proc.time()[["elapsed"]] - t0) / (s$steps %/% reps)
+  }
+  median(per) * 1000
+}
+
+torch_ok <- nzchar(Sys.which("python3")) &&
+  identical(suppressWarnings(system2("python3", c("-c", shQuote("import torch")),
+                                     stdout = FALSE, stderr = FALSE)), 0L)
+
+step_time_torch <- function(s) {
+  py <- sprintf('
+import time, torch
+torch.manual_seed(1)
+m = torch.nn.Sequential(torch.nn.Linear(%d, %d), torch.nn.ReLU(), torch.nn.Linear(%d, %d))
+opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+x = torch.randn(%d, %d); y = torch.randint(0, %d, (%d,))
+lf = torch.nn.CrossEntropyLoss()
+def step():
+    opt.zero_grad(); loss = lf(m(x), y); loss.backward(); opt.step()
+for _ in range(10): step()
+reps, n = 5, %d // 5
+per = []
+for _ in range(reps):
+    t0 = time.perf_counter()
+    for _ in range(n): step()
+    per.append((time.perf_counter() - t0) / n)
+per.sort(); print(per[len(per) // 2] * 1000)
+', s$d_in, s$d_h, s$d_h, s$d_out, s$batch, s$d_in, s$d_out, s$batch, s$steps)
+  f <- tempfile(fileext = ".py")
+  writeLines(py, f)
+  on.exit(unlink(f))
+  as.numeric(tail(system2("python3", f, stdout = TRUE), 1L))
+}
+
+cat("ggmlR autograd training step (forward + backward + Adam), median ms per step\n")
+cat("device \"gpu\" runs on the host path until the device path of the engine lands\n")
+if (torch_ok) {
+  cat(sprintf("PyTorch %s on the CPU (float32, %d threads) for comparison\n",
+              system2("python3", c("-c", shQuote("import torch; print(torch.__version__)")), stdout = TRUE),
+              as.integer(system2("python3", c("-c", shQuote("import torch; print(torch.get_num_threads())")), stdout = TRUE))))
+} else {
+  cat("PyTorch comparison skipped: python3 cannot import torch\n")
+}
+for (s in sizes) {
+  cpu <- step_time_ggmlr(s, "cpu")
+  gpu <- step_time_ggmlr(s, "gpu")
+  line <- sprintf("%-22s cpu %8.3f ms   gpu %8.3f ms", s$name, cpu, gpu)
+  if (torch_ok) {
+    tt <- step_time_torch(s)
+    line <- paste0(line, sprintf("   torch-cpu %8.3f ms   torch/cpu %.2fx   torch/gpu %.2fx", tt, tt / cpu, tt / gpu))
+  }
+  cat(line, "\n")
+}

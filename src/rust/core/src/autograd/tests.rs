@@ -1,0 +1,163 @@
+//! Every op's gradient against central finite differences, plus tape and
+//! optimizer behaviour.
+
+use super::*;
+
+fn rnd(r: usize, c: usize, seed: u64, lo: f64, hi: f64) -> Mat {
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let data = (0..r * c)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
+        })
+        .collect();
+    Mat::new(r, c, data).unwrap()
+}
+
+/// loss = sum(op(inputs) * w) for a fixed random weight w; compares the
+/// tape's gradient with central differences for every input in `check`.
+fn fd_check(op: Op, inputs: Vec<Mat>, check: &[bool]) {
+    let mut tape = Tape::new();
+    let ts: Vec<TensorRef> = inputs.iter().map(|m| tape.tensor(m.clone())).collect();
+    tape.begin();
+    let out = tape.apply(op.clone(), &ts, check).unwrap().tensor;
+    let (r, c) = out.shape();
+    let w = tape.tensor(rnd(r, c, 99, -1.0, 1.0));
+    let prod = tape.apply(Op::Mul, &[out, w.clone()], &[true, false]).unwrap().tensor;
+    let loss = tape.apply(Op::Sum(Axis::All), &[prod], &[true]).unwrap().tensor;
+    let grads = tape.backward(&loss).unwrap();
+    let f = |xs: &[Mat]| -> f64 {
+        let refs: Vec<&Mat> = xs.iter().collect();
+        let o = ops::forward(&op, &refs).unwrap().out;
+        o.data.iter().zip(&w.value().host().unwrap().data).map(|(a, b)| a * b).sum()
+    };
+    for (i, t) in ts.iter().enumerate() {
+        if !check[i] {
+            continue;
+        }
+        let g = &grads.iter().find(|(x, _)| x.id == t.id).expect("gradient").1;
+        let mut xs = inputs.clone();
+        for k in 0..xs[i].len() {
+            let h = 1e-6;
+            let x0 = xs[i].data[k];
+            xs[i].data[k] = x0 + h;
+            let fp = f(&xs);
+            xs[i].data[k] = x0 - h;
+            let fm = f(&xs);
+            xs[i].data[k] = x0;
+            let num = (fp - fm) / (2.0 * h);
+            assert!((num - g.data[k]).abs() < 1e-5 * (1.0 + num.abs()), "{op:?} input {i} elem {k}: {num} vs {}", g.data[k]);
+        }
+    }
+}
+
+#[test]
+fn gradients_match_finite_differences() {
+    let a = rnd(3, 4, 1, -1.0, 1.0);
+    let b = rnd(4, 2, 2, -1.0, 1.0);
+    let pos = rnd(3, 4, 3, 0.5, 2.0);
+    let col = rnd(3, 1, 4, 0.5, 2.0);
+    let row = rnd(1, 4, 5, 0.5, 2.0);
+    fd_check(Op::MatMul, vec![a.clone(), b.clone()], &[true, true]);
+    for act in [ops::Act::None, ops::Act::Relu, ops::Act::Sigmoid, ops::Act::Tanh] {
+        fd_check(Op::Linear(act), vec![a.clone(), b.clone(), rnd(3, 1, 12, -1.0, 1.0)], &[true, true, true]);
+    }
+    for op in [Op::Add, Op::Sub, Op::Mul, Op::Div] {
+        fd_check(op.clone(), vec![a.clone(), pos.clone()], &[true, true]);
+        fd_check(op.clone(), vec![a.clone(), col.clone()], &[true, true]);
+        fd_check(op.clone(), vec![a.clone(), row.clone()], &[true, true]);
+        fd_check(op, vec![a.clone(), Mat::scalar(1.7)], &[true, true]);
+    }
+    for op in [Op::Scale(-2.5), Op::Sigmoid, Op::Tanh, Op::Softmax, Op::Exp, Op::Transpose, Op::Reshape(2, 6)] {
+        fd_check(op, vec![a.clone()], &[true]);
+    }
+    fd_check(Op::Relu, vec![rnd(3, 4, 7, 0.1, 1.0).zip(&a, |m, s| if s > 0.0 { m } else { -m })], &[true]);
+    fd_check(Op::Log, vec![pos.clone()], &[true]);
+    fd_check(Op::Pow(2.5), vec![pos.clone()], &[true]);
+    fd_check(Op::Pow(2.0), vec![a.clone()], &[true]);
+    fd_check(Op::Clamp(-0.5, 0.5), vec![a.clone()], &[true]);
+    for ax in [Axis::All, Axis::Rows, Axis::Cols] {
+        fd_check(Op::Sum(ax), vec![a.clone()], &[true]);
+        fd_check(Op::Mean(ax), vec![a.clone()], &[true]);
+    }
+    let probs = ops::softmax_cols(&a);
+    let target = rnd(3, 4, 8, 0.0, 1.0);
+    fd_check(Op::MseLoss, vec![a.clone(), target.clone()], &[true, true]);
+    fd_check(Op::CrossEntropyLoss, vec![probs, target.clone()], &[true, true]);
+    fd_check(Op::SoftmaxCrossEntropyLoss, vec![a.clone(), target], &[true, true]);
+    let gamma = rnd(3, 1, 9, 0.5, 1.5);
+    let beta = rnd(3, 1, 10, -0.5, 0.5);
+    fd_check(Op::BatchNorm { eps: 1e-5, training: true }, vec![a.clone(), gamma.clone(), beta.clone()], &[true, true, true]);
+    fd_check(
+        Op::BatchNorm { eps: 1e-5, training: false },
+        vec![a.clone(), gamma, beta, col.clone(), rnd(3, 1, 11, 0.5, 1.0)],
+        &[true, true, true, false, false],
+    );
+    fd_check(Op::Gather(vec![2, 0, 2, 1]), vec![a.clone()], &[true]);
+    fd_check(Op::SliceRows(1, 3), vec![a.clone()], &[true]);
+    fd_check(Op::ConcatRows, vec![a.clone(), row, pos], &[true, true, false]);
+}
+
+#[test]
+fn errors_leave_the_tape_unchanged() {
+    let mut tape = Tape::new();
+    let a = tape.tensor(rnd(2, 3, 1, -1.0, 1.0));
+    let b = tape.tensor(rnd(2, 3, 2, -1.0, 1.0));
+    tape.begin();
+    let ok = tape.apply(Op::Mul, &[a.clone(), b.clone()], &[true, false]).unwrap();
+    assert_eq!(tape.len(), 1);
+    let err = tape.apply(Op::MatMul, &[a.clone(), b.clone()], &[true, false]).err().unwrap();
+    assert!(format!("{err}").contains("non-conformable"), "{err}");
+    let c = tape_tensor(&mut tape, 3, 3);
+    let err = tape.apply(Op::Add, &[a.clone(), c], &[true, false]).err().unwrap();
+    assert!(format!("{err}").contains("do not match"), "{err}");
+    assert_eq!(tape.len(), 1);
+    let loss = tape.apply(Op::Sum(Axis::All), &[ok.tensor], &[true]).unwrap().tensor;
+    let g = tape.backward(&loss).unwrap();
+    assert_eq!(g.len(), 1);
+    assert_eq!(g[0].1, b.value().host().unwrap().clone());
+    assert!(tape.is_empty());
+    // A second backward on a consumed tape is an error, not a crash.
+    assert!(tape.backward(&loss).is_err());
+}
+
+fn tape_tensor(t: &mut Tape, r: usize, c: usize) -> TensorRef {
+    t.tensor(Mat::zeros(r, c))
+}
+
+#[test]
+fn gradients_accumulate_on_leaves_and_shared_inputs() {
+    let mut tape = Tape::new();
+    let x = tape.tensor(Mat::new(1, 2, vec![1.0, 2.0]).unwrap());
+    tape.begin();
+    // loss = sum(x * x) uses x twice: gradient 2x
+    let y = tape.apply(Op::Mul, &[x.clone(), x.clone()], &[true, true]).unwrap().tensor;
+    let loss = tape.apply(Op::Sum(Axis::All), &[y], &[true]).unwrap().tensor;
+    tape.backward(&loss).unwrap();
+    assert_eq!(x.grad().as_ref().unwrap().data, vec![2.0, 4.0]);
+}
+
+#[test]
+fn adam_updates_in_place_after_backward() {
+    let mut tape = Tape::new();
+    let w = tape.tensor(Mat::new(1, 2, vec![1.0, -1.0]).unwrap());
+    let before = std::rc::Rc::as_ptr(&w.value());
+    let mut opt = Optimizer::new(OptKind::Adam { beta1: 0.9, beta2: 0.999, eps: 1e-8 }, 1);
+    let g = [0.5, -0.25];
+    opt.step(&[w.clone()], &["w".into()], &[Some(&g)], 0.1).unwrap();
+    // First Adam step moves each weight by lr * sign(g) (up to eps).
+    let v = w.value();
+    let d = &v.host().unwrap().data;
+    assert!((d[0] - 0.9).abs() < 1e-6 && (d[1] + 0.9).abs() < 1e-6, "{d:?}");
+    assert_eq!(std::rc::Rc::as_ptr(&v), before, "the update must be in place");
+    let bad = [1.0];
+    assert!(opt.step(&[w.clone()], &["w".into()], &[Some(&bad)], 0.1).is_err());
+}
+
+#[test]
+fn clip_factor_scales_to_max_norm() {
+    let (n, f) = clip_factor(&[&[3.0], &[4.0]], 1.0);
+    assert_eq!(n, 5.0);
+    assert!((f * 5.0 - 1.0).abs() < 1e-6);
+    assert_eq!(clip_factor(&[&[0.3]], 1.0).1, 1.0);
+}

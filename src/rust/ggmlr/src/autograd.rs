@@ -1,0 +1,403 @@
+//! Autograd bindings: tensors as external pointers to engine tensors, the
+//! tape, optimizers. Conversions only; the work is in `ggmlr_core::autograd`.
+
+use crate::conv::{scalar_str, xptr};
+use crate::guard;
+use anyhow::{anyhow, bail};
+use extendr_api::prelude::*;
+use ggmlr_core::autograd::{clip_factor, Mat, Op, OptKind, Optimizer, Tape, TensorRef};
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+/// The gradients of one backward pass, by tensor id: they stay in the engine
+/// until R reads one (the `ag_grads` environment's active bindings).
+type GradStore = RefCell<HashMap<u64, Mat>>;
+const STORE: &str = "gradient store";
+
+fn id_of(x: &Robj, what: &str) -> anyhow::Result<u64> {
+    let v = x.as_real().or_else(|| x.as_integer().map(f64::from)).ok_or_else(|| anyhow!("`{what}` must be a tensor id"))?;
+    if !(v >= 0.0 && v.fract() == 0.0) {
+        bail!("`{what}` must be a tensor id, not {v}");
+    }
+    Ok(v as u64)
+}
+
+thread_local! {
+    static TAPE: RefCell<Tape> = RefCell::new(Tape::new());
+}
+
+const KIND: &str = "ag_tensor handle";
+
+/// A numeric vector or matrix as a `Mat` (a vector is one column).
+fn to_mat(x: &Robj, what: &str) -> anyhow::Result<Mat> {
+    let data = x
+        .as_real_slice()
+        .ok_or_else(|| anyhow!("`{what}` must be a numeric matrix or vector, not {:?}", x.rtype()))?;
+    let dim: Option<Vec<i32>> = x.get_attrib("dim").and_then(|d| d.as_integer_vector());
+    let (r, c) = match dim.as_deref() {
+        Some([r, c]) => (*r as usize, *c as usize),
+        Some([_]) | None => (data.len(), 1),
+        Some(d) => bail!("`{what}` must be a matrix or a vector, not an array with {} dimensions", d.len()),
+    };
+    Mat::new(r, c, data.to_vec())
+}
+
+fn from_mat(m: &Mat) -> anyhow::Result<Robj> {
+    let mut r: Robj = m.data.as_slice().into();
+    r.set_attrib("dim", [m.rows as i32, m.cols as i32])
+        .map_err(|e| anyhow!("could not set dimensions: {e}"))?;
+    Ok(r)
+}
+
+fn handle(x: &Robj, what: &str) -> anyhow::Result<TensorRef> {
+    Ok(xptr::<TensorRef>(x, what, KIND)?.clone())
+}
+
+fn wrap(t: TensorRef) -> Robj {
+    ExternalPtr::new(t).into()
+}
+
+/// @noRd
+#[extendr]
+fn rs_ag_new(data: Robj) -> Robj {
+    guard(|| {
+        let m = to_mat(&data, "data")?;
+        let t = TAPE.with(|tp| tp.borrow_mut().tensor(m));
+        let id = t.id as f64;
+        Ok(list!(wrap(t), id).into())
+    })
+}
+
+/// @noRd
+#[extendr]
+fn rs_ag_value(h: Robj) -> Robj {
+    guard(|| {
+        let t = handle(&h, "tensor")?;
+        let v = t.value();
+        from_mat(v.host()?)
+    })
+}
+
+/// @noRd
+#[extendr]
+fn rs_ag_set_value(h: Robj, data: Robj) -> Robj {
+    guard(|| {
+        let t = handle(&h, "tensor")?;
+        t.set_value(to_mat(&data, "value")?);
+        Ok(().into())
+    })
+}
+
+/// @noRd
+#[extendr]
+fn rs_ag_grad(h: Robj) -> Robj {
+    guard(|| {
+        let t = handle(&h, "tensor")?;
+        let g = t.grad();
+        match g.as_ref() {
+            Some(m) => from_mat(m),
+            None => Ok(().into()),
+        }
+    })
+}
+
+/// @noRd
+#[extendr]
+fn rs_ag_set_grad(h: Robj, value: Robj) -> Robj {
+    guard(|| {
+        let t = handle(&h, "tensor")?;
+        let g = if value.is_null() { None } else { Some(to_mat(&value, "grad")?) };
+        t.set_grad(g);
+        Ok(().into())
+    })
+}
+
+/// Tape control: "begin", "end", "clear", "enabled", "length".
+/// @noRd
+#[extendr]
+fn rs_ag_tape(cmd: Robj) -> Robj {
+    guard(|| {
+        let cmd = scalar_str(&cmd, "cmd")?;
+        TAPE.with(|tp| {
+            let mut tp = tp.borrow_mut();
+            Ok(match cmd.as_str() {
+                "begin" => {
+                    tp.begin();
+                    ().into()
+                }
+                "end" => {
+                    tp.end();
+                    ().into()
+                }
+                "clear" => {
+                    tp.clear();
+                    ().into()
+                }
+                "enabled" => tp.enabled().into(),
+                "length" => (tp.len() as i32).into(),
+                other => bail!("unknown tape command '{other}'"),
+            })
+        })
+    })
+}
+
+/// Applies op `name` to `inputs` (handles or numeric matrices); `rg[i]` says
+/// whether input i requires a gradient. Returns list(handle, id, rg, nrow, ncol, aux).
+/// @noRd
+#[extendr]
+fn rs_ag_op(name: Robj, inputs: Robj, rg: Robj, params: Robj, idx: Robj) -> Robj {
+    guard(|| {
+        let name = scalar_str(&name, "name")?;
+        let p: Vec<f64> = if params.is_null() {
+            Vec::new()
+        } else {
+            params.as_real_slice().ok_or_else(|| anyhow!("op parameters must be numeric"))?.to_vec()
+        };
+        let idx = if idx.is_null() {
+            None
+        } else {
+            let v = idx.as_integer_slice().ok_or_else(|| anyhow!("indices must be integers"))?;
+            if let Some(bad) = v.iter().find(|&&i| i < 0) {
+                bail!("index {bad} is negative (or NA); indices are 0-based and must be >= 0");
+            }
+            Some(v.iter().map(|&i| i as usize).collect())
+        };
+        let op = Op::parse(&name, &p, idx)?;
+        let list = inputs.as_list().ok_or_else(|| anyhow!("inputs must be a list"))?;
+        let flags = rg.as_logical_slice().ok_or_else(|| anyhow!("rg must be logical"))?;
+        if flags.len() != list.len() {
+            bail!("rg must have one flag per input");
+        }
+        TAPE.with(|tp| {
+            let mut tp = tp.borrow_mut();
+            let mut ts = Vec::with_capacity(list.len());
+            let mut rgs = Vec::with_capacity(list.len());
+            for (i, (_, x)) in list.iter().enumerate() {
+                if x.is_external_pointer() {
+                    ts.push(handle(&x, "input")?);
+                    rgs.push(flags[i].is_true());
+                } else {
+                    let what = format!("input {} of {}", i + 1, op.r_name());
+                    ts.push(tp.tensor(to_mat(&x, &what)?));
+                    rgs.push(false);
+                }
+            }
+            let a = tp.apply(op, &ts, &rgs)?;
+            let (r, c) = a.tensor.shape();
+            let id = a.tensor.id as f64;
+            Ok(list!(wrap(a.tensor), id, a.requires_grad, r as i32, c as i32, a.aux).into())
+        })
+    })
+}
+
+/// Backward from `loss`: list(store, ids) where the store holds the leaves'
+/// gradients by id.
+/// @noRd
+#[extendr]
+fn rs_ag_backward(loss: Robj) -> Robj {
+    guard(|| {
+        let t = handle(&loss, "loss")?;
+        let res = TAPE.with(|tp| tp.borrow_mut().backward(&t))?;
+        let ids: Vec<f64> = res.iter().map(|(t, _)| t.id as f64).collect();
+        let map: HashMap<u64, Mat> = res.into_iter().map(|(t, g)| (t.id, g)).collect();
+        let store: GradStore = RefCell::new(map);
+        Ok(list!(ExternalPtr::new(store), ids).into())
+    })
+}
+
+/// One gradient of a store as a matrix (NULL when absent).
+/// @noRd
+#[extendr]
+fn rs_ag_store_get(store: Robj, id: Robj) -> Robj {
+    guard(|| {
+        let s: &GradStore = xptr(&store, "grads", STORE)?;
+        let id = id_of(&id, "id")?;
+        let m = s.borrow();
+        match m.get(&id) {
+            Some(g) => from_mat(g),
+            None => Ok(().into()),
+        }
+    })
+}
+
+/// Replaces (or, with NULL, removes) one gradient of a store.
+/// @noRd
+#[extendr]
+fn rs_ag_store_set(store: Robj, id: Robj, value: Robj) -> Robj {
+    guard(|| {
+        let s: &GradStore = xptr(&store, "grads", STORE)?;
+        let id = id_of(&id, "id")?;
+        if value.is_null() {
+            s.borrow_mut().remove(&id);
+        } else {
+            let g = to_mat(&value, "gradient")?;
+            s.borrow_mut().insert(id, g);
+        }
+        Ok(().into())
+    })
+}
+
+/// Clears the accumulated gradients of the tensors in `params`.
+/// @noRd
+#[extendr]
+fn rs_ag_zero_grad(params: Robj) -> Robj {
+    guard(|| {
+        let pl = params.as_list().ok_or_else(|| anyhow!("params must be a list"))?;
+        for p in pl.values() {
+            handle(&p, "parameter")?.set_grad(None);
+        }
+        Ok(().into())
+    })
+}
+
+fn num(x: &[f64], i: usize) -> f64 {
+    x.get(i).copied().unwrap_or(f64::NAN)
+}
+
+/// @noRd
+#[extendr]
+fn rs_ag_opt_new(kind: Robj, hyper: Robj, n: Robj) -> Robj {
+    guard(|| {
+        let kind = scalar_str(&kind, "kind")?;
+        let h = hyper.as_real_slice().ok_or_else(|| anyhow!("hyper-parameters must be numeric"))?;
+        let n = crate::conv::scalar_i64(&n, "n")? as usize;
+        let k = match kind.as_str() {
+            "sgd" => OptKind::Sgd { momentum: num(h, 0) },
+            "adam" => OptKind::Adam { beta1: num(h, 0), beta2: num(h, 1), eps: num(h, 2) },
+            "adamw" => OptKind::AdamW { beta1: num(h, 0), beta2: num(h, 1), eps: num(h, 2), weight_decay: num(h, 3) },
+            other => bail!("unknown optimizer '{other}'"),
+        };
+        Ok(ExternalPtr::new(RefCell::new(Optimizer::new(k, n))).into())
+    })
+}
+
+/// @noRd
+#[extendr]
+fn rs_ag_opt_step(opt: Robj, params: Robj, names: Robj, grads: Robj, lr: Robj) -> Robj {
+    guard(|| {
+        let o: &RefCell<Optimizer> = xptr(&opt, "optimizer", "optimizer state")?;
+        let pl = params.as_list().ok_or_else(|| anyhow!("params must be a list"))?;
+        let gl = grads.as_list().ok_or_else(|| anyhow!("grads must be a list"))?;
+        let ps = pl.values().map(|p| handle(&p, "parameter")).collect::<anyhow::Result<Vec<_>>>()?;
+        let nm: Vec<String> = names.as_str_vector().map(|v| v.iter().map(|s| s.to_string()).collect()).unwrap_or_default();
+        let gvals: Vec<Robj> = gl.values().collect();
+        let mut gs: Vec<Option<&[f64]>> = Vec::with_capacity(gvals.len());
+        for (i, g) in gvals.iter().enumerate() {
+            if g.is_null() {
+                gs.push(None);
+            } else {
+                let s = g.as_real_slice().ok_or_else(|| {
+                    anyhow!("the gradient of parameter '{}' must be a numeric matrix", nm.get(i).map(String::as_str).unwrap_or("?"))
+                })?;
+                gs.push(Some(s));
+            }
+        }
+        let lr = lr.as_real().ok_or_else(|| anyhow!("`lr` must be a number"))?;
+        o.borrow_mut().step(&ps, &nm, &gs, lr)?;
+        Ok(().into())
+    })
+}
+
+/// One optimizer step with the gradients of a store (no copies through R).
+/// @noRd
+#[extendr]
+fn rs_ag_opt_step_store(opt: Robj, params: Robj, names: Robj, store: Robj, lr: Robj) -> Robj {
+    guard(|| {
+        let o: &RefCell<Optimizer> = xptr(&opt, "optimizer", "optimizer state")?;
+        let s: &GradStore = xptr(&store, "grads", STORE)?;
+        let pl = params.as_list().ok_or_else(|| anyhow!("params must be a list"))?;
+        let ps = pl.values().map(|p| handle(&p, "parameter")).collect::<anyhow::Result<Vec<_>>>()?;
+        let nm: Vec<String> = names.as_str_vector().map(|v| v.iter().map(|s| s.to_string()).collect()).unwrap_or_default();
+        let map = s.borrow();
+        let gs: Vec<Option<&[f64]>> = ps.iter().map(|p| map.get(&p.id).map(|g| g.data.as_slice())).collect();
+        let lr = lr.as_real().ok_or_else(|| anyhow!("`lr` must be a number"))?;
+        o.borrow_mut().step(&ps, &nm, &gs, lr)?;
+        Ok(().into())
+    })
+}
+
+/// Clips the gradients of `params` in a store to a global norm; returns the
+/// norm before clipping.
+/// @noRd
+#[extendr]
+fn rs_ag_clip_store(store: Robj, params: Robj, max_norm: Robj) -> Robj {
+    guard(|| {
+        let s: &GradStore = xptr(&store, "grads", STORE)?;
+        let pl = params.as_list().ok_or_else(|| anyhow!("params must be a list"))?;
+        let ids = pl.values().map(|p| handle(&p, "parameter").map(|t| t.id)).collect::<anyhow::Result<Vec<_>>>()?;
+        let mx = max_norm.as_real().ok_or_else(|| anyhow!("`max_norm` must be a number"))?;
+        if mx.is_nan() || mx < 0.0 {
+            bail!("`max_norm` must be a non-negative number, not {mx}");
+        }
+        let mut map = s.borrow_mut();
+        let (norm, f) = {
+            let slices: Vec<&[f64]> = ids.iter().filter_map(|id| map.get(id).map(|g| g.data.as_slice())).collect();
+            clip_factor(&slices, mx)
+        };
+        if f < 1.0 {
+            for id in &ids {
+                if let Some(g) = map.get_mut(id) {
+                    g.data.iter_mut().for_each(|v| *v *= f);
+                }
+            }
+        }
+        Ok(norm.into())
+    })
+}
+
+/// Step count of an optimizer, and the moments of parameter `i` (1-based).
+/// @noRd
+#[extendr]
+fn rs_ag_opt_state(opt: Robj, i: Robj) -> Robj {
+    guard(|| {
+        let o: &RefCell<Optimizer> = xptr(&opt, "optimizer", "optimizer state")?;
+        let i = crate::conv::scalar_i64(&i, "i")? as usize;
+        let o = o.borrow();
+        let (m, v): (Robj, Robj) = match i.checked_sub(1).and_then(|k| o.moment(k)) {
+            Some((m, v)) => (m.into(), v.into()),
+            None => (().into(), ().into()),
+        };
+        Ok(list!(t = o.t as f64, m = m, v = v).into())
+    })
+}
+
+/// Global L2 norm of a list of gradients and the clipping factor.
+/// @noRd
+#[extendr]
+fn rs_ag_clip(grads: Robj, max_norm: Robj) -> Robj {
+    guard(|| {
+        let gl = grads.as_list().ok_or_else(|| anyhow!("grads must be a list"))?;
+        let vals: Vec<Robj> = gl.values().collect();
+        let slices = vals
+            .iter()
+            .map(|g| g.as_real_slice().ok_or_else(|| anyhow!("every gradient must be a numeric matrix")))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let mx = max_norm.as_real().ok_or_else(|| anyhow!("`max_norm` must be a number"))?;
+        if mx.is_nan() || mx < 0.0 {
+            bail!("`max_norm` must be a non-negative number, not {mx}");
+        }
+        let (norm, f) = clip_factor(&slices, mx);
+        Ok(list!(norm = norm, factor = f).into())
+    })
+}
+
+extendr_module! {
+    mod autograd;
+    fn rs_ag_new;
+    fn rs_ag_value;
+    fn rs_ag_set_value;
+    fn rs_ag_grad;
+    fn rs_ag_set_grad;
+    fn rs_ag_tape;
+    fn rs_ag_op;
+    fn rs_ag_backward;
+    fn rs_ag_store_get;
+    fn rs_ag_store_set;
+    fn rs_ag_zero_grad;
+    fn rs_ag_opt_step_store;
+    fn rs_ag_clip_store;
+    fn rs_ag_opt_new;
+    fn rs_ag_opt_step;
+    fn rs_ag_opt_state;
+    fn rs_ag_clip;
+}

@@ -50,8 +50,11 @@ test-rust:
 	$(CARGO_ENV) cargo test --release --locked --workspace --target-dir $(CARGO_TARGET)
 
 # GGMLR_REQUIRE_VULKAN turns a missing Vulkan device into a test failure.
+# The residency specification (../shared/spec) runs unchanged beside the
+# package's own tests when it is there.
 test-r:
-	GGMLR_REQUIRE_VULKAN=1 $(RSCRIPT) tools/run-tests.R tests/testthat
+	GGMLR_REQUIRE_VULKAN=1 $(RSCRIPT) tools/run-tests.R tests/testthat \
+	  $$( [ -f $(SPEC_DIR)/test-ag-residency-scopes.R ] && echo $(SPEC_DIR) )
 
 demo: setup
 	$(RSCRIPT) inst/examples/demo.R

@@ -5,15 +5,24 @@ suppressPackageStartupMessages({
   library(testthat)
   library(ggmlR)
 })
+# Arguments: directories to run (default tests/testthat); an argument of the
+# form --filter=REGEX restricts the files run.
 args <- commandArgs(trailingOnly = TRUE)
-path <- if (length(args)) args[[1L]] else "tests/testthat"
-filter <- if (length(args) > 1L) args[[2L]] else NULL
-res <- testthat::test_dir(path,
-  package = "ggmlR", load_package = "installed", filter = filter,
-  reporter = testthat::ProgressReporter$new(show_praise = FALSE),
-  stop_on_failure = FALSE
-)
-df <- as.data.frame(res)
+filter <- NULL
+if (any(f <- startsWith(args, "--filter="))) {
+  filter <- sub("^--filter=", "", args[f][[1L]])
+  args <- args[!f]
+}
+paths <- if (length(args)) args else "tests/testthat"
+df <- do.call(rbind, lapply(paths, function(path) {
+  cat("== ", path, "\n", sep = "")
+  res <- testthat::test_dir(path,
+    package = "ggmlR", load_package = "installed", filter = filter,
+    reporter = testthat::ProgressReporter$new(show_praise = FALSE),
+    stop_on_failure = FALSE, stop_on_warning = FALSE
+  )
+  as.data.frame(res)[, c("file", "test", "nb", "failed", "skipped", "error", "passed")]
+}))
 failed <- sum(df$failed) + sum(df$error)
 skipped <- sum(df$skipped)
 passed <- sum(df$passed)

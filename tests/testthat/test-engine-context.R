@@ -52,6 +52,8 @@ test_that("tensors report shape, sizes, names and where their data is", {
   expect_false(ggml_is_contiguous(ggml_transpose(ctx, b)))
   expect_error(ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 0), "at least 1", class = "ggmlR_error")
   expect_error(ggml_new_tensor_1d(ctx, 7, 3), "unsupported tensor type", class = "ggmlR_error")
+  expect_error(ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 2^20, 2^20, 2^20, 2^20), "too large",
+    class = "ggmlR_error")
   expect_error(ggml_new_tensor(ctx, GGML_TYPE_F32, 3, c(2, 2)), "n_dims", class = "ggmlR_error")
 })
 

@@ -72,7 +72,7 @@ pub fn run(node: &Node, pool: &Pool) -> crate::Result<()> {
             let g = &guards.iter().find(|(id, _)| *id == s.buf.id()).expect("locked").1;
             srcs.push(access::gather(g, s)?);
         }
-        let mut out = vec![0f32; dst.layout.nelements()];
+        let mut out = access::alloc_f32(dst.layout.nelements())?;
         kernel(&node.op, &srcs, &mut out, dst.layout.ne, pool)?;
         out
     };
@@ -134,3 +134,6 @@ fn kernel(op: &Op, s: &[Src<'_>], out: &mut [f32], ne: [usize; 4], pool: &Pool) 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

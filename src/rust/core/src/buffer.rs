@@ -35,6 +35,16 @@ pub enum BufferTag {
 }
 
 impl BufferTag {
+    pub const ALL: [BufferTag; 4] =
+        [BufferTag::Context, BufferTag::User, BufferTag::Pass, BufferTag::Persistent];
+
+    /// The tag called `name` ("context", "user", "pass", "persistent").
+    pub fn from_name(name: &str) -> crate::Result<BufferTag> {
+        BufferTag::ALL.into_iter().find(|t| t.name() == name).ok_or_else(|| {
+            anyhow::anyhow!("unknown buffer tag '{name}': use user, pass, persistent or context")
+        })
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             BufferTag::Context => "context",

@@ -12,14 +12,16 @@ pub fn buffer<'a>(x: &'a Robj) -> anyhow::Result<&'a Arc<Buffer>> {
     xptr::<Arc<Buffer>>(x, "buffer", "ggml_backend_buffer")
 }
 
-/// NULL when every tensor of the context already has memory.
+/// NULL when every tensor of the context already has memory. `tag`: "user",
+/// "pass" or "persistent" (the ledger's account for the buffer).
 /// @noRd
 #[extendr]
-fn rs_backend_alloc_ctx_tensors(ctx: Robj, b: Robj) -> Robj {
+fn rs_backend_alloc_ctx_tensors(ctx: Robj, b: Robj, tag: Robj) -> Robj {
     guard(|| {
         let c: &Context = xptr(&ctx, "ctx", "ggml_context")?;
         let b: &Backend = xptr(&b, "backend", "ggml_backend")?;
-        Ok(match c.alloc_tensors(b, BufferTag::User)? {
+        let tag = BufferTag::from_name(&crate::conv::scalar_str(&tag, "tag")?)?;
+        Ok(match c.alloc_tensors(b, tag)? {
             Some(buf) => ExternalPtr::new(buf).into(),
             None => ().into(),
         })
@@ -52,8 +54,27 @@ fn rs_buffer_free(buf: Robj) -> Robj {
     })
 }
 
+/// The ledger's counters: live bytes and buffers, uploads and downloads.
+/// @noRd
+#[extendr]
+fn rs_ledger_stats() -> Robj {
+    guard(|| {
+        let s = ggmlr_core::ledger::stats();
+        Ok(list!(
+            live_bytes = s.live_bytes as f64,
+            live_buffers = s.live_buffers as f64,
+            upload_bytes = s.upload_bytes as f64,
+            upload_calls = s.upload_calls as f64,
+            download_bytes = s.download_bytes as f64,
+            download_calls = s.download_calls as f64
+        )
+        .into())
+    })
+}
+
 extendr_module! {
     mod buffer;
+    fn rs_ledger_stats;
     fn rs_backend_alloc_ctx_tensors;
     fn rs_buffer_info;
     fn rs_buffer_free;

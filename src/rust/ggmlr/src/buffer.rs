@@ -8,7 +8,7 @@ use ggmlr_core::buffer::{Buffer, BufferTag};
 use ggmlr_core::context::Context;
 use std::sync::Arc;
 
-pub fn buffer<'a>(x: &'a Robj) -> anyhow::Result<&'a Arc<Buffer>> {
+pub fn buffer(x: &Robj) -> anyhow::Result<&Arc<Buffer>> {
     xptr::<Arc<Buffer>>(x, "buffer", "ggml_backend_buffer")
 }
 

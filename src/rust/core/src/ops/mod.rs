@@ -119,12 +119,12 @@ fn kernel(op: &Op, s: &[Src<'_>], out: &mut [f32], ne: [usize; 4], pool: &Pool) 
         Op::SoftMax { scale, max_bias } => reduce::soft_max(&s[0], s.get(1), *scale, *max_bias, out, pool),
         Op::Norm { eps } => reduce::norm(&s[0], *eps, false, out, pool),
         Op::RmsNorm { eps } => reduce::norm(&s[0], *eps, true, out, pool),
-        Op::Repeat => movement::repeat(&s[0], out, ne),
-        Op::Concat { dim } => movement::concat(&s[0], &s[1], *dim, out, ne),
+        Op::Repeat => movement::repeat(&s[0], out, ne, pool),
+        Op::Concat { dim } => movement::concat(&s[0], &s[1], *dim, out, ne, pool),
         Op::GetRows => movement::get_rows(&s[0], &s[1], out, ne)?,
-        Op::DiagMaskInf { n_past } => movement::diag_mask_inf(&s[0], *n_past, out),
-        Op::Pad { .. } => movement::pad(&s[0], out, ne),
-        Op::Upscale { factor } => movement::upscale(&s[0], *factor as usize, out, ne),
+        Op::DiagMaskInf { n_past } => movement::diag_mask_inf(&s[0], *n_past, out, pool),
+        Op::Pad { .. } => movement::pad(&s[0], out, ne, pool),
+        Op::Upscale { factor } => movement::upscale(&s[0], *factor as usize, out, ne, pool),
         Op::Im2Col { s0, s1, p0, p1, d0, d1, is_2d } => {
             conv::im2col(&s[0], &s[1], [*s0, *s1, *p0, *p1, *d0, *d1], *is_2d, out, ne, pool)
         }

@@ -13,14 +13,13 @@ mod movement;
 mod reduce;
 pub mod shape;
 
-use crate::buffer::BufferMem;
+use crate::buffer::BufferLocks;
 use crate::cpu::Pool;
 use crate::graph::Node;
 use crate::op::Op;
 use access::Src;
 use anyhow::ensure;
 use rayon::prelude::*;
-use std::sync::RwLockReadGuard;
 
 /// Below this many output elements a kernel runs on the calling thread.
 pub const PAR_MIN: usize = 1 << 15;
@@ -60,17 +59,10 @@ pub fn run(node: &Node, pool: &Pool) -> crate::Result<()> {
         return access::scatter_bytes(&mut g, dst, &bytes);
     }
     let out = {
-        // Lock each distinct source buffer once.
-        let mut guards: Vec<(u64, RwLockReadGuard<'_, BufferMem>)> = Vec::new();
-        for s in &node.srcs {
-            if !guards.iter().any(|(id, _)| *id == s.buf.id()) {
-                guards.push((s.buf.id(), s.buf.read("a source")?));
-            }
-        }
+        let locks = BufferLocks::read(node.srcs.iter().map(|s| s.buf.as_ref()))?;
         let mut srcs: Vec<Src<'_>> = Vec::with_capacity(node.srcs.len());
         for s in &node.srcs {
-            let g = &guards.iter().find(|(id, _)| *id == s.buf.id()).expect("locked").1;
-            srcs.push(access::gather(g, s)?);
+            srcs.push(access::gather(locks.mem(&s.buf)?, s)?);
         }
         let mut out = access::alloc_f32(dst.layout.nelements())?;
         kernel(&node.op, &srcs, &mut out, dst.layout.ne, pool)?;

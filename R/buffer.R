@@ -25,7 +25,7 @@
 #' ggml_backend_free(cpu)
 ggml_backend_alloc_ctx_tensors <- function(ctx, backend) {
   .check_backend(backend)
-  b <- .rs(rs_backend_alloc_ctx_tensors(ctx, backend))
+  b <- .rs(rs_backend_alloc_ctx_tensors(ctx, backend, "user"))
   if (is.null(b)) return(NULL)
   class(b) <- "ggml_backend_buffer"
   b

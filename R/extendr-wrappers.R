@@ -148,9 +148,14 @@ rs_backend_graph_compute <- function(b, g) .Call(wrap__rs_backend_graph_compute,
 #' @noRd
 rs_graph_info <- function(g) .Call(wrap__rs_graph_info, g)
 
-#' NULL when every tensor of the context already has memory.
+#' The ledger's counters: live bytes and buffers, uploads and downloads.
 #' @noRd
-rs_backend_alloc_ctx_tensors <- function(ctx, b) .Call(wrap__rs_backend_alloc_ctx_tensors, ctx, b)
+rs_ledger_stats <- function() .Call(wrap__rs_ledger_stats)
+
+#' NULL when every tensor of the context already has memory. `tag`: "user",
+#' "pass" or "persistent" (the ledger's account for the buffer).
+#' @noRd
+rs_backend_alloc_ctx_tensors <- function(ctx, b, tag) .Call(wrap__rs_backend_alloc_ctx_tensors, ctx, b, tag)
 
 #' list(size, freed, backend, id, tag)
 #' @noRd

@@ -86,6 +86,7 @@ ggml_out_prod <- function(ctx, a, b) .op(ctx, "out_prod", list(a, b))
 #' `ggml_argmax()`: for a matrix, the 0-based index of the largest value of
 #' each column of the R matrix (each ggml row), an i32 tensor.
 #'
+#' @param a A `ggml_tensor`.
 #' @inheritParams ggml_add
 #' @return A `ggml_tensor`.
 #' @export

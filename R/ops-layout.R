@@ -6,6 +6,7 @@
 #' the same number of elements. `ggml_view_*()` take sizes, byte strides
 #' `nb1..nb3` and a byte offset into `a`; the view must lie inside `a`'s data.
 #'
+#' @param a A `ggml_tensor`.
 #' @inheritParams ggml_add
 #' @param axis0,axis1,axis2,axis3 New positions of dimensions 0 to 3.
 #' @param ne0,ne1,ne2,ne3 Sizes.

@@ -9,6 +9,7 @@
 #' `ggml_diag_mask_inf()`: entries with column index greater than
 #' `n_past + row index` become `-Inf` (a causal mask).
 #'
+#' @param a A `ggml_tensor`.
 #' @inheritParams ggml_add
 #' @param mask A `ggml_tensor` or `NULL`.
 #' @param scale Multiplier of `a`.
@@ -140,6 +141,7 @@ GGML_OP_POOL_AVG <- 1L
 #' two dimensions (nearest neighbour, `mode = GGML_SCALE_MODE_NEAREST`, the
 #' only mode supported).
 #'
+#' @param a A `ggml_tensor`.
 #' @inheritParams ggml_add
 #' @param p0,p1,p2,p3 Zeros to append per dimension.
 #' @param scale_factor A whole number >= 1.

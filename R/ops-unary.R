@@ -7,6 +7,7 @@
 #' (`min(max((x + 3) / 6, 0), 1)`), `leaky_relu` (`negative_slope * x` below
 #' 0) and `clamp` (to `[min, max]`).
 #'
+#' @param a A `ggml_tensor`.
 #' @inheritParams ggml_add
 #' @param negative_slope Slope below 0.
 #' @param inplace Accepted for compatibility; results are always new tensors.

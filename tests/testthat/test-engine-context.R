@@ -52,6 +52,8 @@ test_that("tensors report shape, sizes, names and where their data is", {
   expect_false(ggml_is_contiguous(ggml_transpose(ctx, b)))
   expect_error(ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 0), "at least 1", class = "ggmlR_error")
   expect_error(ggml_new_tensor_1d(ctx, 7, 3), "unsupported tensor type", class = "ggmlR_error")
+  expect_error(ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 2^20, 2^20, 2^20, 2^20), "too large",
+    class = "ggmlR_error")
   expect_error(ggml_new_tensor(ctx, GGML_TYPE_F32, 3, c(2, 2)), "n_dims", class = "ggmlR_error")
 })
 
@@ -188,4 +190,32 @@ test_that("the CPU backend's thread count is checked", {
   expect_invisible(ggml_backend_cpu_set_n_threads(b, 2))
   expect_error(ggml_backend_cpu_set_n_threads(b, 0), "at least 1", class = "ggmlR_error")
   expect_error(ggml_backend_cpu_set_n_threads(b, "x"), "n_threads", class = "ggmlR_error")
+})
+
+test_that("the ledger sees every allocation, release, upload and download", {
+  stats <- ag_memory_stats
+  cpu <- ggml_backend_cpu_init()
+  on.exit(ggml_backend_free(cpu))
+  invisible(gc()) # release buffers of earlier, unreferenced objects first
+  s0 <- stats()
+  ctx <- ggml_init(4 * ggml_tensor_overhead(), no_alloc = TRUE)
+  a <- ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1000)
+  buf <- ggml_backend_alloc_ctx_tensors(ctx, cpu)
+  s1 <- stats()
+  expect_identical(s1$total_bytes - s0$total_bytes, ggml_backend_buffer_get_size(buf))
+  expect_identical(s1$total_buffers - s0$total_buffers, 1)
+  ggml_backend_tensor_set_data(a, runif(1000))
+  ggml_backend_tensor_get_data(a)
+  s2 <- stats()
+  expect_identical(s2$upload_bytes - s1$upload_bytes, 4000)
+  expect_identical(s2$upload_calls - s1$upload_calls, 1)
+  expect_identical(s2$download_bytes - s1$download_bytes, 4000)
+  ggml_backend_buffer_free(buf)
+  expect_identical(stats()$total_bytes, s0$total_bytes)
+  # Context data is accounted too, and released by ggml_free().
+  ctx2 <- ggml_init(1e6)
+  expect_identical(stats()$total_bytes - s0$total_bytes, 1e6)
+  ggml_free(ctx2)
+  expect_identical(stats()$total_bytes, s0$total_bytes)
+  ggml_free(ctx)
 })

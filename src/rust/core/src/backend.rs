@@ -1,8 +1,13 @@
 //! Compute backends: the CPU and, when the loader finds one, Vulkan devices.
 //!
 //! A [`Backend`] is what users hold; its [`BackendImpl`] is the implementation.
-//! Adding a device backend means adding a variant there and its arms in
-//! [`Backend::compute`] and [`crate::buffer::Buffer::allocate`].
+//! Adding a device backend means adding a variant there, a `BufferMem` variant
+//! for its memory, and their arms in [`Backend::compute`],
+//! [`crate::buffer::Buffer::allocate`] and the buffer's byte reads and writes.
+//! `compute` receives the graph's nodes in order, each with its op and, for
+//! every source and the result, the buffer, byte offset and layout; a device
+//! backend locks all the buffers at once with `buffer::BufferLocks::read` and
+//! records the whole graph.
 
 use crate::cpu::CpuBackend;
 use crate::graph::Node;

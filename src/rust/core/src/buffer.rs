@@ -35,6 +35,16 @@ pub enum BufferTag {
 }
 
 impl BufferTag {
+    pub const ALL: [BufferTag; 4] =
+        [BufferTag::Context, BufferTag::User, BufferTag::Pass, BufferTag::Persistent];
+
+    /// The tag called `name` ("context", "user", "pass", "persistent").
+    pub fn from_name(name: &str) -> crate::Result<BufferTag> {
+        BufferTag::ALL.into_iter().find(|t| t.name() == name).ok_or_else(|| {
+            anyhow::anyhow!("unknown buffer tag '{name}': use user, pass, persistent or context")
+        })
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             BufferTag::Context => "context",
@@ -291,6 +301,35 @@ impl Buffer {
         }
         ledger::downloaded(out.len(), self.tag);
         Ok(())
+    }
+}
+
+/// Read locks on a set of buffers, each locked once (however often it
+/// appears), so a backend can read every source of a node (or a whole graph)
+/// at the same time. Holding them keeps the buffers from being freed meanwhile.
+pub struct BufferLocks<'a> {
+    guards: Vec<(u64, RwLockReadGuard<'a, BufferMem>)>,
+}
+
+impl<'a> BufferLocks<'a> {
+    /// Lock every buffer in `bufs`; an error when one was freed.
+    pub fn read(bufs: impl IntoIterator<Item = &'a Buffer>) -> crate::Result<BufferLocks<'a>> {
+        let mut guards: Vec<(u64, RwLockReadGuard<'a, BufferMem>)> = Vec::new();
+        for b in bufs {
+            if !guards.iter().any(|(id, _)| *id == b.id()) {
+                guards.push((b.id(), b.read("a graph node")?));
+            }
+        }
+        Ok(BufferLocks { guards })
+    }
+
+    /// The memory of `buf`, which must be one of the locked buffers.
+    pub fn mem(&self, buf: &Buffer) -> crate::Result<&BufferMem> {
+        self.guards
+            .iter()
+            .find(|(id, _)| *id == buf.id())
+            .map(|(_, g)| &**g)
+            .ok_or_else(|| anyhow::anyhow!("internal: {} was not locked", buf.describe()))
     }
 }
 

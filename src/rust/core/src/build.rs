@@ -109,12 +109,15 @@ impl Context {
             Some((r, o)) => (r.clone(), o + offset),
             None => (a.clone(), offset),
         };
+        let span = layout
+            .checked_span_bytes()
+            .ok_or_else(|| anyhow::anyhow!("{}: the view is too large to address", what()))?;
         ensure!(
-            root_off + layout.span_bytes() <= root.nbytes(),
+            root_off.saturating_add(span) <= root.nbytes(),
             "{}: the view spans bytes {}..{} but the viewed data has {} bytes",
             what(),
             root_off,
-            root_off + layout.span_bytes(),
+            root_off.saturating_add(span),
             root.nbytes()
         );
         self.view_node(a, Op::View, layout, offset)

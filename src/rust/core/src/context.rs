@@ -109,6 +109,12 @@ impl Context {
         for s in &srcs {
             s.check_live()?;
         }
+        ensure!(
+            layout.checked_span_bytes().is_some(),
+            "a {} tensor of sizes {} is too large to address",
+            layout.dtype.name(),
+            fmt_shape(&layout.ne)
+        );
         let mut g = self.lock();
         let own_data = !self.no_alloc && view.is_none();
         let data_off = align_up(g.used + TENSOR_OVERHEAD);
@@ -200,6 +206,9 @@ mod tests {
         let ctx = Context::new(1024, false).unwrap();
         let e = ctx.new_tensor(DType::F32, &[1000]).unwrap_err().to_string();
         assert!(e.contains("plus its data"), "{e}");
+        let big = Context::new(1 << 20, true).unwrap();
+        let e = big.new_tensor(DType::F32, &[1 << 20, 1 << 20, 1 << 20, 1 << 20]).unwrap_err();
+        assert!(e.to_string().contains("too large"), "{e}");
     }
 
     #[test]

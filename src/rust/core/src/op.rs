@@ -246,6 +246,22 @@ impl Layout {
         *self == Layout::contiguous(self.dtype, self.ne)
     }
 
+    /// `span_bytes`, or None when it does not fit in memory addresses.
+    pub fn checked_span_bytes(&self) -> Option<usize> {
+        let mut n: usize = 1;
+        for &e in &self.ne {
+            n = n.checked_mul(e)?;
+        }
+        if n == 0 {
+            return Some(0);
+        }
+        let mut span = self.dtype.size();
+        for i in 0..4 {
+            span = span.checked_add((self.ne[i] - 1).checked_mul(self.nb[i])?)?;
+        }
+        (span <= isize::MAX as usize / 2).then_some(span)
+    }
+
     /// Bytes spanned from the first to one past the last element.
     pub fn span_bytes(&self) -> usize {
         if self.nelements() == 0 {

@@ -8,18 +8,20 @@ use ggmlr_core::buffer::{Buffer, BufferTag};
 use ggmlr_core::context::Context;
 use std::sync::Arc;
 
-pub fn buffer<'a>(x: &'a Robj) -> anyhow::Result<&'a Arc<Buffer>> {
+pub fn buffer(x: &Robj) -> anyhow::Result<&Arc<Buffer>> {
     xptr::<Arc<Buffer>>(x, "buffer", "ggml_backend_buffer")
 }
 
-/// NULL when every tensor of the context already has memory.
+/// NULL when every tensor of the context already has memory. `tag`: "user",
+/// "pass" or "persistent" (the ledger's account for the buffer).
 /// @noRd
 #[extendr]
-fn rs_backend_alloc_ctx_tensors(ctx: Robj, b: Robj) -> Robj {
+fn rs_backend_alloc_ctx_tensors(ctx: Robj, b: Robj, tag: Robj) -> Robj {
     guard(|| {
         let c: &Context = crate::conv::ctx_arg(&ctx, "ctx")?;
         let b: &Backend = crate::conv::backend_arg(&b, "backend")?;
-        Ok(match c.alloc_tensors(b, BufferTag::User)? {
+        let tag = BufferTag::from_name(&crate::conv::scalar_str(&tag, "tag")?)?;
+        Ok(match c.alloc_tensors(b, tag)? {
             Some(buf) => ExternalPtr::new(buf).into(),
             None => ().into(),
         })

@@ -9,6 +9,16 @@ use anyhow::{bail, ensure};
 use half::{bf16, f16};
 use std::borrow::Cow;
 
+/// A zeroed f32 vector, or an error (not an abort) when memory runs out.
+pub fn alloc_f32(n: usize) -> crate::Result<Vec<f32>> {
+    let mut v = Vec::new();
+    if v.try_reserve_exact(n).is_err() {
+        bail!("out of memory: {n} f32 values do not fit; use smaller tensors");
+    }
+    v.resize(n, 0.0);
+    Ok(v)
+}
+
 /// A source as kernels see it: contiguous f32 values in ggml order, and sizes.
 pub struct Src<'a> {
     pub d: Cow<'a, [f32]>,
@@ -95,7 +105,7 @@ pub fn gather<'m>(mem: &'m BufferMem, r: &TensorRef) -> crate::Result<Src<'m>> {
         }
     }
     let b = host(mem, r)?;
-    let mut out = vec![0f32; n];
+    let mut out = alloc_f32(n)?;
     let dt = l.dtype;
     for_each_offset(l, r.offset, |i, o| out[i] = decode(dt, b, o));
     Ok(Src { d: Cow::Owned(out), ne: l.ne })

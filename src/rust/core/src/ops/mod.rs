@@ -13,14 +13,13 @@ mod movement;
 mod reduce;
 pub mod shape;
 
-use crate::buffer::BufferMem;
+use crate::buffer::BufferLocks;
 use crate::cpu::Pool;
 use crate::graph::Node;
 use crate::op::Op;
 use access::Src;
 use anyhow::ensure;
 use rayon::prelude::*;
-use std::sync::RwLockReadGuard;
 
 /// Below this many output elements a kernel runs on the calling thread.
 pub const PAR_MIN: usize = 1 << 15;
@@ -60,19 +59,12 @@ pub fn run(node: &Node, pool: &Pool) -> crate::Result<()> {
         return access::scatter_bytes(&mut g, dst, &bytes);
     }
     let out = {
-        // Lock each distinct source buffer once.
-        let mut guards: Vec<(u64, RwLockReadGuard<'_, BufferMem>)> = Vec::new();
-        for s in &node.srcs {
-            if !guards.iter().any(|(id, _)| *id == s.buf.id()) {
-                guards.push((s.buf.id(), s.buf.read("a source")?));
-            }
-        }
+        let locks = BufferLocks::read(node.srcs.iter().map(|s| s.buf.as_ref()))?;
         let mut srcs: Vec<Src<'_>> = Vec::with_capacity(node.srcs.len());
         for s in &node.srcs {
-            let g = &guards.iter().find(|(id, _)| *id == s.buf.id()).expect("locked").1;
-            srcs.push(access::gather(g, s)?);
+            srcs.push(access::gather(locks.mem(&s.buf)?, s)?);
         }
-        let mut out = vec![0f32; dst.layout.nelements()];
+        let mut out = access::alloc_f32(dst.layout.nelements())?;
         kernel(&node.op, &srcs, &mut out, dst.layout.ne, pool)?;
         out
     };
@@ -119,12 +111,12 @@ fn kernel(op: &Op, s: &[Src<'_>], out: &mut [f32], ne: [usize; 4], pool: &Pool) 
         Op::SoftMax { scale, max_bias } => reduce::soft_max(&s[0], s.get(1), *scale, *max_bias, out, pool),
         Op::Norm { eps } => reduce::norm(&s[0], *eps, false, out, pool),
         Op::RmsNorm { eps } => reduce::norm(&s[0], *eps, true, out, pool),
-        Op::Repeat => movement::repeat(&s[0], out, ne),
-        Op::Concat { dim } => movement::concat(&s[0], &s[1], *dim, out, ne),
+        Op::Repeat => movement::repeat(&s[0], out, ne, pool),
+        Op::Concat { dim } => movement::concat(&s[0], &s[1], *dim, out, ne, pool),
         Op::GetRows => movement::get_rows(&s[0], &s[1], out, ne)?,
-        Op::DiagMaskInf { n_past } => movement::diag_mask_inf(&s[0], *n_past, out),
-        Op::Pad { .. } => movement::pad(&s[0], out, ne),
-        Op::Upscale { factor } => movement::upscale(&s[0], *factor as usize, out, ne),
+        Op::DiagMaskInf { n_past } => movement::diag_mask_inf(&s[0], *n_past, out, pool),
+        Op::Pad { .. } => movement::pad(&s[0], out, ne, pool),
+        Op::Upscale { factor } => movement::upscale(&s[0], *factor as usize, out, ne, pool),
         Op::Im2Col { s0, s1, p0, p1, d0, d1, is_2d } => {
             conv::im2col(&s[0], &s[1], [*s0, *s1, *p0, *p1, *d0, *d1], *is_2d, out, ne, pool)
         }
@@ -134,3 +126,6 @@ fn kernel(op: &Op, s: &[Src<'_>], out: &mut [f32], ne: [usize; 4], pool: &Pool) 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

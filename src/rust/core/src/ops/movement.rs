@@ -2,39 +2,39 @@
 //! pad and nearest-neighbour upscale.
 
 use super::access::Src;
+use super::par_rows;
+use crate::cpu::Pool;
 use anyhow::ensure;
 
-/// Calls `f(flat, i0, i1, i2, i3)` for every index of sizes `ne`, in ggml order.
-#[inline]
-fn each(ne: [usize; 4], mut f: impl FnMut(usize, usize, usize, usize, usize)) {
-    let mut i = 0;
-    for i3 in 0..ne[3] {
-        for i2 in 0..ne[2] {
-            for i1 in 0..ne[1] {
-                for i0 in 0..ne[0] {
-                    f(i, i0, i1, i2, i3);
-                    i += 1;
-                }
+/// out[i0, i1, i2, i3] = f(i0, i1, i2, i3) for sizes `ne`, rows split across the pool.
+fn fill(pool: &Pool, out: &mut [f32], ne: [usize; 4], f: impl Fn(usize, usize, usize, usize) -> f32 + Sync + Send) {
+    let (n0, n1, n2) = (ne[0], ne[1], ne[2]);
+    par_rows(pool, out, n0, |r0, chunk| {
+        for (k, row) in chunk.chunks_mut(n0.max(1)).enumerate() {
+            let r = r0 + k;
+            let (i1, i2, i3) = (r % n1, (r / n1) % n2, r / (n1 * n2));
+            for (i0, o) in row.iter_mut().enumerate() {
+                *o = f(i0, i1, i2, i3);
             }
         }
-    }
+    });
 }
 
-pub fn repeat(a: &Src<'_>, out: &mut [f32], ne: [usize; 4]) {
+pub fn repeat(a: &Src<'_>, out: &mut [f32], ne: [usize; 4], pool: &Pool) {
     let an = a.ne;
-    each(ne, |i, i0, i1, i2, i3| out[i] = a.at(i0 % an[0], i1 % an[1], i2 % an[2], i3 % an[3]));
+    fill(pool, out, ne, |i0, i1, i2, i3| a.at(i0 % an[0], i1 % an[1], i2 % an[2], i3 % an[3]));
 }
 
-pub fn concat(a: &Src<'_>, b: &Src<'_>, dim: usize, out: &mut [f32], ne: [usize; 4]) {
+pub fn concat(a: &Src<'_>, b: &Src<'_>, dim: usize, out: &mut [f32], ne: [usize; 4], pool: &Pool) {
     let split = a.ne[dim];
-    each(ne, |i, i0, i1, i2, i3| {
+    fill(pool, out, ne, |i0, i1, i2, i3| {
         let mut idx = [i0, i1, i2, i3];
-        out[i] = if idx[dim] < split {
+        if idx[dim] < split {
             a.at(i0, i1, i2, i3)
         } else {
             idx[dim] -= split;
             b.at(idx[0], idx[1], idx[2], idx[3])
-        };
+        }
     });
 }
 
@@ -59,23 +59,27 @@ pub fn get_rows(a: &Src<'_>, idx: &Src<'_>, out: &mut [f32], ne: [usize; 4]) -> 
     Ok(())
 }
 
-pub fn diag_mask_inf(a: &Src<'_>, n_past: i32, out: &mut [f32]) {
-    each(a.ne, |i, i0, i1, _, _| {
-        out[i] = if i0 as i64 > n_past as i64 + i1 as i64 { f32::NEG_INFINITY } else { a.d[i] };
+pub fn diag_mask_inf(a: &Src<'_>, n_past: i32, out: &mut [f32], pool: &Pool) {
+    fill(pool, out, a.ne, |i0, i1, i2, i3| {
+        if i0 as i64 > n_past as i64 + i1 as i64 {
+            f32::NEG_INFINITY
+        } else {
+            a.at(i0, i1, i2, i3)
+        }
     });
 }
 
-pub fn pad(a: &Src<'_>, out: &mut [f32], ne: [usize; 4]) {
+pub fn pad(a: &Src<'_>, out: &mut [f32], ne: [usize; 4], pool: &Pool) {
     let an = a.ne;
-    each(ne, |i, i0, i1, i2, i3| {
-        out[i] = if i0 < an[0] && i1 < an[1] && i2 < an[2] && i3 < an[3] {
+    fill(pool, out, ne, |i0, i1, i2, i3| {
+        if i0 < an[0] && i1 < an[1] && i2 < an[2] && i3 < an[3] {
             a.at(i0, i1, i2, i3)
         } else {
             0.0
-        };
+        }
     });
 }
 
-pub fn upscale(a: &Src<'_>, f: usize, out: &mut [f32], ne: [usize; 4]) {
-    each(ne, |i, i0, i1, i2, i3| out[i] = a.at(i0 / f, i1 / f, i2, i3));
+pub fn upscale(a: &Src<'_>, f: usize, out: &mut [f32], ne: [usize; 4], pool: &Pool) {
+    fill(pool, out, ne, |i0, i1, i2, i3| a.at(i0 / f, i1 / f, i2, i3));
 }

@@ -148,10 +148,6 @@ rs_backend_graph_compute <- function(b, g) .Call(wrap__rs_backend_graph_compute,
 #' @noRd
 rs_graph_info <- function(g) .Call(wrap__rs_graph_info, g)
 
-#' The ledger's counters: live bytes and buffers, uploads and downloads.
-#' @noRd
-rs_ledger_stats <- function() .Call(wrap__rs_ledger_stats)
-
 #' NULL when every tensor of the context already has memory. `tag`: "user",
 #' "pass" or "persistent" (the ledger's account for the buffer).
 #' @noRd

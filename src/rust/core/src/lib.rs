@@ -9,6 +9,7 @@ pub mod backend;
 pub mod dtype;
 pub mod error;
 pub mod op;
+pub mod vulkan;
 pub mod vulkan_probe;
 
 pub use error::{Classed, Result};

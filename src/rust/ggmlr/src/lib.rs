@@ -7,6 +7,7 @@ use extendr_api::prelude::*;
 mod backend;
 mod conv;
 mod guard;
+mod vulkan;
 
 pub use guard::guard;
 
@@ -36,4 +37,5 @@ extendr_module! {
     fn rs_version;
     fn rs_debug_fail;
     use backend;
+    use vulkan;
 }

@@ -10,7 +10,7 @@ use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 use std::collections::HashMap;
 use std::mem::ManuallyDrop;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 static CONTEXTS: OnceLock<Mutex<HashMap<usize, Weak<VkContext>>>> = OnceLock::new();
@@ -32,6 +32,7 @@ pub struct VkContext {
     pub(crate) submitter: Mutex<Submitter>,
     pub(crate) pipelines: Pipelines,
     pub(crate) force_staging: AtomicBool,
+    group_cap: AtomicU32,
     submissions: AtomicU64,
     barriers: AtomicU64,
     lost: AtomicBool,
@@ -55,6 +56,13 @@ impl VkContext {
         let ctx = Arc::new(VkContext::create(info)?);
         map.insert(device, Arc::downgrade(&ctx));
         Ok(ctx)
+    }
+
+    /// A context of its own (not shared through `get`), for tests that
+    /// change its settings.
+    #[doc(hidden)]
+    pub fn unshared(device: usize) -> crate::Result<Arc<VkContext>> {
+        Ok(Arc::new(VkContext::create(device::device_info(device)?.clone())?))
     }
 
     fn create(info: DeviceInfo) -> crate::Result<VkContext> {
@@ -145,6 +153,7 @@ impl VkContext {
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
             submitter: Mutex::new(submitter),
             force_staging: AtomicBool::new(false),
+            group_cap: AtomicU32::new(u32::MAX),
             submissions: AtomicU64::new(0),
             barriers: AtomicU64::new(0),
             lost: AtomicBool::new(false),
@@ -190,6 +199,20 @@ impl VkContext {
     /// device shares memory with the host (to exercise the staging path).
     pub fn set_force_staging(&self, on: bool) {
         self.force_staging.store(on, Ordering::SeqCst);
+    }
+
+    /// Cap every dispatch at `cap` workgroups per dimension (kernels then
+    /// loop over the rest), to exercise the loops that respect
+    /// maxComputeWorkGroupCount on small inputs.
+    #[doc(hidden)]
+    pub fn set_group_cap(&self, cap: u32) {
+        self.group_cap.store(cap.max(1), Ordering::SeqCst);
+    }
+
+    /// The most workgroups one dispatch may have along `dim`.
+    pub(crate) fn max_groups(&self, dim: usize) -> usize {
+        let lim = self.info.limits.max_compute_work_group_count[dim].clamp(1, 65535);
+        lim.min(self.group_cap.load(Ordering::Relaxed)) as usize
     }
 
     pub fn is_lost(&self) -> bool {

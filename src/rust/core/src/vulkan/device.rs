@@ -33,6 +33,14 @@ pub struct DeviceInfo {
     /// Device memory is host memory (integrated GPUs, CPU devices): buffers are mapped directly.
     pub unified_memory: bool,
     pub subgroup_size: u32,
+    pub subgroup_min_size: u32,
+    pub subgroup_max_size: u32,
+    /// VK_KHR_cooperative_matrix is offered (the engine does not use it yet).
+    pub cooperative_matrix: bool,
+    /// VK_KHR_shader_bfloat16 is offered (bf16 storage works everywhere).
+    pub bf16: bool,
+    /// Integer dot products (Vulkan 1.3 or VK_KHR_shader_integer_dot_product).
+    pub integer_dot_product: bool,
     pub limits: DeviceLimits,
 }
 
@@ -173,6 +181,7 @@ pub(crate) fn query_device(instance: &ash::Instance, pd: vk::PhysicalDevice, ind
     let mut fp16 = false;
     let mut storage16 = false;
     let mut subgroup_size = 0;
+    let mut sg_range = (0, 0);
     let mut max_alloc = largest_heap;
     let mut driver = String::from("unknown");
     if v11 {
@@ -191,15 +200,25 @@ pub(crate) fn query_device(instance: &ash::Instance, pd: vk::PhysicalDevice, ind
         let mut m3 = vk::PhysicalDeviceMaintenance3Properties::default();
         let mut sg = vk::PhysicalDeviceSubgroupProperties::default();
         let mut drv = vk::PhysicalDeviceDriverProperties::default();
+        let mut sgc = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
+        let has_sgc = v >= vk::API_VERSION_1_3 || has_extension(instance, pd, ash::ext::subgroup_size_control::NAME);
         let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut m3).push_next(&mut sg);
         if v12 || has_drv_ext {
             p2 = p2.push_next(&mut drv);
+        }
+        if has_sgc {
+            p2 = p2.push_next(&mut sgc);
         }
         unsafe { instance.get_physical_device_properties2(pd, &mut p2) };
         if m3.max_memory_allocation_size > 0 {
             max_alloc = m3.max_memory_allocation_size;
         }
         subgroup_size = sg.subgroup_size;
+        sg_range = if has_sgc && sgc.min_subgroup_size > 0 {
+            (sgc.min_subgroup_size, sgc.max_subgroup_size)
+        } else {
+            (subgroup_size, subgroup_size)
+        };
         if v12 || has_drv_ext {
             let dn = drv.driver_name_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
             let di = drv.driver_info_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
@@ -227,6 +246,12 @@ pub(crate) fn query_device(instance: &ash::Instance, pd: vk::PhysicalDevice, ind
         memory_budget: v11 && has_extension(instance, pd, ash::ext::memory_budget::NAME),
         unified_memory: integrated && shared_type,
         subgroup_size,
+        subgroup_min_size: sg_range.0,
+        subgroup_max_size: sg_range.1,
+        cooperative_matrix: has_extension(instance, pd, c"VK_KHR_cooperative_matrix"),
+        bf16: has_extension(instance, pd, c"VK_KHR_shader_bfloat16"),
+        integer_dot_product: v >= vk::API_VERSION_1_3
+            || has_extension(instance, pd, c"VK_KHR_shader_integer_dot_product"),
         limits: DeviceLimits {
             max_memory_allocation_count: l.max_memory_allocation_count,
             max_memory_allocation_size: max_alloc,

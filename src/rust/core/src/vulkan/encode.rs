@@ -146,8 +146,7 @@ fn need_srcs(node: &VkNode, n: usize) -> crate::Result<()> {
 }
 
 fn groups_1d(ctx: &VkContext, n: usize, per_group: usize) -> [u32; 3] {
-    let max = ctx.info.limits.max_compute_work_group_count[0].clamp(1, 65535) as usize;
-    [n.div_ceil(per_group).clamp(1, max) as u32, 1, 1]
+    [n.div_ceil(per_group).clamp(1, ctx.max_groups(0)) as u32, 1, 1]
 }
 
 /// The dispatch of one node, or None when it has nothing to compute.
@@ -318,11 +317,10 @@ pub(crate) fn encode(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dis
             for (w, v) in [(56, sak), (57, sam), (58, sbk), (59, sbn), (60, k), (61, m), (62, nn)] {
                 e.params[w] = u32::try_from(v)?;
             }
-            let lim = ctx.info.limits.max_compute_work_group_count;
             groups = [
-                m.div_ceil(16).clamp(1, lim[0].clamp(1, 65535) as usize) as u32,
-                nn.div_ceil(16).clamp(1, lim[1].clamp(1, 65535) as usize) as u32,
-                (d.ne[2] * d.ne[3]).clamp(1, lim[2].clamp(1, 65535) as usize) as u32,
+                m.div_ceil(64).clamp(1, ctx.max_groups(0)) as u32,
+                nn.div_ceil(64).clamp(1, ctx.max_groups(1)) as u32,
+                (d.ne[2] * d.ne[3]).clamp(1, ctx.max_groups(2)) as u32,
             ];
         }
         Op::SumRows | Op::Mean | Op::Sum | Op::Argmax | Op::Norm { .. } | Op::RmsNorm { .. } | Op::SoftMax { .. } => {

@@ -28,4 +28,6 @@ mod tests_mem;
 #[cfg(test)]
 mod tests_ops;
 #[cfg(test)]
+mod tests_limits;
+#[cfg(test)]
 mod test_util;

@@ -30,12 +30,9 @@ impl Shader {
         }
     }
 
-    /// Invocations per workgroup along x (the shaders' workgroup_size).
+    /// Invocations per workgroup (the shaders' workgroup_size).
     pub fn local_size(self) -> u32 {
-        match self {
-            Shader::Eltwise | Shader::Reduce => 256,
-            Shader::Matmul => 16,
-        }
+        256
     }
 }
 

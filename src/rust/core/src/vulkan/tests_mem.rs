@@ -47,19 +47,27 @@ fn round_trip(c: &Arc<VkContext>) {
 fn write_read_round_trip_direct_and_staged() {
     let Some(c) = ctx() else { return };
     round_trip(&c);
-    // The staging path (device-local buffers) on a separate context state:
-    // forced here because lavapipe shares memory with the host.
-    let c2 = VkContext::get(0).unwrap();
+    // The staging path (device-local buffers), forced here because lavapipe
+    // shares memory with the host; on a context of its own so other tests
+    // keep their direct buffers.
+    let c2 = VkContext::unshared(0).unwrap();
     c2.set_force_staging(true);
     let before = c2.submissions();
     let b = c2.alloc(64).unwrap();
-    c2.set_force_staging(false);
     assert!(!b.is_mapped());
     c2.write(&b, 4, &[1, 2, 3, 4]).unwrap();
     let mut out = [0u8; 8];
     c2.read(&b, 2, &mut out).unwrap();
     assert_eq!(&out[2..6], &[1, 2, 3, 4]);
-    assert!(c2.submissions() >= before + 2, "staged transfers submit copies");
+    assert_eq!(c2.submissions(), before + 2, "each staged transfer submits one copy");
+    // a graph over device-local buffers
+    let x = super::test_util::values(300, 1, -1.0, 1.0);
+    let t = super::test_util::upload(&c2, &x, [300, 1, 1, 1], crate::dtype::DType::F16, false, 1);
+    let out = super::test_util::output(&c2, [300, 1, 1, 1], crate::dtype::DType::F32);
+    assert!(!t.buf.is_mapped() && !out.buf.is_mapped());
+    let got = super::test_util::run1(&c2, &crate::op::Op::Scale { s: 2.0 }, &[&t], &out);
+    let want: Vec<f32> = x.iter().map(|&v| 2.0 * super::test_util::quant(v, crate::dtype::DType::F16)).collect();
+    super::test_util::assert_close(&got, &want, 0.0, 0.0, "SCALE on device-local buffers");
 }
 
 #[test]

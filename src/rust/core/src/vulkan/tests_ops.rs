@@ -473,7 +473,11 @@ fn im2col_and_pool2d() {
 
 #[test]
 fn mlp_forward_is_one_submission() {
-    let Some(c) = ctx() else { return };
+    if ctx().is_none() {
+        return;
+    }
+    // A context of its own, so other tests' submissions do not count here.
+    let c = VkContext::unshared(0).unwrap();
     let (inp, hid, outd, batch) = (64, 48, 10, 8);
     let x = values(inp * batch, 20, -1.0, 1.0);
     let dims = [(inp, hid), (hid, hid), (hid, outd)];

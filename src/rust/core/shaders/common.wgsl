@@ -72,6 +72,20 @@ fn raw1(e: u32) -> u32 {
 fn ld0(e: u32) -> f32 { return to_f32(raw0(e), dt(0u)); }
 fn ld1(e: u32) -> f32 { return to_f32(raw1(e), dt(1u)); }
 
+// Loads with the element type given (hoisted out of hot loops).
+fn ld0t(e: u32, d: u32) -> f32 {
+    if (d == DT_F32) { return bitcast<f32>(S0[e]); }
+    let h = half_of(S0[e >> 1u], e);
+    if (d == DT_F16) { return unpack2x16float(h).x; }
+    return bitcast<f32>(h << 16u);
+}
+fn ld1t(e: u32, d: u32) -> f32 {
+    if (d == DT_F32) { return bitcast<f32>(S1[e]); }
+    let h = half_of(S1[e >> 1u], e);
+    if (d == DT_F16) { return unpack2x16float(h).x; }
+    return bitcast<f32>(h << 16u);
+}
+
 fn st_raw(e: u32, bits: u32) {
     if (is16(dt(2u))) {
         let sh = (e & 1u) * 16u;

@@ -32,6 +32,8 @@ fn main(@builtin(local_invocation_index) lid: u32,
     let ra3 = d3 / ne(0u, 3u);
     let rb2 = d2 / ne(1u, 2u);
     let rb3 = d3 / ne(1u, 3u);
+    let da = dt(0u);
+    let db = dt(1u);
     let tx = lid % 16u;
     let ty = lid / 16u;
     for (var bz = wid.z; bz < d2 * d3; bz = bz + nwg.z) {
@@ -43,42 +45,44 @@ fn main(@builtin(local_invocation_index) lid: u32,
             for (var tx0 = wid.x; tx0 < tm; tx0 = tx0 + nwg.x) {
                 let m0 = tx0 * TILE;
                 let n0 = ty0 * TILE;
-                var acc: array<f32, 16>;
-                for (var i = 0u; i < 16u; i = i + 1u) { acc[i] = 0.0; }
+                var c0 = vec4<f32>(0.0);
+                var c1 = vec4<f32>(0.0);
+                var c2 = vec4<f32>(0.0);
+                var c3 = vec4<f32>(0.0);
                 for (var k0 = 0u; k0 < K; k0 = k0 + DEPTH) {
                     for (var r = 0u; r < 4u; r = r + 1u) {
                         let e = lid + 256u * r;
-                        let k = k0 + e % DEPTH;
+                        let kr = e % DEPTH;
+                        let k = k0 + kr;
                         let j = e / DEPTH;
                         var av = 0.0;
                         var bv = 0.0;
-                        if (k < K && m0 + j < M) { av = ld0(abase + k * sak + (m0 + j) * sam); }
-                        if (k < K && n0 + j < N) { bv = ld1(bbase + k * sbk + (n0 + j) * sbn); }
-                        As[(e % DEPTH) * TILE + j] = av;
-                        Bs[(e % DEPTH) * TILE + j] = bv;
+                        if (k < K && m0 + j < M) { av = ld0t(abase + k * sak + (m0 + j) * sam, da); }
+                        if (k < K && n0 + j < N) { bv = ld1t(bbase + k * sbk + (n0 + j) * sbn, db); }
+                        As[kr * TILE + j] = av;
+                        Bs[kr * TILE + j] = bv;
                     }
                     workgroupBarrier();
                     for (var kk = 0u; kk < DEPTH; kk = kk + 1u) {
-                        let a0 = As[kk * TILE + tx];
-                        let a1 = As[kk * TILE + tx + 16u];
-                        let a2 = As[kk * TILE + tx + 32u];
-                        let a3 = As[kk * TILE + tx + 48u];
-                        for (var jn = 0u; jn < 4u; jn = jn + 1u) {
-                            let b = Bs[kk * TILE + ty + 16u * jn];
-                            acc[jn * 4u] = acc[jn * 4u] + a0 * b;
-                            acc[jn * 4u + 1u] = acc[jn * 4u + 1u] + a1 * b;
-                            acc[jn * 4u + 2u] = acc[jn * 4u + 2u] + a2 * b;
-                            acc[jn * 4u + 3u] = acc[jn * 4u + 3u] + a3 * b;
-                        }
+                        let o = kk * TILE;
+                        let a = vec4<f32>(As[o + tx], As[o + tx + 16u], As[o + tx + 32u], As[o + tx + 48u]);
+                        c0 = c0 + a * Bs[o + ty];
+                        c1 = c1 + a * Bs[o + ty + 16u];
+                        c2 = c2 + a * Bs[o + ty + 32u];
+                        c3 = c3 + a * Bs[o + ty + 48u];
                     }
                     workgroupBarrier();
                 }
                 for (var jn = 0u; jn < 4u; jn = jn + 1u) {
                     let n = n0 + ty + 16u * jn;
+                    var cv = c0;
+                    if (jn == 1u) { cv = c1; }
+                    if (jn == 2u) { cv = c2; }
+                    if (jn == 3u) { cv = c3; }
                     for (var im = 0u; im < 4u; im = im + 1u) {
                         let m = m0 + tx + 16u * im;
                         if (m < M && n < N) {
-                            st(idx(2u, vec4<u32>(m, n, i2, i3)), acc[jn * 4u + im]);
+                            st(idx(2u, vec4<u32>(m, n, i2, i3)), cv[im]);
                         }
                     }
                 }

@@ -30,4 +30,6 @@ mod tests_ops;
 #[cfg(test)]
 mod tests_limits;
 #[cfg(test)]
+mod tests_bench;
+#[cfg(test)]
 mod test_util;

@@ -104,3 +104,18 @@ fn impossible_allocation_is_a_clear_error() {
     let b = c.alloc(16).unwrap();
     c.write(&b, 0, &[1; 16]).unwrap();
 }
+
+#[test]
+fn context_lives_while_buffers_do_and_is_released_after() {
+    if ctx().is_none() {
+        return;
+    }
+    let c = VkContext::unshared(0).unwrap();
+    let weak = Arc::downgrade(&c);
+    let b = c.alloc(1024).unwrap();
+    drop(c);
+    assert!(weak.upgrade().is_some(), "a live buffer keeps its device context");
+    b.context().write(&b, 0, &[5; 8]).unwrap();
+    drop(b);
+    assert!(weak.upgrade().is_none(), "the context goes with its last holder");
+}

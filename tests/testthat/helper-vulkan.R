@@ -6,8 +6,8 @@ skip_if_no_vulkan <- function() {
   if (nzchar(Sys.getenv("GGMLR_REQUIRE_VULKAN"))) {
     fail(paste(
       "GGMLR_REQUIRE_VULKAN is set but no Vulkan device was found:",
-      ggml_vulkan_status()
+      .rs(rs_vulkan_status())
     ))
   }
-  skip(paste("no Vulkan device:", ggml_vulkan_status()))
+  skip(paste("no Vulkan device:", .rs(rs_vulkan_status())))
 }

@@ -26,6 +26,7 @@ pub mod op;
 pub mod ops;
 pub mod residency;
 pub mod tensor;
+pub mod vulkan;
 pub mod vulkan_probe;
 
 pub use error::{Classed, Result};

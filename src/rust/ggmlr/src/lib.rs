@@ -14,6 +14,7 @@ mod guard;
 mod ops;
 mod residency;
 mod tensor;
+mod vulkan;
 
 pub use guard::guard;
 
@@ -50,4 +51,5 @@ extendr_module! {
     use buffer;
     use ops;
     use residency;
+    use vulkan;
 }

@@ -1,0 +1,149 @@
+// One workgroup per row (grid-stride over rows). Word 48: 0 sum_rows,
+// 1 mean, 2 soft_max, 3 norm, 4 rms_norm, 5 argmax, 6 sum of all elements.
+// soft_max: scale in word 50, ALiBi m0/m1 in 51/52, mask flag in 56, ALiBi
+// flag in 57, n_head_log2 in 58. norm / rms_norm: eps in word 50.
+
+var<workgroup> red: array<f32, 256>;
+var<workgroup> redi: array<u32, 256>;
+
+fn wg_sum(v: f32, l: u32) -> f32 {
+    red[l] = v;
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s = s >> 1u) {
+        if (l < s) { red[l] = red[l] + red[l + s]; }
+        workgroupBarrier();
+    }
+    let r = red[0];
+    workgroupBarrier();
+    return r;
+}
+
+fn wg_max(v: f32, l: u32) -> f32 {
+    red[l] = v;
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s = s >> 1u) {
+        if (l < s) { red[l] = max(red[l], red[l + s]); }
+        workgroupBarrier();
+    }
+    let r = red[0];
+    workgroupBarrier();
+    return r;
+}
+
+// Index of the first maximum: ties go to the lower index.
+fn wg_argmax(v: f32, i: u32, l: u32) -> u32 {
+    red[l] = v;
+    redi[l] = i;
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s = s >> 1u) {
+        if (l < s) {
+            let o = red[l + s];
+            let oi = redi[l + s];
+            if (o > red[l] || (o == red[l] && oi < redi[l])) {
+                red[l] = o;
+                redi[l] = oi;
+            }
+        }
+        workgroupBarrier();
+    }
+    let r = redi[0];
+    workgroupBarrier();
+    return r;
+}
+
+// Softmax input: x * scale + slope * mask.
+fn sm_in(c: vec4<u32>, slope: f32) -> f32 {
+    var v = ld0(idx(0u, c)) * pf(50u);
+    if (P[56u] != 0u) {
+        let cm = vec4<u32>(c.x, c.y % ne(1u, 1u), c.z % ne(1u, 2u), c.w % ne(1u, 3u));
+        v = v + slope * ld1(idx(1u, cm));
+    }
+    return v;
+}
+
+@compute @workgroup_size(256, 1, 1)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let l = lid.x;
+    let op = P[OPW];
+    let n0 = ne(0u, 0u);
+    let n1 = ne(0u, 1u);
+    let n2 = ne(0u, 2u);
+    var rows = n1 * n2 * ne(0u, 3u);
+    var len = n0;
+    if (op == 6u) {
+        rows = 1u;
+        len = nel(0u);
+    }
+    for (var row = wid.x; row < rows; row = row + nwg.x) {
+        let rc = vec4<u32>(0u, row % n1, (row / n1) % n2, row / (n1 * n2));
+        if (op == 0u || op == 1u || op == 6u) {
+            var s = 0.0;
+            for (var j = l; j < len; j = j + 256u) {
+                if (op == 6u) { s = s + ld0(idx(0u, coords(0u, j))); } else {
+                    s = s + ld0(idx(0u, vec4<u32>(j, rc.y, rc.z, rc.w)));
+                }
+            }
+            var t = wg_sum(s, l);
+            if (op == 1u) { t = t / f32(len); }
+            if (l == 0u) {
+                if (op == 6u) { st(idx(2u, vec4<u32>(0u)), t); } else { st(idx(2u, rc), t); }
+            }
+        } else if (op == 2u) {
+            var slope = 1.0;
+            if (P[57u] != 0u) {
+                let h = rc.z;
+                let nh = P[58u];
+                if (h < nh) { slope = pow(pf(51u), f32(h + 1u)); } else {
+                    slope = pow(pf(52u), f32(2u * (h - nh) + 1u));
+                }
+            }
+            var m = neg_inf();
+            for (var j = l; j < len; j = j + 256u) {
+                m = max(m, sm_in(vec4<u32>(j, rc.y, rc.z, rc.w), slope));
+            }
+            let mx = wg_max(m, l);
+            var s = 0.0;
+            for (var j = l; j < len; j = j + 256u) {
+                s = s + exp(sm_in(vec4<u32>(j, rc.y, rc.z, rc.w), slope) - mx);
+            }
+            let tot = wg_sum(s, l);
+            for (var j = l; j < len; j = j + 256u) {
+                let c = vec4<u32>(j, rc.y, rc.z, rc.w);
+                st(idx(2u, c), exp(sm_in(c, slope) - mx) / tot);
+            }
+        } else if (op == 3u || op == 4u) {
+            var mean = 0.0;
+            if (op == 3u) {
+                var s = 0.0;
+                for (var j = l; j < len; j = j + 256u) {
+                    s = s + ld0(idx(0u, vec4<u32>(j, rc.y, rc.z, rc.w)));
+                }
+                mean = wg_sum(s, l) / f32(len);
+            }
+            var q = 0.0;
+            for (var j = l; j < len; j = j + 256u) {
+                let d = ld0(idx(0u, vec4<u32>(j, rc.y, rc.z, rc.w))) - mean;
+                q = q + d * d;
+            }
+            let inv = 1.0 / sqrt(wg_sum(q, l) / f32(len) + pf(50u));
+            for (var j = l; j < len; j = j + 256u) {
+                let c = vec4<u32>(j, rc.y, rc.z, rc.w);
+                st(idx(2u, c), (ld0(idx(0u, c)) - mean) * inv);
+            }
+        } else if (op == 5u) {
+            var best = neg_inf();
+            var bi = 0xffffffffu;
+            for (var j = l; j < len; j = j + 256u) {
+                let v = ld0(idx(0u, vec4<u32>(j, rc.y, rc.z, rc.w)));
+                if (v > best || bi == 0xffffffffu) {
+                    best = v;
+                    bi = j;
+                }
+            }
+            let r = wg_argmax(best, bi, l);
+            if (l == 0u) { st_raw(idx(2u, vec4<u32>(row, 0u, 0u, 0u)), r); }
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! The compute shaders (SPIR-V compiled from `shaders/*.wgsl` by build.rs)
+//! and their pipelines, created on first use and cached per shader.
+//!
+//! Every shader has the same interface: binding 0 is the parameter block,
+//! bindings 1 and 2 the sources, binding 3 the result, all storage buffers.
+
+use ash::vk;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// The compiled shaders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Shader {
+    /// One invocation per result element: copies, conversions, unary and
+    /// binary element-wise ops, repeat, concat, get_rows, pad, upscale,
+    /// diag_mask_inf, im2col, pool_2d.
+    Eltwise,
+    /// Tiled matrix product (mul_mat, out_prod).
+    Matmul,
+    /// One workgroup per row: sums, means, softmax, norms, argmax.
+    Reduce,
+}
+
+impl Shader {
+    fn spirv(self) -> &'static [u8] {
+        match self {
+            Shader::Eltwise => include_bytes!(concat!(env!("OUT_DIR"), "/eltwise.spv")),
+            Shader::Matmul => include_bytes!(concat!(env!("OUT_DIR"), "/matmul.spv")),
+            Shader::Reduce => include_bytes!(concat!(env!("OUT_DIR"), "/reduce.spv")),
+        }
+    }
+
+    /// Invocations per workgroup (the shaders' workgroup_size).
+    pub fn local_size(self) -> u32 {
+        256
+    }
+}
+
+/// Number of storage-buffer bindings of every shader.
+pub const BINDINGS: u32 = 4;
+
+#[derive(Default)]
+struct Cache {
+    set_layout: vk::DescriptorSetLayout,
+    layout: vk::PipelineLayout,
+    pipelines: HashMap<Shader, vk::Pipeline>,
+}
+
+pub(crate) struct Pipelines {
+    cache: Mutex<Cache>,
+}
+
+impl Pipelines {
+    pub fn new() -> Pipelines {
+        Pipelines { cache: Mutex::new(Cache::default()) }
+    }
+
+    /// The descriptor set layout and pipeline layout shared by all shaders.
+    pub fn layouts(&self, dev: &ash::Device) -> Result<(vk::DescriptorSetLayout, vk::PipelineLayout), vk::Result> {
+        let mut c = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        Self::ensure_layouts(&mut c, dev)?;
+        Ok((c.set_layout, c.layout))
+    }
+
+    fn ensure_layouts(c: &mut Cache, dev: &ash::Device) -> Result<(), vk::Result> {
+        if c.layout != vk::PipelineLayout::null() {
+            return Ok(());
+        }
+        let binds: Vec<_> = (0..BINDINGS)
+            .map(|b| {
+                vk::DescriptorSetLayoutBinding::default()
+                    .binding(b)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .descriptor_count(1)
+                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            })
+            .collect();
+        let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&binds);
+        // SAFETY: valid device; destroyed in `destroy`.
+        let set_layout = unsafe { dev.create_descriptor_set_layout(&info, None) }?;
+        let sets = [set_layout];
+        let pinfo = vk::PipelineLayoutCreateInfo::default().set_layouts(&sets);
+        let layout = match unsafe { dev.create_pipeline_layout(&pinfo, None) } {
+            Ok(l) => l,
+            Err(e) => {
+                unsafe { dev.destroy_descriptor_set_layout(set_layout, None) };
+                return Err(e);
+            }
+        };
+        c.set_layout = set_layout;
+        c.layout = layout;
+        Ok(())
+    }
+
+    /// The pipeline of `shader`, created the first time it is asked for.
+    pub fn get(&self, dev: &ash::Device, shader: Shader) -> Result<vk::Pipeline, vk::Result> {
+        let mut c = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        Self::ensure_layouts(&mut c, dev)?;
+        if let Some(&p) = c.pipelines.get(&shader) {
+            return Ok(p);
+        }
+        let words = ash::util::read_spv(&mut std::io::Cursor::new(shader.spirv()))
+            .map_err(|_| vk::Result::ERROR_INVALID_SHADER_NV)?;
+        let minfo = vk::ShaderModuleCreateInfo::default().code(&words);
+        // SAFETY: the SPIR-V was produced and validated by naga at build time.
+        let module = unsafe { dev.create_shader_module(&minfo, None) }?;
+        let stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(module)
+            .name(c"main");
+        let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(c.layout)];
+        let made = unsafe { dev.create_compute_pipelines(vk::PipelineCache::null(), &info, None) };
+        unsafe { dev.destroy_shader_module(module, None) };
+        let p = made.map_err(|(_, e)| e)?[0];
+        c.pipelines.insert(shader, p);
+        Ok(p)
+    }
+
+    /// Number of pipelines created so far.
+    pub fn count(&self) -> usize {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner()).pipelines.len()
+    }
+
+    /// Destroy everything (the device must be idle).
+    pub unsafe fn destroy(&self, dev: &ash::Device) {
+        let mut c = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        for (_, p) in c.pipelines.drain() {
+            dev.destroy_pipeline(p, None);
+        }
+        if c.layout != vk::PipelineLayout::null() {
+            dev.destroy_pipeline_layout(c.layout, None);
+            dev.destroy_descriptor_set_layout(c.set_layout, None);
+        }
+        c.layout = vk::PipelineLayout::null();
+    }
+}

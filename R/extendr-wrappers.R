@@ -231,4 +231,16 @@ rs_ledger_check <- function(extra) .Call(wrap__rs_ledger_check, extra)
 #' @noRd
 rs_ledger_reset_peak <- function() .Call(wrap__rs_ledger_reset_peak)
 
+#' @noRd
+rs_vulkan_list_devices <- function() .Call(wrap__rs_vulkan_list_devices)
+
+#' @noRd
+rs_vulkan_device_description <- function(device) .Call(wrap__rs_vulkan_device_description, device)
+
+#' @noRd
+rs_vulkan_device_memory <- function(device) .Call(wrap__rs_vulkan_device_memory, device)
+
+#' @noRd
+rs_vulkan_device_caps <- function(device) .Call(wrap__rs_vulkan_device_caps, device)
+
 

@@ -8,6 +8,7 @@
 pub mod backend;
 pub mod dtype;
 pub mod error;
+pub mod ncnn;
 pub mod op;
 pub mod vulkan_probe;
 

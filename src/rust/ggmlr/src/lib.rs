@@ -7,6 +7,8 @@ use extendr_api::prelude::*;
 mod backend;
 mod conv;
 mod guard;
+mod ncnn;
+mod ncnn_custom;
 
 pub use guard::guard;
 
@@ -36,4 +38,5 @@ extendr_module! {
     fn rs_version;
     fn rs_debug_fail;
     use backend;
+    use ncnn;
 }

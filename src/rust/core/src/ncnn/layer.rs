@@ -22,6 +22,10 @@ pub trait Layer {
     fn load_model(&mut self, _mb: &mut ModelBin) -> anyhow::Result<()> {
         Ok(())
     }
+    /// The concrete layer, for factories that need it back on destruction.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
     /// Compute the tops from the bottoms.
     fn forward(&self, bottoms: Vec<Mat>, ntop: usize, opt: &Opt) -> anyhow::Result<Vec<Mat>>;
 }

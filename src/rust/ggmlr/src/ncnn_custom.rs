@@ -135,6 +135,12 @@ impl Layer for RLayer {
 
     fn forward(&self, bottoms: Vec<Mat>, ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let inv = &self.owner.invoker;
+        if self.one_blob_only && bottoms.len() != 1 {
+            return Err(err(format!(
+                "the custom layer is one_blob_only but has {} bottom blobs; use ncnn_layer(one_blob_only = FALSE)",
+                bottoms.len()
+            )));
+        }
         let arg: Robj = if self.one_blob_only {
             mat_to_r(&bottoms[0])
         } else {

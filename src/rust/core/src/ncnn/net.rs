@@ -109,18 +109,6 @@ impl Net {
         let custom = |key: RegKey| -> anyhow::Result<Imp> {
             let f = self.registry.factory(key).ok_or_else(|| err("custom layer has no creator"))?;
             let layer = f.create()?;
-            if layer.one_blob_only() && (l.bottoms.len() != 1 || l.tops.len() != 1) {
-                let imp = Imp::Custom(Some(layer), key);
-                // Hand the layer back to its destroyer before failing.
-                if let Imp::Custom(Some(layer), _) = imp {
-                    f.destroy(layer);
-                }
-                ncnn_bail!(
-                    "the custom layer is one_blob_only but is declared with {} bottoms and {} tops",
-                    l.bottoms.len(),
-                    l.tops.len()
-                );
-            }
             Ok(Imp::Custom(Some(layer), key))
         };
         let builtin = |name: &str| -> anyhow::Result<Imp> {

@@ -150,7 +150,8 @@ impl Layer for Pooling {
         }
         let (ow, oh) = ((ww - kw) / sw + 1, (hh - kh) / sh + 1);
         let mut out = Mat::new_3d(ow, oh, c);
-        let include_pad = self.include_pad;
+        // SAME padding counts towards the average like explicit padding with count_include_pad.
+        let include_pad = self.include_pad || self.pad_mode >= 2;
         out.data.par_chunks_mut(ow * oh).enumerate().for_each(|(q, o)| {
             let src = x.channel(q);
             for i in 0..oh {

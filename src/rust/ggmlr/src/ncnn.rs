@@ -180,6 +180,7 @@ fn rs_ncnn_ex_input(e: Robj, blob: Robj, x: Robj) -> Robj {
     guard(|| {
         let re = xptr::<RExtractor>(&e, "extractor", "ncnn_extractor")?;
         let net = re.net.try_borrow().map_err(|_| busy())?;
+        re.ex.try_borrow().map_err(|_| busy())?.check(&net)?;
         let i = blob_index(&net, &blob)?;
         let m = r_to_mat(&x, "x")?;
         let mut ex = re.ex.try_borrow_mut().map_err(|_| busy())?;
@@ -194,6 +195,7 @@ fn rs_ncnn_ex_extract(e: Robj, blob: Robj) -> Robj {
     guard(|| {
         let re = xptr::<RExtractor>(&e, "extractor", "ncnn_extractor")?;
         let net = re.net.try_borrow().map_err(|_| busy())?;
+        re.ex.try_borrow().map_err(|_| busy())?.check(&net)?;
         let i = blob_index(&net, &blob)?;
         let mut ex = re.ex.try_borrow_mut().map_err(|_| busy())?;
         let m = ex.extract(&net, i)?;

@@ -293,7 +293,7 @@ pub struct Extractor {
 }
 
 impl Extractor {
-    fn check(&self, net: &Net) -> anyhow::Result<()> {
+    pub fn check(&self, net: &Net) -> anyhow::Result<()> {
         if net.generation != self.generation || !net.model_loaded {
             ncnn_bail!("this extractor belongs to an earlier state of its net (cleared or reloaded since); create a new one");
         }

@@ -19,6 +19,9 @@ pub struct ModelBin<'a> {
 pub const TAG_FP16: u32 = 0x01306B47;
 pub const TAG_INT8: u32 = 0x000D4B38;
 
+/// The largest array (in bytes) the zero reader makes up: 4 GiB.
+const EMPTY_LIMIT: usize = 1 << 32;
+
 fn align4(n: usize) -> usize {
     (n + 3) / 4 * 4
 }
@@ -31,6 +34,9 @@ impl<'a> ModelBin<'a> {
     fn take(&mut self, n: usize, what: &str) -> anyhow::Result<Option<&'a [u8]>> {
         match self.src {
             DataReader::Empty => {
+                if n > EMPTY_LIMIT {
+                    ncnn_bail!("{what} asks for {n} bytes of zeros; the param declares an implausibly large layer");
+                }
                 self.pos += n;
                 Ok(None)
             }

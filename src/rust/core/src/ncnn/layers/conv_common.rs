@@ -1,5 +1,5 @@
 //! Shared parts of Convolution and ConvolutionDepthWise: parameters,
-//! padding, im2col and a threaded GEMM.
+//! padding, the convolution GEMM driver and a threaded GEMM.
 
 use crate::ncnn::layer::Activation;
 use crate::ncnn::{Mat, ModelBin, ParamDict};
@@ -65,11 +65,14 @@ impl ConvParams {
             group: if depthwise { positive(pd.int(7, 1), "group")? } else { 1 },
             act: Activation::from_params(pd, 9, 10)?,
         };
-        if p.weight_data_size == 0 || p.weight_data_size % (p.num_output * p.kw * p.kh) != 0 {
+        let per = p.num_output.checked_mul(p.kw).and_then(|v| v.checked_mul(p.kh)).unwrap_or(0);
+        if per == 0 || p.weight_data_size == 0 || p.weight_data_size % per != 0 {
             ncnn_bail!(
-                "weight_data_size {} is not a positive multiple of num_output*kernel_w*kernel_h = {}",
+                "weight_data_size {} is not a positive multiple of num_output*kernel_w*kernel_h ({} x {} x {})",
                 p.weight_data_size,
-                p.num_output * p.kw * p.kh
+                p.num_output,
+                p.kw,
+                p.kh
             );
         }
         if p.num_output % p.group != 0 {
@@ -144,31 +147,76 @@ pub fn border(m: &Mat, top: usize, bottom: usize, left: usize, right: usize, v: 
     out
 }
 
-/// im2col of channels `c0..c0+nc` of `m`: rows (c, ky, kx), columns (oy, ox).
-pub fn im2col(m: &Mat, p: &ConvParams, c0: usize, nc: usize, outw: usize, outh: usize) -> Vec<f32> {
+/// Convolve channels `c0..c0+nc` of the padded input `xp` with packed weights
+/// (rows = output channels, columns = (c, ky, kx)) into `out` (rows x outh*outw).
+pub fn conv_gemm(xp: &Mat, p: &ConvParams, c0: usize, nc: usize, a: &super::gemm::PackedA, out: &mut [f32], outw: usize, outh: usize) {
+    use super::gemm::gemm as pgemm;
+    let kk = p.kh * p.kw;
     let n = outw * outh;
-    let k = nc * p.kh * p.kw;
-    let mut col = vec![0.0f32; k * n];
-    let cs = m.cstep();
-    col.par_chunks_mut(n).enumerate().for_each(|(r, row)| {
-        let c = r / (p.kh * p.kw);
-        let ky = (r / p.kw) % p.kh;
-        let kx = r % p.kw;
-        let src = &m.data[(c0 + c) * cs..(c0 + c + 1) * cs];
-        for oy in 0..outh {
-            let iy = oy * p.sh + ky * p.dh;
-            let srow = &src[iy * m.w..];
-            let orow = &mut row[oy * outw..(oy + 1) * outw];
-            if p.sw == 1 {
-                orow.copy_from_slice(&srow[kx * p.dw..kx * p.dw + outw]);
-            } else {
-                for (ox, o) in orow.iter_mut().enumerate() {
-                    *o = srow[ox * p.sw + kx * p.dw];
+    if p.sw == 1 && p.sh == 1 {
+        // Row k of the im2col matrix is a shifted view of the padded plane.
+        let wp = xp.w;
+        let cs = xp.cstep();
+        let offs: Vec<usize> = (0..nc * kk)
+            .map(|r| {
+                let (c, ky, kx) = (r / kk, (r / p.kw) % p.kh, r % p.kw);
+                (c0 + c) * cs + ky * p.dh * wp + kx * p.dw
+            })
+            .collect();
+        if wp == outw {
+            pgemm(a, &xp.data, &offs, n, out, n);
+        } else {
+            let nf = (outh - 1) * wp + outw;
+            let mut tmp = vec![0.0f32; a.m * nf];
+            pgemm(a, &xp.data, &offs, nf, &mut tmp, nf);
+            out.par_chunks_mut(n).zip(tmp.par_chunks(nf)).for_each(|(o, t)| {
+                for y in 0..outh {
+                    o[y * outw..(y + 1) * outw].copy_from_slice(&t[y * wp..y * wp + outw]);
+                }
+            });
+        }
+    } else {
+        // Strided: split the padded input into sh*sw phase planes, after
+        // which every kernel tap is again a shifted view of one plane.
+        let (sh, sw) = (p.sh, p.sw);
+        let (hq, wq) = ((xp.h + sh - 1) / sh, (xp.w + sw - 1) / sw);
+        let plane = hq * wq;
+        let mut ph = vec![0.0f32; sh * sw * nc * plane];
+        ph.par_chunks_mut(plane).enumerate().for_each(|(i, dst)| {
+            let (phase, c) = (i / nc, i % nc);
+            let (py, px) = (phase / sw, phase % sw);
+            let src = xp.channel(c0 + c);
+            for y in 0..hq {
+                let sy = y * sh + py;
+                if sy >= xp.h {
+                    break;
+                }
+                let row = &src[sy * xp.w..(sy + 1) * xp.w];
+                for (x, d) in dst[y * wq..(y + 1) * wq].iter_mut().enumerate() {
+                    let sx = x * sw + px;
+                    if sx < xp.w {
+                        *d = row[sx];
+                    }
                 }
             }
-        }
-    });
-    col
+        });
+        let offs: Vec<usize> = (0..nc * kk)
+            .map(|r| {
+                let (c, ky, kx) = (r / kk, (r / p.kw) % p.kh, r % p.kw);
+                let (ty, tx) = (ky * p.dh, kx * p.dw);
+                let phase = (ty % sh) * sw + tx % sw;
+                (phase * nc + c) * plane + (ty / sh) * wq + tx / sw
+            })
+            .collect();
+        let nf = (outh - 1) * wq + outw;
+        let mut tmp = vec![0.0f32; a.m * nf];
+        pgemm(a, &ph, &offs, nf, &mut tmp, nf);
+        out.par_chunks_mut(n).zip(tmp.par_chunks(nf)).for_each(|(o, t)| {
+            for y in 0..outh {
+                o[y * outw..(y + 1) * outw].copy_from_slice(&t[y * wq..y * wq + outw]);
+            }
+        });
+    }
 }
 
 /// c[m x n] = a[m x k] * b[k x n], threaded over rows of c.

@@ -1,26 +1,30 @@
-//! Convolution: im2col + GEMM, explicit or SAME padding, dilation, bias and
+//! Convolution: GEMM over shifted views of the padded input, explicit or SAME padding, dilation, bias and
 //! fused activation. Weights are [out][in][kh][kw].
 
-use super::conv_common::{finish, gemm, im2col, ConvParams};
+use super::conv_common::{conv_gemm, finish, ConvParams};
+use super::gemm::PackedA;
 use crate::ncnn::layer::one;
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
 use crate::ncnn_bail;
 
 pub struct Convolution {
     p: ConvParams,
-    weight: Vec<f32>,
+    packed: PackedA,
     bias: Vec<f32>,
 }
 
 impl Convolution {
     pub fn new(pd: &ParamDict) -> anyhow::Result<Convolution> {
-        Ok(Convolution { p: ConvParams::new(pd, false)?, weight: vec![], bias: vec![] })
+        Ok(Convolution { p: ConvParams::new(pd, false)?, packed: PackedA::default(), bias: vec![] })
     }
 }
 
 impl Layer for Convolution {
     fn load_model(&mut self, mb: &mut ModelBin) -> anyhow::Result<()> {
-        (self.weight, self.bias) = self.p.load(mb)?;
+        let (w, b) = self.p.load(mb)?;
+        let k = self.p.weight_data_size / self.p.num_output;
+        self.packed = PackedA::new(&w, self.p.num_output, k);
+        self.bias = b;
         Ok(())
     }
 
@@ -34,14 +38,8 @@ impl Layer for Convolution {
         let xp = p.pad(&x);
         let (outw, outh) = p.out_size(&xp)?;
         let n = outw * outh;
-        let k = inch * p.kh * p.kw;
         let mut out = Mat::new_3d(outw, outh, p.num_output);
-        if p.kw == 1 && p.kh == 1 && p.sw == 1 && p.sh == 1 {
-            gemm(&self.weight, &xp.data, &mut out.data, p.num_output, k, n);
-        } else {
-            let col = im2col(&xp, p, 0, inch, outw, outh);
-            gemm(&self.weight, &col, &mut out.data, p.num_output, k, n);
-        }
+        conv_gemm(&xp, p, 0, inch, &self.packed, &mut out.data, outw, outh);
         finish(&mut out.data, n, &self.bias, &p.act);
         Ok(vec![out])
     }

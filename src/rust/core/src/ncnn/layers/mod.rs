@@ -13,6 +13,7 @@ pub mod convolution_depthwise;
 pub mod dropout;
 pub mod eltwise;
 pub mod flatten;
+pub mod gemm;
 pub mod innerproduct;
 pub mod input;
 pub mod interp;

@@ -152,32 +152,41 @@ impl Layer for Pooling {
         let mut out = Mat::new_3d(ow, oh, c);
         // SAME padding counts towards the average like explicit padding with count_include_pad.
         let include_pad = self.include_pad || self.pad_mode >= 2;
+        let is_max = self.kind == 0;
+        // Rows/columns of each window inside the input, and the averaging counts.
+        let span = |i: usize, s: usize, k: usize, p0: usize, n: usize, p1: usize| -> (usize, usize, usize) {
+            let (b0, b1) = (i * s, i * s + k);
+            let lo = b0.max(p0).min(p0 + n) - p0;
+            let hi = b1.max(p0).min(p0 + n) - p0;
+            let cnt = if include_pad { b1.min(p0 + n + p1) - b0.min(p0 + n + p1) } else { hi - lo };
+            (lo, hi, cnt)
+        };
+        let rows: Vec<(usize, usize, usize)> = (0..oh).map(|i| span(i, sh, kh, pt, h, pb)).collect();
+        let cols: Vec<(usize, usize, usize)> = (0..ow).map(|j| span(j, sw, kw, pl, w, pr)).collect();
+        let init = if is_max { f32::NEG_INFINITY } else { 0.0 };
         out.data.par_chunks_mut(ow * oh).enumerate().for_each(|(q, o)| {
             let src = x.channel(q);
-            for i in 0..oh {
-                let by0 = i * sh; // in bordered coordinates
-                let by1 = by0 + kh;
-                let y0 = by0.max(pt).min(pt + h) - pt;
-                let y1 = by1.max(pt).min(pt + h) - pt;
-                for j in 0..ow {
-                    let bx0 = j * sw;
-                    let bx1 = bx0 + kw;
-                    let x0 = bx0.max(pl).min(pl + w) - pl;
-                    let x1 = bx1.max(pl).min(pl + w) - pl;
-                    let div = if include_pad {
-                        // count the window inside the explicitly padded area (not the tail)
-                        let cy = by1.min(pt + h + pb) - by0.min(pt + h + pb);
-                        let cx = bx1.min(pl + w + pr) - bx0.min(pl + w + pr);
-                        cy * cx
+            let mut acc = vec![init; w];
+            for (i, &(y0, y1, cy)) in rows.iter().enumerate() {
+                // reduce the window's rows, then the columns
+                acc.iter_mut().for_each(|v| *v = init);
+                for y in y0..y1 {
+                    let r = &src[y * w..(y + 1) * w];
+                    if is_max {
+                        acc.iter_mut().zip(r).for_each(|(a, v)| *a = if *v > *a { *v } else { *a });
                     } else {
-                        (y1 - y0) * (x1 - x0)
-                    };
-                    o[i * ow + j] = if y1 > y0 && x1 > x0 {
-                        self.reduce(src, w, y0, y1, x0, x1, div)
-                    } else if self.kind == 0 {
-                        f32::NEG_INFINITY
-                    } else {
+                        acc.iter_mut().zip(r).for_each(|(a, v)| *a += v);
+                    }
+                }
+                let orow = &mut o[i * ow..(i + 1) * ow];
+                for (j, &(x0, x1, cx)) in cols.iter().enumerate() {
+                    let win = &acc[x0..x1];
+                    orow[j] = if is_max {
+                        win.iter().fold(f32::NEG_INFINITY, |m, v| if *v > m { *v } else { m })
+                    } else if win.is_empty() || y1 == y0 {
                         0.0
+                    } else {
+                        win.iter().sum::<f32>() / (cy * cx).max(1) as f32
                     };
                 }
             }

@@ -1,12 +1,14 @@
 # ncnn inference latency: the three fixture architectures (random weights) at
 # 224x224 input, 1 and 2 threads, next to the real ncnn (Python package
 # `ncnn`) on the same files in the same run when it is importable (set
-# GGMLR_PYTHON to choose the Python). Prints medians in ms and ratios.
+# GGMLR_PYTHON to choose the Python). Both sides time batches of runs and
+# keep the fastest batch (robust on a busy machine). Prints ms per inference
+# and the ratio ggmlR / ncnn.
 suppressPackageStartupMessages(library(ggmlR))
 
 dir <- Sys.getenv("GGMLR_NCNN_FIXTURES", "tests/testthat/fixtures/ncnn")
 if (!dir.exists(dir)) stop("run from the repository root (fixtures not found in ", dir, ")")
-reps <- as.integer(Sys.getenv("GGMLR_BENCH_REPS", "15"))
+batches <- as.integer(Sys.getenv("GGMLR_BENCH_BATCHES", "7"))
 size <- as.integer(Sys.getenv("GGMLR_BENCH_SIZE", "224"))
 archs <- c("arch_squeezenet", "arch_mobilenet", "arch_resnet")
 
@@ -25,8 +27,13 @@ ours <- function(arch, threads) {
     ex$extract("prob")
   }
   run()
-  t <- vapply(seq_len(reps), function(i) system.time(run())[["elapsed"]], numeric(1))
-  stats::median(t) * 1000
+  # runs per batch: enough for about 0.2 s
+  once <- system.time(run())[["elapsed"]]
+  per <- max(1L, as.integer(0.2 / max(once, 1e-3)))
+  t <- vapply(seq_len(batches), function(i) {
+    system.time(for (j in seq_len(per)) run())[["elapsed"]] / per
+  }, numeric(1))
+  min(t) * 1000
 }
 
 python <- Sys.getenv("GGMLR_PYTHON", "python3")
@@ -34,10 +41,10 @@ has_ncnn <- nzchar(Sys.which(python)) &&
   identical(suppressWarnings(system2(python, c("-c", shQuote("import ncnn")), stdout = FALSE, stderr = FALSE)), 0L)
 
 py_script <- '
-import sys, time, statistics
+import sys, time
 import numpy as np, ncnn
-param, model, inp, size, threads, reps = sys.argv[1:7]
-size, threads, reps = int(size), int(threads), int(reps)
+param, model, inp, size, threads, batches = sys.argv[1:7]
+size, threads, batches = int(size), int(threads), int(batches)
 net = ncnn.Net()
 net.opt.use_vulkan_compute = False
 net.opt.num_threads = threads
@@ -52,21 +59,26 @@ def run():
     ret, out = ex.extract("prob")
     return np.array(out)
 run()
+t0 = time.perf_counter(); run(); once = time.perf_counter() - t0
+per = max(1, int(0.2 / max(once, 1e-3)))
 ts = []
-for _ in range(reps):
-    t0 = time.perf_counter(); run(); ts.append(time.perf_counter() - t0)
-print(statistics.median(ts) * 1000)
+for _ in range(batches):
+    t0 = time.perf_counter()
+    for _ in range(per):
+        run()
+    ts.append((time.perf_counter() - t0) / per)
+print(min(ts) * 1000)
 '
 py_file <- tempfile(fileext = ".py")
 writeLines(py_script, py_file)
 
 theirs <- function(arch, threads) {
   out <- system2(python, c(py_file, file.path(dir, paste0(arch, c(".param", ".bin"))),
-    input_file, size, threads, reps), stdout = TRUE)
+    input_file, size, threads, batches), stdout = TRUE)
   as.numeric(out[length(out)])
 }
 
-cat(sprintf("ncnn inference, %dx%d input, median of %d runs (ms)\n", size, size, reps))
+cat(sprintf("ncnn inference, %dx%d input, ms per inference (fastest of %d batches)\n", size, size, batches))
 if (!has_ncnn) cat("(the Python package 'ncnn' is not importable: no reference column)\n")
 cat(sprintf("%-16s %7s %10s %10s %8s\n", "arch", "threads", "ggmlR", "ncnn", "ratio"))
 for (arch in archs) {

@@ -316,6 +316,23 @@ impl Extractor {
         if let Some(m) = &self.blobs[blob] {
             return Ok(m.clone());
         }
+        let has_custom = net.layers.iter().any(|l| matches!(l, Imp::Custom(..)));
+        match &net.opt.pool {
+            // Without custom layers the whole pass runs on the pool: one
+            // hand-over instead of one per layer.
+            Some(pool) if !has_custom => {
+                let job = AssertSend((self, net));
+                pool.install(move || {
+                    let job = job;
+                    let (ex, net) = job.0;
+                    ex.run(net, blob)
+                })
+            }
+            _ => self.run(net, blob),
+        }
+    }
+
+    fn run(&mut self, net: &Net, blob: usize) -> anyhow::Result<Mat> {
         let spec = &net.spec;
         let first = match spec.blobs[blob].producer {
             Some(p) => p,
@@ -388,6 +405,12 @@ impl Extractor {
         self.blobs[blob].clone().ok_or_else(|| err(format!("blob {} was not computed", describe_blob(net, blob))))
     }
 }
+
+/// Moves a pass over a net without custom layers to a worker thread. The pass
+/// touches only the param spec, builtin layers (Send + Sync) and its own
+/// blobs, never the registry's callbacks, which stay on the calling thread.
+struct AssertSend<T>(T);
+unsafe impl<T> Send for AssertSend<T> {}
 
 fn describe_blob(net: &Net, b: usize) -> String {
     let n = net.blob_name(b);

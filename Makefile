@@ -75,8 +75,16 @@ docs: install
 	$(RSCRIPT) -e 'roxygen2::roxygenise(load_code = roxygen2::load_installed)'
 	$(R) CMD INSTALL --no-multiarch $(INSTALL_LIB) .
 
+# Bounded fuzzing of the ncnn param and model readers (FUZZ_SECONDS each).
+# Installs cargo-fuzz when missing; uses a nightly toolchain when one is
+# installed, else stable with RUSTC_BOOTSTRAP=1.
+FUZZ_SECONDS ?= 60
 fuzz:
-	@echo "no fuzz targets yet"
+	@command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+	@mkdir -p fuzz/corpus/ncnn_readers
+	cd fuzz && if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then TC=+nightly; else TC=; export RUSTC_BOOTSTRAP=1; fi; \
+	  cargo $$TC fuzz run ncnn_readers corpus/ncnn_readers seeds -- \
+	    -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1
 
 clean:
 	rm -rf $(CARGO_TARGET) target ggmlR_*.tar.gz ggmlR.Rcheck src/*.o src/*.so

@@ -22,6 +22,7 @@ pub mod error;
 pub mod graph;
 pub mod io;
 pub mod ledger;
+pub mod ncnn;
 pub mod op;
 pub mod ops;
 pub mod residency;

@@ -15,6 +15,8 @@ mod ops;
 mod residency;
 mod tensor;
 mod vulkan;
+mod ncnn;
+mod ncnn_custom;
 
 pub use guard::guard;
 
@@ -52,4 +54,5 @@ extendr_module! {
     use ops;
     use residency;
     use vulkan;
+    use ncnn;
 }

@@ -1,0 +1,126 @@
+//! The layer interface shared by builtin and custom layers, run options, and
+//! helpers used by several layers (fused activations, axis arithmetic).
+
+use crate::ncnn::{Mat, ModelBin, ParamDict};
+use std::sync::Arc;
+
+/// Options of one forward pass.
+#[derive(Clone, Default)]
+pub struct Opt {
+    /// The pool builtin layers run in (None: the caller's thread only).
+    pub pool: Option<Arc<rayon::ThreadPool>>,
+    pub num_threads: usize,
+}
+
+/// A layer: builtin, or custom (made by a registered factory).
+pub trait Layer {
+    /// True when the layer maps one bottom blob to one top blob.
+    fn one_blob_only(&self) -> bool {
+        true
+    }
+    /// Read this layer's weights, in order.
+    fn load_model(&mut self, _mb: &mut ModelBin) -> anyhow::Result<()> {
+        Ok(())
+    }
+    /// The concrete layer, for factories that need it back on destruction.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
+    /// Compute the tops from the bottoms.
+    fn forward(&self, bottoms: Vec<Mat>, ntop: usize, opt: &Opt) -> anyhow::Result<Vec<Mat>>;
+}
+
+/// A builtin layer: may run on worker threads.
+pub type Builtin = Box<dyn Layer + Send + Sync>;
+
+/// Fused activation (`activation_type` 0..6 and its parameters).
+#[derive(Clone, Debug, Default)]
+pub struct Activation {
+    pub kind: i32,
+    pub params: Vec<f32>,
+}
+
+impl Activation {
+    pub fn from_params(pd: &ParamDict, type_id: usize, params_id: usize) -> anyhow::Result<Activation> {
+        let kind = pd.int(type_id, 0);
+        let params = pd.floats(params_id);
+        let need = match kind {
+            0 | 1 | 4 | 5 => 0,
+            2 => 1,
+            3 | 6 => 2,
+            _ => crate::ncnn_bail!("activation_type {kind} is not one of 0 (none) to 6 (hardswish)"),
+        };
+        if params.len() < need && !(kind == 2) {
+            crate::ncnn_bail!("activation_type {kind} needs {need} activation_params, got {}", params.len());
+        }
+        Ok(Activation { kind, params })
+    }
+
+    #[inline]
+    pub fn apply1(&self, x: f32) -> f32 {
+        match self.kind {
+            1 => x.max(0.0),
+            2 => {
+                let s = self.params.first().copied().unwrap_or(0.0);
+                if x < 0.0 { x * s } else { x }
+            }
+            3 => x.max(self.params[0]).min(self.params[1]),
+            4 => 1.0 / (1.0 + (-x).exp()),
+            5 => x * (x.exp().ln_1p()).tanh(),
+            6 => {
+                let (a, b) = (self.params[0], self.params[1]);
+                let lower = -b / a;
+                let upper = 1.0 / a + lower;
+                if x < lower {
+                    0.0
+                } else if x > upper {
+                    x
+                } else {
+                    x * (x * a + b)
+                }
+            }
+            _ => x,
+        }
+    }
+
+    pub fn apply(&self, xs: &mut [f32]) {
+        if self.kind != 0 {
+            for x in xs {
+                *x = self.apply1(*x);
+            }
+        }
+    }
+}
+
+/// Resolve an ncnn axis (negative counts from the end) for a blob with `dims` axes.
+pub fn resolve_axis(axis: i32, dims: usize, what: &str) -> anyhow::Result<usize> {
+    let a = if axis < 0 { axis + dims as i32 } else { axis };
+    if a < 0 || a as usize >= dims {
+        crate::ncnn_bail!("{what}: axis {axis} is out of range for a blob with {dims} dimensions");
+    }
+    Ok(a as usize)
+}
+
+/// (outer, n, inner) sizes around axis `a` of outermost-first extents.
+pub fn split_at_axis(axes: &[usize], a: usize) -> (usize, usize, usize) {
+    let outer: usize = axes[..a].iter().product();
+    let inner: usize = axes[a + 1..].iter().product();
+    (outer, axes[a], inner)
+}
+
+/// The bottom of a one-blob layer.
+pub fn one(mut bottoms: Vec<Mat>, what: &str) -> anyhow::Result<Mat> {
+    if bottoms.len() != 1 {
+        crate::ncnn_bail!("{what} takes exactly one bottom blob, got {}", bottoms.len());
+    }
+    Ok(bottoms.pop().unwrap())
+}
+
+/// Per-"channel" layout used by BatchNorm, Scale, PReLU, Bias: (channels, elements per channel).
+pub fn channel_layout(m: &Mat) -> (usize, usize) {
+    match m.dims {
+        1 => (m.w, 1),
+        2 => (m.h, m.w),
+        _ => (m.c, m.cstep()),
+    }
+}

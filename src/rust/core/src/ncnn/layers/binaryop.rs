@@ -1,0 +1,121 @@
+//! BinaryOp: elementwise arithmetic with a scalar or a broadcast second blob.
+//! A lower-dimensional operand aligns with the outer axes of the other one;
+//! a 1-d operand whose length is not the other's outermost extent aligns with w.
+
+use crate::ncnn::{Layer, Mat, Opt, ParamDict};
+use crate::ncnn_bail;
+use rayon::prelude::*;
+
+pub struct BinaryOp {
+    op: i32,
+    with_scalar: bool,
+    b: f32,
+}
+
+impl BinaryOp {
+    pub fn new(pd: &ParamDict) -> anyhow::Result<BinaryOp> {
+        let op = pd.int(0, 0);
+        if !(0..=11).contains(&op) {
+            ncnn_bail!("BinaryOp op_type {op} is not 0 to 11");
+        }
+        Ok(BinaryOp { op, with_scalar: pd.int(1, 0) != 0, b: pd.float(2, 0.0) })
+    }
+}
+
+#[inline]
+fn apply(op: i32, a: f32, b: f32) -> f32 {
+    match op {
+        0 => a + b,
+        1 => a - b,
+        2 => a * b,
+        3 => a / b,
+        4 => a.max(b),
+        5 => a.min(b),
+        6 => a.powf(b),
+        7 => b - a,
+        8 => b / a,
+        9 => b.powf(a),
+        10 => a.atan2(b),
+        _ => b.atan2(a),
+    }
+}
+
+/// Outermost-first extents of `m` padded to `n` axes, aligned against `other`.
+fn aligned(m: &Mat, other: &Mat, n: usize) -> Vec<usize> {
+    let ax = m.axes();
+    let mut out = vec![1; n];
+    if ax.len() == n {
+        return ax;
+    }
+    let outer_first = !(m.dims == 1 && other.axes()[0] != m.w);
+    if outer_first {
+        out[..ax.len()].copy_from_slice(&ax);
+    } else {
+        out[n - ax.len()..].copy_from_slice(&ax);
+    }
+    out
+}
+
+impl Layer for BinaryOp {
+    fn one_blob_only(&self) -> bool {
+        self.with_scalar
+    }
+    fn forward(&self, mut bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
+        let op = self.op;
+        if self.with_scalar {
+            let mut a = crate::ncnn::layer::one(bottoms, "BinaryOp")?;
+            let b = self.b;
+            a.data.par_chunks_mut(4096).for_each(|c| c.iter_mut().for_each(|x| *x = apply(op, *x, b)));
+            return Ok(vec![a]);
+        }
+        if bottoms.len() != 2 {
+            ncnn_bail!("BinaryOp without with_scalar needs two bottom blobs, got {}", bottoms.len());
+        }
+        let b = bottoms.pop().unwrap();
+        let a = bottoms.pop().unwrap();
+        if a.shape_eq(&b) {
+            let mut out = a;
+            out.data.par_chunks_mut(4096).zip(b.data.par_chunks(4096)).for_each(|(o, bb)| {
+                o.iter_mut().zip(bb).for_each(|(x, y)| *x = apply(op, *x, *y))
+            });
+            return Ok(vec![out]);
+        }
+        let n = a.dims.max(b.dims);
+        let aa = aligned(&a, &b, n);
+        let ba = aligned(&b, &a, n);
+        let mut oa = vec![0; n];
+        for i in 0..n {
+            if aa[i] != ba[i] && aa[i] != 1 && ba[i] != 1 {
+                ncnn_bail!("BinaryOp cannot broadcast shapes {} and {}", a.describe(), b.describe());
+            }
+            oa[i] = aa[i].max(ba[i]);
+        }
+        let strides = |e: &[usize]| {
+            let mut s = vec![0; n];
+            let mut acc = 1;
+            for i in (0..n).rev() {
+                s[i] = if e[i] == 1 { 0 } else { acc };
+                acc *= e[i];
+            }
+            s
+        };
+        let (sa, sb) = (strides(&aa), strides(&ba));
+        let total: usize = oa.iter().product();
+        let mut data = vec![0.0f32; total];
+        let inner = oa[n - 1];
+        data.par_chunks_mut(inner).enumerate().for_each(|(r, row)| {
+            // decompose r over the outer n-1 axes
+            let (mut ia, mut ib, mut rem) = (0, 0, r);
+            for i in (0..n - 1).rev() {
+                let k = rem % oa[i];
+                rem /= oa[i];
+                ia += k * sa[i];
+                ib += k * sb[i];
+            }
+            for (j, o) in row.iter_mut().enumerate() {
+                *o = apply(op, a.data[ia + j * sa[n - 1]], b.data[ib + j * sb[n - 1]]);
+            }
+        });
+        Ok(vec![Mat::from_axes(&oa, data)?])
+    }
+}

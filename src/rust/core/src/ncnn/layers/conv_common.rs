@@ -1,0 +1,261 @@
+//! Shared parts of Convolution and ConvolutionDepthWise: parameters,
+//! padding, the convolution GEMM driver and a threaded GEMM.
+
+use crate::ncnn::layer::Activation;
+use crate::ncnn::{Mat, ModelBin, ParamDict};
+use crate::ncnn_bail;
+use rayon::prelude::*;
+
+#[derive(Clone, Debug)]
+pub struct ConvParams {
+    pub num_output: usize,
+    pub kw: usize,
+    pub kh: usize,
+    pub dw: usize,
+    pub dh: usize,
+    pub sw: usize,
+    pub sh: usize,
+    pub pl: i32,
+    pub pr: i32,
+    pub pt: i32,
+    pub pb: i32,
+    pub pad_value: f32,
+    pub bias_term: bool,
+    pub weight_data_size: usize,
+    pub group: usize,
+    pub act: Activation,
+}
+
+fn positive(v: i32, what: &str) -> anyhow::Result<usize> {
+    if v <= 0 {
+        ncnn_bail!("{what} must be positive, got {v}");
+    }
+    Ok(v as usize)
+}
+
+impl ConvParams {
+    pub fn new(pd: &ParamDict, depthwise: bool) -> anyhow::Result<ConvParams> {
+        let kw = pd.int(1, 0);
+        let dw = pd.int(2, 1);
+        let sw = pd.int(3, 1);
+        let pl = pd.int(4, 0);
+        let pr = pd.int(15, pl);
+        let pt = pd.int(14, pl);
+        if pd.int(8, 0) != 0 {
+            ncnn_bail!("int8 convolution (int8_scale_term) is not supported yet; export the model with fp32 or fp16 weights");
+        }
+        if pd.int(19, 0) != 0 {
+            ncnn_bail!("dynamic convolution weights (key 19) are not supported");
+        }
+        let p = ConvParams {
+            num_output: positive(pd.int(0, 0), "num_output")?,
+            kw: positive(kw, "kernel_w")?,
+            kh: positive(pd.int(11, kw), "kernel_h")?,
+            dw: positive(dw, "dilation_w")?,
+            dh: positive(pd.int(12, dw), "dilation_h")?,
+            sw: positive(sw, "stride_w")?,
+            sh: positive(pd.int(13, sw), "stride_h")?,
+            pl,
+            pr,
+            pt,
+            pb: pd.int(16, pt),
+            pad_value: pd.float(18, 0.0),
+            bias_term: pd.int(5, 0) != 0,
+            weight_data_size: pd.int(6, 0).max(0) as usize,
+            group: if depthwise { positive(pd.int(7, 1), "group")? } else { 1 },
+            act: Activation::from_params(pd, 9, 10)?,
+        };
+        let per = p.num_output.checked_mul(p.kw).and_then(|v| v.checked_mul(p.kh)).unwrap_or(0);
+        if per == 0 || p.weight_data_size == 0 || p.weight_data_size % per != 0 {
+            ncnn_bail!(
+                "weight_data_size {} is not a positive multiple of num_output*kernel_w*kernel_h ({} x {} x {})",
+                p.weight_data_size,
+                p.num_output,
+                p.kw,
+                p.kh
+            );
+        }
+        if p.num_output % p.group != 0 {
+            ncnn_bail!("num_output {} is not divisible by group {}", p.num_output, p.group);
+        }
+        Ok(p)
+    }
+
+    /// Input channels the weights expect.
+    pub fn in_channels(&self) -> usize {
+        self.weight_data_size / (self.num_output * self.kw * self.kh) * self.group
+    }
+
+    pub fn load(&self, mb: &mut ModelBin) -> anyhow::Result<(Vec<f32>, Vec<f32>)> {
+        let w = mb.tagged(self.weight_data_size, "convolution weights")?;
+        let b = if self.bias_term { mb.raw(self.num_output, "convolution bias")? } else { vec![] };
+        Ok((w, b))
+    }
+
+    /// The input padded as the parameters ask (explicit, SAME_UPPER -233, SAME_LOWER -234).
+    pub fn pad(&self, m: &Mat) -> Mat {
+        let (pl, pr, pt, pb) = (self.pl, self.pr, self.pt, self.pb);
+        if pl > 0 || pr > 0 || pt > 0 || pb > 0 {
+            return border(m, pt.max(0) as usize, pb.max(0) as usize, pl.max(0) as usize, pr.max(0) as usize, self.pad_value);
+        }
+        let same = |v: i32| pl == v && pr == v && pt == v && pb == v;
+        if same(-233) || same(-234) {
+            let ext_w = self.dw * (self.kw - 1) + 1;
+            let ext_h = self.dh * (self.kh - 1) + 1;
+            let wpad = (ext_w + (m.w - 1) / self.sw * self.sw) as i64 - m.w as i64;
+            let hpad = (ext_h + (m.h - 1) / self.sh * self.sh) as i64 - m.h as i64;
+            if wpad > 0 || hpad > 0 {
+                let (wpad, hpad) = (wpad.max(0) as usize, hpad.max(0) as usize);
+                return if same(-233) {
+                    border(m, hpad / 2, hpad - hpad / 2, wpad / 2, wpad - wpad / 2, self.pad_value)
+                } else {
+                    border(m, hpad - hpad / 2, hpad / 2, wpad - wpad / 2, wpad / 2, self.pad_value)
+                };
+            }
+        }
+        m.clone()
+    }
+
+    /// Output size for a padded input, or an error when the kernel does not fit.
+    pub fn out_size(&self, m: &Mat) -> anyhow::Result<(usize, usize)> {
+        let ext_w = self.dw * (self.kw - 1) + 1;
+        let ext_h = self.dh * (self.kh - 1) + 1;
+        if m.w < ext_w || m.h < ext_h {
+            ncnn_bail!(
+                "input of {}x{} (w x h, after padding) is smaller than the {}x{} kernel extent",
+                m.w, m.h, ext_w, ext_h
+            );
+        }
+        Ok(((m.w - ext_w) / self.sw + 1, (m.h - ext_h) / self.sh + 1))
+    }
+}
+
+/// Copy `m` (3-d) into a larger blob with constant borders.
+pub fn border(m: &Mat, top: usize, bottom: usize, left: usize, right: usize, v: f32) -> Mat {
+    let (w, h) = (m.w + left + right, m.h + top + bottom);
+    let mut out = Mat { dims: m.dims.max(2), w, h, d: m.d, c: m.c, data: vec![v; w * h * m.d * m.c] };
+    if m.dims == 1 {
+        out.dims = 2;
+    }
+    let planes = m.d * m.c;
+    out.data.par_chunks_mut(w * h).enumerate().take(planes).for_each(|(q, o)| {
+        let src = &m.data[q * m.w * m.h..(q + 1) * m.w * m.h];
+        for y in 0..m.h {
+            o[(y + top) * w + left..(y + top) * w + left + m.w].copy_from_slice(&src[y * m.w..(y + 1) * m.w]);
+        }
+    });
+    out
+}
+
+/// Convolve channels `c0..c0+nc` of the padded input `xp` with packed weights
+/// (rows = output channels, columns = (c, ky, kx)) into `out` (rows x outh*outw).
+pub fn conv_gemm(xp: &Mat, p: &ConvParams, c0: usize, nc: usize, a: &super::gemm::PackedA, out: &mut [f32], outw: usize, outh: usize) {
+    use super::gemm::gemm as pgemm;
+    let kk = p.kh * p.kw;
+    let n = outw * outh;
+    if p.sw == 1 && p.sh == 1 {
+        // Row k of the im2col matrix is a shifted view of the padded plane.
+        let wp = xp.w;
+        let cs = xp.cstep();
+        let offs: Vec<usize> = (0..nc * kk)
+            .map(|r| {
+                let (c, ky, kx) = (r / kk, (r / p.kw) % p.kh, r % p.kw);
+                (c0 + c) * cs + ky * p.dh * wp + kx * p.dw
+            })
+            .collect();
+        if wp == outw {
+            pgemm(a, &xp.data, &offs, n, out, n);
+        } else {
+            let nf = (outh - 1) * wp + outw;
+            let mut tmp = vec![0.0f32; a.m * nf];
+            pgemm(a, &xp.data, &offs, nf, &mut tmp, nf);
+            out.par_chunks_mut(n).zip(tmp.par_chunks(nf)).for_each(|(o, t)| {
+                for y in 0..outh {
+                    o[y * outw..(y + 1) * outw].copy_from_slice(&t[y * wp..y * wp + outw]);
+                }
+            });
+        }
+    } else {
+        // Strided: split the padded input into sh*sw phase planes, after
+        // which every kernel tap is again a shifted view of one plane.
+        let (sh, sw) = (p.sh, p.sw);
+        let (hq, wq) = ((xp.h + sh - 1) / sh, (xp.w + sw - 1) / sw);
+        let plane = hq * wq;
+        let mut ph = vec![0.0f32; sh * sw * nc * plane];
+        ph.par_chunks_mut(plane).enumerate().for_each(|(i, dst)| {
+            let (phase, c) = (i / nc, i % nc);
+            let (py, px) = (phase / sw, phase % sw);
+            let src = xp.channel(c0 + c);
+            for y in 0..hq {
+                let sy = y * sh + py;
+                if sy >= xp.h {
+                    break;
+                }
+                let row = &src[sy * xp.w..(sy + 1) * xp.w];
+                for (x, d) in dst[y * wq..(y + 1) * wq].iter_mut().enumerate() {
+                    let sx = x * sw + px;
+                    if sx < xp.w {
+                        *d = row[sx];
+                    }
+                }
+            }
+        });
+        let offs: Vec<usize> = (0..nc * kk)
+            .map(|r| {
+                let (c, ky, kx) = (r / kk, (r / p.kw) % p.kh, r % p.kw);
+                let (ty, tx) = (ky * p.dh, kx * p.dw);
+                let phase = (ty % sh) * sw + tx % sw;
+                (phase * nc + c) * plane + (ty / sh) * wq + tx / sw
+            })
+            .collect();
+        let nf = (outh - 1) * wq + outw;
+        let mut tmp = vec![0.0f32; a.m * nf];
+        pgemm(a, &ph, &offs, nf, &mut tmp, nf);
+        out.par_chunks_mut(n).zip(tmp.par_chunks(nf)).for_each(|(o, t)| {
+            for y in 0..outh {
+                o[y * outw..(y + 1) * outw].copy_from_slice(&t[y * wq..y * wq + outw]);
+            }
+        });
+    }
+}
+
+/// c[m x n] = a[m x k] * b[k x n], threaded over rows of c.
+pub fn gemm(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    let threads = rayon::current_num_threads().max(1);
+    let rows = ((m + threads - 1) / threads).max(1);
+    c.par_chunks_mut(rows * n).enumerate().for_each(|(i, cc)| {
+        let r0 = i * rows;
+        let mr = cc.len() / n;
+        unsafe {
+            matrixmultiply::sgemm(
+                mr,
+                k,
+                n,
+                1.0,
+                a[r0 * k..].as_ptr(),
+                k as isize,
+                1,
+                b.as_ptr(),
+                n as isize,
+                1,
+                0.0,
+                cc.as_mut_ptr(),
+                n as isize,
+                1,
+            );
+        }
+    });
+}
+
+/// Add per-row bias and apply the fused activation to an (rows x n) output.
+pub fn finish(out: &mut [f32], n: usize, bias: &[f32], act: &Activation) {
+    out.par_chunks_mut(n).enumerate().for_each(|(r, row)| {
+        if let Some(b) = bias.get(r) {
+            row.iter_mut().for_each(|x| *x += b);
+        }
+        act.apply(row);
+    });
+}

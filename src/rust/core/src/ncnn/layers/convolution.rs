@@ -1,0 +1,46 @@
+//! Convolution: GEMM over shifted views of the padded input, explicit or SAME padding, dilation, bias and
+//! fused activation. Weights are [out][in][kh][kw].
+
+use super::conv_common::{conv_gemm, finish, ConvParams};
+use super::gemm::PackedA;
+use crate::ncnn::layer::one;
+use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
+use crate::ncnn_bail;
+
+pub struct Convolution {
+    p: ConvParams,
+    packed: PackedA,
+    bias: Vec<f32>,
+}
+
+impl Convolution {
+    pub fn new(pd: &ParamDict) -> anyhow::Result<Convolution> {
+        Ok(Convolution { p: ConvParams::new(pd, false)?, packed: PackedA::default(), bias: vec![] })
+    }
+}
+
+impl Layer for Convolution {
+    fn load_model(&mut self, mb: &mut ModelBin) -> anyhow::Result<()> {
+        let (w, b) = self.p.load(mb)?;
+        let k = self.p.weight_data_size / self.p.num_output;
+        self.packed = PackedA::new(&w, self.p.num_output, k);
+        self.bias = b;
+        Ok(())
+    }
+
+    fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
+        let x = one(bottoms, "Convolution")?;
+        let p = &self.p;
+        let inch = p.in_channels();
+        if x.dims != 3 || x.c != inch {
+            ncnn_bail!("expects a 3-d input with {inch} channels, got a blob of shape {}", x.describe());
+        }
+        let xp = p.pad(&x);
+        let (outw, outh) = p.out_size(&xp)?;
+        let n = outw * outh;
+        let mut out = Mat::new_3d(outw, outh, p.num_output);
+        conv_gemm(&xp, p, 0, inch, &self.packed, &mut out.data, outw, outh);
+        finish(&mut out.data, n, &self.bias, &p.act);
+        Ok(vec![out])
+    }
+}

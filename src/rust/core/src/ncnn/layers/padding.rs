@@ -1,0 +1,108 @@
+//! Padding: borders on w/h (and channels front/behind), constant (optionally
+//! per channel), replicate or reflect.
+
+use crate::ncnn::layer::one;
+use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
+use crate::ncnn_bail;
+
+pub struct Padding {
+    top: usize,
+    bottom: usize,
+    left: usize,
+    right: usize,
+    front: usize,
+    behind: usize,
+    kind: i32,
+    value: f32,
+    per_channel: usize,
+    channel_values: Vec<f32>,
+}
+
+impl Padding {
+    pub fn new(pd: &ParamDict) -> anyhow::Result<Padding> {
+        let get = |id: usize, def: i32, what: &str| -> anyhow::Result<usize> {
+            let v = pd.int(id, def);
+            if v < 0 {
+                ncnn_bail!("Padding {what} must not be negative, got {v}");
+            }
+            Ok(v as usize)
+        };
+        let front = get(7, 0, "front")?;
+        let p = Padding {
+            top: get(0, 0, "top")?,
+            bottom: get(1, 0, "bottom")?,
+            left: get(2, 0, "left")?,
+            right: get(3, 0, "right")?,
+            front,
+            behind: get(8, front as i32, "behind")?,
+            kind: pd.int(4, 0),
+            value: pd.float(5, 0.0),
+            per_channel: get(6, 0, "per_channel_pad_data_size")?,
+            channel_values: vec![],
+        };
+        if !(0..=2).contains(&p.kind) {
+            ncnn_bail!("Padding type {} is not 0 (constant), 1 (replicate) or 2 (reflect)", p.kind);
+        }
+        Ok(p)
+    }
+}
+
+fn src_index(i: i64, n: usize, kind: i32) -> Option<usize> {
+    let n = n as i64;
+    if i >= 0 && i < n {
+        return Some(i as usize);
+    }
+    match kind {
+        0 => None,
+        1 => Some(i.clamp(0, n - 1) as usize),
+        _ => {
+            let mut j = i;
+            if j < 0 {
+                j = -j;
+            }
+            if j >= n {
+                j = 2 * (n - 1) - j;
+            }
+            Some(j.clamp(0, n - 1) as usize)
+        }
+    }
+}
+
+impl Layer for Padding {
+    fn load_model(&mut self, mb: &mut ModelBin) -> anyhow::Result<()> {
+        if self.per_channel > 0 {
+            self.channel_values = mb.raw(self.per_channel, "padding per-channel values")?;
+        }
+        Ok(())
+    }
+
+    fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
+        let x = one(bottoms, "Padding")?;
+        if x.dims == 4 {
+            ncnn_bail!("Padding of 4-d blobs is not supported");
+        }
+        if self.kind == 2 && (self.left >= x.w.max(1) || self.right >= x.w.max(1) || (x.dims >= 2 && (self.top >= x.h || self.bottom >= x.h))) {
+            ncnn_bail!("reflect padding must be smaller than the input extent ({})", x.describe());
+        }
+        let (front, behind) = if x.dims == 3 { (self.front, self.behind) } else { (0, 0) };
+        let (top, bottom) = if x.dims >= 2 { (self.top, self.bottom) } else { (0, 0) };
+        let (w, h, c) = (x.w + self.left + self.right, x.h + top + bottom, x.c + front + behind);
+        let mut data = vec![0.0f32; w * h * c];
+        for q in 0..c {
+            let sq = q as i64 - front as i64;
+            let fill = if self.per_channel > 0 { self.channel_values.get(q).copied().unwrap_or(self.value) } else { self.value };
+            let sq = if sq < 0 || sq >= x.c as i64 { None } else { Some(sq as usize) };
+            for y in 0..h {
+                let sy = src_index(y as i64 - top as i64, x.h, self.kind);
+                for xx in 0..w {
+                    let sx = src_index(xx as i64 - self.left as i64, x.w, self.kind);
+                    data[(q * h + y) * w + xx] = match (sq, sy, sx) {
+                        (Some(cq), Some(sy), Some(sx)) => x.data[(cq * x.h + sy) * x.w + sx],
+                        _ => fill,
+                    };
+                }
+            }
+        }
+        Ok(vec![Mat { dims: x.dims, w, h, d: 1, c, data }])
+    }
+}

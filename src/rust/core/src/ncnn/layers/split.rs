@@ -1,0 +1,21 @@
+//! Split: copies its bottom to every top.
+
+use crate::ncnn::{Layer, Mat, Opt, ParamDict};
+
+pub struct Split;
+
+impl Split {
+    pub fn new(_pd: &ParamDict) -> anyhow::Result<Split> {
+        Ok(Split)
+    }
+}
+
+impl Layer for Split {
+    fn one_blob_only(&self) -> bool {
+        false
+    }
+    fn forward(&self, bottoms: Vec<Mat>, ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
+        let m = crate::ncnn::layer::one(bottoms, "Split")?;
+        Ok(vec![m; ntop])
+    }
+}

@@ -1,0 +1,422 @@
+//! The net (layers built from a param, weights from a model) and the
+//! extractor (one inference: inputs in, blobs computed on demand).
+
+use crate::ncnn::layer::{Builtin, Opt};
+use crate::ncnn::layers;
+use crate::ncnn::param::{self, NetSpec};
+use crate::ncnn::registry::{RegKey, Registry};
+use crate::ncnn::types::{self, CUSTOM_BIT};
+use crate::ncnn::{err, DataReader, Layer, Mat, ModelBin};
+use crate::ncnn_bail;
+use std::sync::Arc;
+
+enum Imp {
+    Builtin(Builtin),
+    /// A custom layer and the registry entry whose current destroyer releases it.
+    Custom(Option<Box<dyn Layer>>, RegKey),
+}
+
+/// A summary row of one layer.
+pub struct LayerInfo {
+    pub name: String,
+    pub type_name: String,
+    pub type_index: i32,
+    pub custom: bool,
+    pub bottoms: Vec<usize>,
+    pub tops: Vec<usize>,
+}
+
+pub struct Net {
+    pub registry: Registry,
+    spec: NetSpec,
+    layers: Vec<Imp>,
+    model_loaded: bool,
+    opt: Opt,
+    pub light_mode: bool,
+    /// Bumped whenever the layers change, so stale extractors are refused.
+    generation: u64,
+}
+
+impl Net {
+    pub fn new(num_threads: usize, light_mode: bool) -> anyhow::Result<Net> {
+        let n = num_threads.max(1);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .thread_name(|i| format!("ncnn-worker-{i}"))
+            .build()
+            .map_err(|e| err(format!("could not start {n} worker threads: {e}")))?;
+        Ok(Net {
+            registry: Registry::default(),
+            spec: NetSpec::default(),
+            layers: Vec::new(),
+            model_loaded: false,
+            opt: Opt { pool: Some(Arc::new(pool)), num_threads: n },
+            light_mode,
+            generation: 0,
+        })
+    }
+
+    pub fn num_threads(&self) -> usize {
+        self.opt.num_threads
+    }
+
+    /// Destroy every layer (custom ones through their key's current destroyer).
+    /// Registrations stay.
+    pub fn clear(&mut self) {
+        let layers = std::mem::take(&mut self.layers);
+        for imp in layers {
+            if let Imp::Custom(Some(layer), key) = imp {
+                match self.registry.factory(key) {
+                    Some(f) => f.destroy(layer),
+                    None => drop(layer),
+                }
+            }
+        }
+        self.spec = NetSpec::default();
+        self.model_loaded = false;
+        self.generation += 1;
+    }
+
+    pub fn load_param_text(&mut self, text: &str) -> anyhow::Result<()> {
+        self.clear();
+        let spec = param::parse_text(text)?;
+        self.build(spec)
+    }
+
+    pub fn load_param_binary(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
+        self.clear();
+        let spec = param::parse_binary(bytes)?;
+        self.build(spec)
+    }
+
+    fn build(&mut self, spec: NetSpec) -> anyhow::Result<()> {
+        self.spec = spec;
+        for i in 0..self.spec.layers.len() {
+            match self.create(i) {
+                Ok(imp) => self.layers.push(imp),
+                Err(e) => {
+                    let what = self.spec.layers[i].describe();
+                    self.clear();
+                    return Err(err(format!("{what}: {e:#}")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn create(&self, i: usize) -> anyhow::Result<Imp> {
+        let l = &self.spec.layers[i];
+        let custom = |key: RegKey| -> anyhow::Result<Imp> {
+            let f = self.registry.factory(key).ok_or_else(|| err("custom layer has no creator"))?;
+            let layer = f.create()?;
+            Ok(Imp::Custom(Some(layer), key))
+        };
+        let builtin = |name: &str| -> anyhow::Result<Imp> {
+            match layers::create(name, &l.params) {
+                Some(r) => Ok(Imp::Builtin(r?)),
+                None => ncnn_bail!(
+                    "layer type {name} is not supported by this package; register a custom layer for it with register_custom_layer()"
+                ),
+            }
+        };
+        match l.type_index {
+            None => {
+                if let Some(key) = self.registry.lookup_name(&l.type_name) {
+                    return custom(key);
+                }
+                if types::index_of(&l.type_name).is_some() {
+                    return builtin(&l.type_name);
+                }
+                ncnn_bail!(
+                    "unknown layer type '{}'; register it first with register_custom_layer()",
+                    l.type_name
+                )
+            }
+            Some(idx) => {
+                if idx & CUSTOM_BIT == 0 {
+                    if let Some(key) = self.registry.lookup_override(idx) {
+                        return custom(key);
+                    }
+                    if let Some(name) = types::name_of(idx) {
+                        return builtin(name);
+                    }
+                }
+                if idx >= 0 {
+                    if let Some(key) = self.registry.lookup_slot(idx) {
+                        return custom(key);
+                    }
+                }
+                ncnn_bail!("unknown layer type index {idx}; register it first with register_custom_layer()")
+            }
+        }
+    }
+
+    /// Read every layer's weights, in order.
+    pub fn load_model(&mut self, reader: &DataReader) -> anyhow::Result<()> {
+        if self.layers.is_empty() {
+            ncnn_bail!("load_model: no layers; load a param first");
+        }
+        self.model_loaded = false;
+        self.generation += 1;
+        let mut mb = ModelBin::new(reader);
+        for (i, imp) in self.layers.iter_mut().enumerate() {
+            let r = match imp {
+                Imp::Builtin(b) => b.load_model(&mut mb),
+                Imp::Custom(Some(c), _) => c.load_model(&mut mb),
+                Imp::Custom(None, _) => Ok(()),
+            };
+            if let Err(e) = r {
+                return Err(err(format!("{}: {e:#}", self.spec.layers[i].describe())));
+            }
+        }
+        self.model_loaded = true;
+        Ok(())
+    }
+
+    pub fn blob_count(&self) -> usize {
+        self.spec.blobs.len()
+    }
+
+    pub fn blob_name(&self, i: usize) -> &str {
+        &self.spec.blobs[i].name
+    }
+
+    /// Resolve a blob name to its index.
+    pub fn find_blob(&self, name: &str) -> anyhow::Result<usize> {
+        self.spec.blobs.iter().position(|b| b.name == name).ok_or_else(|| {
+            err(format!(
+                "no blob named '{name}' in this net; see input_names() and output_names()"
+            ))
+        })
+    }
+
+    pub fn check_blob(&self, i: i64) -> anyhow::Result<usize> {
+        if i < 0 || i as usize >= self.spec.blobs.len() {
+            ncnn_bail!("blob index {i} is out of range: this net has {} blobs (0-based)", self.spec.blobs.len());
+        }
+        Ok(i as usize)
+    }
+
+    /// Tops of Input layers.
+    pub fn input_indexes(&self) -> Vec<usize> {
+        let mut v = Vec::new();
+        for l in &self.spec.layers {
+            let is_input = l.type_name == "Input" || l.type_index == Some(16);
+            if is_input {
+                v.extend(l.tops.iter().copied());
+            }
+        }
+        v
+    }
+
+    /// Blobs with a producer and no consumer.
+    pub fn output_indexes(&self) -> Vec<usize> {
+        (0..self.spec.blobs.len())
+            .filter(|&i| self.spec.blobs[i].producer.is_some() && self.spec.blobs[i].consumer.is_none())
+            .collect()
+    }
+
+    pub fn layer_info(&self) -> Vec<LayerInfo> {
+        self.spec
+            .layers
+            .iter()
+            .zip(self.layers.iter())
+            .map(|(l, imp)| {
+                let type_index = l.type_index.unwrap_or_else(|| {
+                    types::index_of(&l.type_name).map(|i| i as i32).unwrap_or(-1)
+                });
+                let type_name = if l.type_name.is_empty() {
+                    types::name_of(type_index).unwrap_or("").to_string()
+                } else {
+                    l.type_name.clone()
+                };
+                LayerInfo {
+                    name: l.name.clone(),
+                    type_name,
+                    type_index,
+                    custom: matches!(imp, Imp::Custom(..)),
+                    bottoms: l.bottoms.clone(),
+                    tops: l.tops.clone(),
+                }
+            })
+            .collect()
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.model_loaded
+    }
+
+    pub fn create_extractor(&self) -> anyhow::Result<Extractor> {
+        if !self.model_loaded {
+            ncnn_bail!("the net has no model loaded; call load_param() and load_model() first");
+        }
+        Ok(Extractor {
+            blobs: vec![None; self.spec.blobs.len()],
+            given: vec![false; self.spec.blobs.len()],
+            generation: self.generation,
+            light_mode: self.light_mode,
+        })
+    }
+
+    fn run_layer(&self, li: usize, bottoms: Vec<Mat>, ntop: usize) -> anyhow::Result<Vec<Mat>> {
+        match &self.layers[li] {
+            Imp::Builtin(b) => {
+                let opt = &self.opt;
+                match &opt.pool {
+                    Some(p) => p.install(|| b.forward(bottoms, ntop, opt)),
+                    None => b.forward(bottoms, ntop, opt),
+                }
+            }
+            // Custom layers run on the calling thread.
+            Imp::Custom(Some(c), _) => c.forward(bottoms, ntop, &self.opt),
+            Imp::Custom(None, _) => ncnn_bail!("layer was destroyed"),
+        }
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+/// One inference over a net.
+pub struct Extractor {
+    blobs: Vec<Option<Mat>>,
+    given: Vec<bool>,
+    generation: u64,
+    light_mode: bool,
+}
+
+impl Extractor {
+    pub fn check(&self, net: &Net) -> anyhow::Result<()> {
+        if net.generation != self.generation || !net.model_loaded {
+            ncnn_bail!("this extractor belongs to an earlier state of its net (cleared or reloaded since); create a new one");
+        }
+        Ok(())
+    }
+
+    pub fn set_light_mode(&mut self, on: bool) {
+        self.light_mode = on;
+    }
+
+    pub fn input(&mut self, net: &Net, blob: usize, m: Mat) -> anyhow::Result<()> {
+        self.check(net)?;
+        self.blobs[blob] = Some(m);
+        self.given[blob] = true;
+        Ok(())
+    }
+
+    pub fn extract(&mut self, net: &Net, blob: usize) -> anyhow::Result<Mat> {
+        self.check(net)?;
+        if let Some(m) = &self.blobs[blob] {
+            return Ok(m.clone());
+        }
+        let has_custom = net.layers.iter().any(|l| matches!(l, Imp::Custom(..)));
+        match &net.opt.pool {
+            // Without custom layers the whole pass runs on the pool: one
+            // hand-over instead of one per layer.
+            Some(pool) if !has_custom => {
+                let job = AssertSend((self, net));
+                pool.install(move || {
+                    let job = job;
+                    let (ex, net) = job.0;
+                    ex.run(net, blob)
+                })
+            }
+            _ => self.run(net, blob),
+        }
+    }
+
+    fn run(&mut self, net: &Net, blob: usize) -> anyhow::Result<Mat> {
+        let spec = &net.spec;
+        let first = match spec.blobs[blob].producer {
+            Some(p) => p,
+            None => ncnn_bail!("blob {} has no producer; give it with input()", describe_blob(net, blob)),
+        };
+        let nl = spec.layers.len();
+        let mut state = vec![0u8; nl]; // 0 new, 1 on stack, 2 done
+        let mut stack = vec![first];
+        while let Some(&li) = stack.last() {
+            if state[li] == 2 {
+                stack.pop();
+                continue;
+            }
+            state[li] = 1;
+            let l = &spec.layers[li];
+            let mut pending = false;
+            for &b in &l.bottoms {
+                if self.blobs[b].is_some() {
+                    continue;
+                }
+                match spec.blobs[b].producer {
+                    None => ncnn_bail!(
+                        "blob {} needed by {} was not given; set it with input()",
+                        describe_blob(net, b),
+                        l.describe()
+                    ),
+                    Some(p) if state[p] == 1 => {
+                        ncnn_bail!("{} depends on its own output (a cycle in the param)", l.describe())
+                    }
+                    Some(p) if state[p] == 2 => ncnn_bail!(
+                        "blob {} was released by light mode before {} used it",
+                        describe_blob(net, b),
+                        l.describe()
+                    ),
+                    Some(p) => {
+                        stack.push(p);
+                        pending = true;
+                    }
+                }
+            }
+            if pending {
+                continue;
+            }
+            let is_input = l.bottoms.is_empty() && matches!(net.layers[li], Imp::Builtin(_)) && (l.type_name == "Input" || l.type_index == Some(16));
+            if is_input {
+                let names: Vec<String> = l.tops.iter().map(|&t| describe_blob(net, t)).collect();
+                ncnn_bail!("input blob {} was not set; call input() first", names.join(", "));
+            }
+            let bottoms: Vec<Mat> = l
+                .bottoms
+                .iter()
+                .map(|&b| {
+                    if self.light_mode && !self.given[b] {
+                        self.blobs[b].take().unwrap()
+                    } else {
+                        self.blobs[b].clone().unwrap()
+                    }
+                })
+                .collect();
+            let tops = net.run_layer(li, bottoms, l.tops.len()).map_err(|e| err(format!("{}: {e:#}", l.describe())))?;
+            if tops.len() != l.tops.len() {
+                ncnn_bail!("{} produced {} blobs but declares {} tops", l.describe(), tops.len(), l.tops.len());
+            }
+            for (&t, m) in l.tops.iter().zip(tops) {
+                self.blobs[t] = Some(m);
+            }
+            state[li] = 2;
+            stack.pop();
+        }
+        self.blobs[blob].clone().ok_or_else(|| err(format!("blob {} was not computed", describe_blob(net, blob))))
+    }
+}
+
+/// Moves a pass over a net without custom layers to a worker thread. The pass
+/// touches only the param spec, builtin layers (Send + Sync) and its own
+/// blobs, never the registry's callbacks, which stay on the calling thread.
+struct AssertSend<T>(T);
+unsafe impl<T> Send for AssertSend<T> {}
+
+fn describe_blob(net: &Net, b: usize) -> String {
+    let n = net.blob_name(b);
+    if n.is_empty() {
+        format!("#{b}")
+    } else {
+        format!("'{n}'")
+    }
+}

@@ -1,0 +1,162 @@
+//! Custom ncnn layers backed by R closures.
+//!
+//! Every call into R goes through one R helper (`.ncnn_invoke`, R/ncnn-invoke.R)
+//! that catches R errors and returns `list(ok, value_or_message)`, so no R
+//! error ever unwinds through Rust. Custom layers run on the calling (main)
+//! thread; the engine runs only builtin layers on worker threads.
+//!
+//! Lifetimes: a registration owns its creator/destroyer (as preserved `Robj`s)
+//! through an `Rc<RFactory>`; the registry holds it while current, and every
+//! layer it created holds it too, so a superseded registration lives exactly
+//! as long as its layers.
+
+use extendr_api::prelude::*;
+use ggmlr_core::ncnn::{err, CustomFactory, Layer, Mat, Opt};
+use std::rc::Rc;
+
+/// Calls R functions through the error-catching helper.
+pub struct Invoker {
+    pub helper: Robj,
+}
+
+impl Invoker {
+    /// `helper(what, f, arg)`; Ok(value) or Err(message from R).
+    pub fn call(&self, what: &str, f: &Robj, arg: Robj) -> std::result::Result<Robj, String> {
+        let func = self.helper.as_function().ok_or_else(|| "internal: invoke helper is not a function".to_string())?;
+        let res = func.call(pairlist!(what, f.clone(), arg)).map_err(|e| format!("R call failed: {e}"))?;
+        let list = res.as_list().ok_or_else(|| "internal: invoke helper returned no list".to_string())?;
+        let ok = list.elt(0).ok().and_then(|v| v.as_bool()).unwrap_or(false);
+        let val = list.elt(1).unwrap_or_else(|_| Robj::from(()));
+        if ok {
+            Ok(val)
+        } else {
+            Err(val.as_str().unwrap_or("unknown R error").to_string())
+        }
+    }
+}
+
+/// One registration: the creator, the destroyer (or NULL).
+pub struct RFactory {
+    pub creator: Robj,
+    pub destroyer: Robj,
+    pub invoker: Rc<Invoker>,
+    /// Itself, weakly, so layers can hold their creator's registration.
+    pub me: std::cell::RefCell<std::rc::Weak<RFactory>>,
+}
+
+impl CustomFactory for RFactory {
+    fn create(&self) -> anyhow::Result<Box<dyn Layer>> {
+        let made = self
+            .invoker
+            .call("create", &self.creator, Robj::from(()))
+            .map_err(|m| err(format!("the custom layer creator failed: {m}")))?;
+        // (layer object, its forward function, one_blob_only), checked in R.
+        let parts = made.as_list().ok_or_else(|| err("internal: creator result is not a list"))?;
+        let part = |i: usize| parts.elt(i).map_err(|_| err("internal: creator result is incomplete"));
+        let obj = part(0)?;
+        let forward = part(1)?;
+        let one_blob_only = part(2)?.as_bool().unwrap_or(true);
+        let owner = self.me.borrow().upgrade().ok_or_else(|| err("internal: registration released"))?;
+        Ok(Box::new(RLayer { obj, forward, one_blob_only, owner }))
+    }
+
+    fn destroy(&self, layer: Box<dyn Layer>) {
+        if self.destroyer.is_null() {
+            return;
+        }
+        let obj = match layer.as_any().and_then(|a| a.downcast_ref::<RLayer>()) {
+            Some(l) => l.obj.clone(),
+            None => return,
+        };
+        // Errors inside a destroyer are dropped: destruction cannot fail.
+        let _ = self.invoker.call("destroy", &self.destroyer, obj);
+        drop(layer);
+    }
+}
+
+/// A layer made by an R creator.
+pub struct RLayer {
+    pub obj: Robj,
+    pub forward: Robj,
+    pub one_blob_only: bool,
+    /// Keeps the registration that created this layer alive.
+    #[allow(dead_code)]
+    pub owner: Rc<RFactory>,
+}
+
+pub fn mat_to_r(m: &Mat) -> Robj {
+    let v: Vec<f64> = m.data.iter().map(|x| *x as f64).collect();
+    let mut r = Robj::from(v);
+    let dim: Vec<i32> = m.shape().iter().map(|x| *x as i32).collect();
+    let _ = r.set_attrib("dim", dim);
+    r
+}
+
+pub fn r_to_mat(x: &Robj, what: &str) -> anyhow::Result<Mat> {
+    let data: Vec<f32> = if let Some(s) = x.as_real_slice() {
+        s.iter().map(|v| *v as f32).collect()
+    } else if let Some(s) = x.as_integer_slice() {
+        s.iter().map(|v| if *v == i32::MIN { f32::NAN } else { *v as f32 }).collect()
+    } else if let Some(s) = x.as_logical_slice() {
+        s.iter().map(|v| if v.is_na() { f32::NAN } else if v.is_true() { 1.0 } else { 0.0 }).collect()
+    } else {
+        return Err(err(format!("{what} must be a numeric array, not {:?}", x.rtype())));
+    };
+    let shape: Vec<usize> = match x.get_attrib("dim") {
+        Some(d) => {
+            let d: Vec<usize> = if let Some(s) = d.as_integer_slice() {
+                s.iter().map(|v| *v as usize).collect()
+            } else if let Some(s) = d.as_real_slice() {
+                s.iter().map(|v| *v as usize).collect()
+            } else {
+                vec![data.len()]
+            };
+            d
+        }
+        None => vec![data.len()],
+    };
+    if shape.is_empty() || shape.len() > 4 {
+        return Err(err(format!(
+            "{what} must have 1 to 4 dimensions (w, h, [d,] c), got {}",
+            shape.len()
+        )));
+    }
+    Mat::from_shape(&shape, data).map_err(|e| err(format!("{what}: {e}")))
+}
+
+impl Layer for RLayer {
+    fn one_blob_only(&self) -> bool {
+        self.one_blob_only
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
+    fn forward(&self, bottoms: Vec<Mat>, ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
+        let inv = &self.owner.invoker;
+        if self.one_blob_only && bottoms.len() != 1 {
+            return Err(err(format!(
+                "the custom layer is one_blob_only but has {} bottom blobs; use ncnn_layer(one_blob_only = FALSE)",
+                bottoms.len()
+            )));
+        }
+        let arg: Robj = if self.one_blob_only {
+            mat_to_r(&bottoms[0])
+        } else {
+            List::from_values(bottoms.iter().map(mat_to_r)).into()
+        };
+        let what = if self.one_blob_only { "forward1" } else { "forward" };
+        let top = inv
+            .call(what, &self.forward, arg)
+            .map_err(|m| err(format!("the custom layer's forward() failed: {m}")))?;
+        if self.one_blob_only {
+            return Ok(vec![r_to_mat(&top, "the value of forward()")?]);
+        }
+        let list = top.as_list().ok_or_else(|| err("forward() of a multi-blob layer must return a list of arrays"))?;
+        if list.len() != ntop {
+            return Err(err(format!("forward() returned {} blobs, the layer declares {ntop} tops", list.len())));
+        }
+        list.values().enumerate().map(|(i, v)| r_to_mat(&v, &format!("top {}", i + 1))).collect()
+    }
+}

@@ -1,0 +1,84 @@
+# Every builtin layer case and three architectures, against outputs of the
+# real ncnn saved by tools/ncnn_fixtures.py (no Python needed here).
+
+dir <- ncnn_fixture_dir()
+cases <- utils::read.delim(file.path(dir, "cases.tsv"), stringsAsFactors = FALSE)
+
+parse_blobs <- function(s) {
+  lapply(strsplit(s, ";", fixed = TRUE)[[1]], function(b) {
+    p <- strsplit(b, ":", fixed = TRUE)[[1]]
+    list(name = p[1], dim = as.integer(strsplit(p[2], ",", fixed = TRUE)[[1]]))
+  })
+}
+
+read_blob <- function(file, dim) {
+  v <- readBin(file, "numeric", n = prod(dim), size = 4L, endian = "little")
+  array(v, dim)
+}
+
+# Relative agreement: every element within 1e-4 of the reference's scale.
+expect_close <- function(got, ref, label) {
+  expect_equal(dim(got), dim(ref), label = paste(label, "shape"))
+  scale <- max(abs(ref), 1e-6)
+  err <- max(abs(got - ref)) / scale
+  expect_lt(err, 1e-4, label = paste(label, "relative error"))
+}
+
+run_case <- function(row, threads = 1, param = NULL) {
+  ins <- parse_blobs(row$inputs)
+  outs <- parse_blobs(row$outputs)
+  net <- ncnn_net(num_threads = threads)
+  if (is.null(param)) {
+    net$load_param(file.path(dir, paste0(row$case, ".param")))
+  } else {
+    net$load_param_bin(param)
+  }
+  net$load_model(file.path(dir, paste0(row$case, ".bin")))
+  ex <- net$create_extractor()
+  for (i in seq_along(ins)) {
+    blob <- if (is.null(param)) ins[[i]]$name else i - 1
+    ex$input(blob, read_blob(file.path(dir, sprintf("%s.%d.in", row$case, i - 1)), ins[[i]]$dim))
+  }
+  lapply(seq_along(outs), function(i) {
+    list(
+      got = ex$extract(outs[[i]]$name),
+      ref = read_blob(file.path(dir, sprintf("%s.%d.out", row$case, i - 1)), outs[[i]]$dim)
+    )
+  })
+}
+
+for (k in seq_len(nrow(cases))) {
+  row <- cases[k, ]
+  test_that(paste("matches real ncnn:", row$case), {
+    threads <- if (startsWith(row$case, "arch_")) c(1, 2) else 1
+    for (t in threads) {
+      res <- run_case(row, t)
+      for (r in res) expect_close(r$got, r$ref, sprintf("%s (%d threads)", row$case, t))
+    }
+  })
+}
+
+test_that("the binary param of the ResNet-style net gives real ncnn's output", {
+  row <- cases[cases$case == "arch_resnet", ]
+  net <- ncnn_net(num_threads = 1)
+  net$load_param_bin(file.path(dir, "arch_resnet.param.bin"))
+  net$load_model(file.path(dir, "arch_resnet.bin"))
+  expect_true(all(net$layers()$name == ""))
+  ex <- net$create_extractor()
+  ex$input(0, read_blob(file.path(dir, "arch_resnet.0.in"), c(32, 32, 3)))
+  got <- ex$extract(36)
+  expect_close(got, read_blob(file.path(dir, "arch_resnet.0.out"), 10), "resnet from .param.bin")
+})
+
+test_that("weights load from a raw vector as from a file", {
+  row <- cases[cases$case == "arch_mobilenet", ]
+  net <- ncnn_net(num_threads = 1)
+  net$load_param(file.path(dir, "arch_mobilenet.param"))
+  bin <- file.path(dir, "arch_mobilenet.bin")
+  net$load_model(readBin(bin, "raw", file.size(bin)))
+  ex <- net$create_extractor()
+  ex$input("data", read_blob(file.path(dir, "arch_mobilenet.0.in"), c(32, 32, 3)))
+  expect_close(ex$extract("prob"), read_blob(file.path(dir, "arch_mobilenet.0.out"), 10), "mobilenet")
+  expect_equal(net$input_names(), "data")
+  expect_equal(net$output_names(), "prob")
+})

@@ -243,4 +243,35 @@ rs_vulkan_device_memory <- function(device) .Call(wrap__rs_vulkan_device_memory,
 #' @noRd
 rs_vulkan_device_caps <- function(device) .Call(wrap__rs_vulkan_device_caps, device)
 
+#' @noRd
+rs_ncnn_net_new <- function(num_threads, light_mode, helper) .Call(wrap__rs_ncnn_net_new, num_threads, light_mode, helper)
+
+#' @noRd
+rs_ncnn_register <- function(p, key, creator, destroyer) .Call(wrap__rs_ncnn_register, p, key, creator, destroyer)
+
+#' @noRd
+rs_ncnn_load_param <- function(p, src, binary) .Call(wrap__rs_ncnn_load_param, p, src, binary)
+
+#' @noRd
+rs_ncnn_load_model <- function(p, src) .Call(wrap__rs_ncnn_load_model, p, src)
+
+#' @noRd
+rs_ncnn_clear <- function(p) .Call(wrap__rs_ncnn_clear, p)
+
+#' Blob names: `which` is "input" or "output".
+#' @noRd
+rs_ncnn_blob_names <- function(p, which) .Call(wrap__rs_ncnn_blob_names, p, which)
+
+#' @noRd
+rs_ncnn_layers <- function(p) .Call(wrap__rs_ncnn_layers, p)
+
+#' @noRd
+rs_ncnn_extractor_new <- function(p) .Call(wrap__rs_ncnn_extractor_new, p)
+
+#' @noRd
+rs_ncnn_ex_input <- function(e, blob, x) .Call(wrap__rs_ncnn_ex_input, e, blob, x)
+
+#' @noRd
+rs_ncnn_ex_extract <- function(e, blob) .Call(wrap__rs_ncnn_ex_extract, e, blob)
+
 

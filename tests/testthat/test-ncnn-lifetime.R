@@ -346,7 +346,7 @@ test_that("a creator returning no layer fails the load and retains nothing", {
 
 test_that("a session with a global net holding custom layers exits cleanly", {
   script <- paste(
-    "library(ggmlR)",
+    "library(ggmlR, warn.conflicts = FALSE)",
     "held <- list()",
     "net <- ncnn_net(num_threads = 1)",
     "net$register_custom_layer('CustomLayer', function() { l <- ncnn_layer(function(x) x); held[[length(held) + 1]] <<- l; l }, function(layer) held[[1]] <<- NULL)",

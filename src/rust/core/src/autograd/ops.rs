@@ -394,12 +394,11 @@ pub fn forward(op: &Op, x: &[&Mat]) -> Result<Fwd> {
             fwd(out)
         }
         Op::Reshape(r, c) => {
-            if r * c != x[0].len() {
+            if r.checked_mul(*c) != Some(x[0].len()) {
                 bail!(
-                    "ag_reshape: cannot reshape {} ({} values) to {r}x{c} ({} values)",
+                    "ag_reshape: cannot reshape {} ({} values) to {r}x{c}; the number of values must stay the same",
                     x[0].shape_str(),
-                    x[0].len(),
-                    r * c
+                    x[0].len()
                 );
             }
             fwd(Mat { rows: *r, cols: *c, data: x[0].data.clone() })

@@ -135,3 +135,11 @@ test_that("tensors that did not survive serialisation fail clearly", {
   expect_error(t$data, "did not survive|released", class = "ggmlR_error")
   expect_error(ag_relu(t), "did not survive|released", class = "ggmlR_error")
 })
+
+test_that("ag_gradcheck returns a plain logical and prints per input", {
+  w <- ag_param(matrix(c(0.2, 0.4), 2, 1))
+  out <- capture.output(ok <- ag_gradcheck(function(l) ag_sum(ag_exp(l$w)), list(w = w), verbose = TRUE))
+  expect_identical(ok, TRUE)
+  expect_true(any(grepl("^gradcheck w", out)))
+  expect_true(any(grepl("analytical", out)))
+})

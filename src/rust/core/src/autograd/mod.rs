@@ -3,6 +3,7 @@
 //! - `mat`: host matrices (f64, column-major) and the dense kernels;
 //! - `value`: where values live (`Storage`) and the tensor cells;
 //! - `ops`: op definitions, shape rules and forward kernels;
+//! - `kernels`: host kernels shared by forward and backward rules;
 //! - `backward`: the backward rule of every op;
 //! - `tape`: recording and the backward pass;
 //! - `optim`: in-place optimizer updates and gradient clipping.
@@ -16,6 +17,7 @@
 //! persistent pool's buffers on a device, in place in both cases.
 
 pub mod backward;
+pub mod kernels;
 pub mod mat;
 pub mod ops;
 pub mod optim;

@@ -243,6 +243,6 @@ ag_softmax_cross_entropy_loss <- function(logits, target) {
                    k - 1L, k), call = call)
   }
   oh <- matrix(0, k, length(idx))
-  oh[cbind(idx + 1L, seq_along(idx))] <- 1
+  oh[idx + 1L + k * (seq_along(idx) - 1L)] <- 1
   oh
 }

@@ -104,9 +104,7 @@ print.ag_grads <- function(x, ...) {
 #' @param atol Largest absolute difference accepted.
 #' @param verbose Print both gradients of each input.
 #' @param quiet Print nothing.
-#' @return Invisibly `TRUE` when every gradient matches, else `FALSE`; the
-#'   details (`analytical`, `numerical`, `max_err`, `pass` per input) are in
-#'   its attribute `"results"`.
+#' @return Invisibly `TRUE` when every gradient matches, else `FALSE`.
 #' @export
 #' @examples
 #' W <- ag_param(matrix(runif(6), 2, 3))
@@ -125,7 +123,6 @@ ag_gradcheck <- function(fn, inputs, eps = 1e-05, atol = 1e-04, verbose = FALSE,
   grads <- backward(loss)
   value <- function() sum(.ag_data(fn(inputs)))
   ok <- TRUE
-  results <- list()
   for (nm in names(inputs)) {
     inp <- inputs[[nm]]
     if (!isTRUE(inp$requires_grad)) next
@@ -148,7 +145,6 @@ ag_gradcheck <- function(fn, inputs, eps = 1e-05, atol = 1e-04, verbose = FALSE,
     err <- max(abs(ana - num), 0)
     pass <- is.finite(err) && err <= atol
     ok <- ok && pass
-    results[[nm]] <- list(analytical = ana, numerical = num, max_err = err, pass = pass)
     if (!quiet) cat(sprintf("gradcheck %-12s max |analytical - numerical| = %.3e  %s\n",
                             nm, err, if (pass) "ok" else "FAILED"))
     if (verbose) {
@@ -157,5 +153,5 @@ ag_gradcheck <- function(fn, inputs, eps = 1e-05, atol = 1e-04, verbose = FALSE,
     }
   }
   if (!quiet) cat(if (ok) "gradcheck: all gradients match\n" else "gradcheck: some gradients differ\n")
-  invisible(structure(ok, results = results))
+  invisible(ok)
 }

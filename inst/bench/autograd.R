@@ -1,7 +1,8 @@
 # Training-step time of two MLPs (forward, backward, Adam) with the ag_* API,
 # on "cpu" and "gpu", and the same steps in PyTorch on the CPU when
 # `python3 -c "import torch"` works. Prints milliseconds per step and the
-# ratio PyTorch / ggmlR (> 1: ggmlR is faster).
+# ratio PyTorch / ggmlR (> 1: ggmlR is faster). Each figure is the median
+# of 5 timed rounds; on a busy machine, run it twice.
 suppressPackageStartupMessages(library(ggmlR))
 
 sizes <- list(
@@ -33,13 +34,20 @@ step_time_ggmlr <- function(s, device) {
   median(per) * 1000
 }
 
+# R's LD_LIBRARY_PATH can make python3 load another libpython (and miss its
+# site-packages), so python3 runs without it.
+py <- function(..., stdout = TRUE) {
+  suppressWarnings(system2("env", c("-u", "LD_LIBRARY_PATH", "python3", ...),
+                           stdout = stdout, stderr = FALSE))
+}
 torch_ok <- nzchar(Sys.which("python3")) &&
-  identical(suppressWarnings(system2("python3", c("-c", shQuote("import torch")),
-                                     stdout = FALSE, stderr = FALSE)), 0L)
+  isTRUE(py("-c", shQuote("import torch"), stdout = FALSE) == 0)
+py_out <- function(...) py(...)
 
-step_time_torch <- function(s) {
+step_time_torch <- function(s, threads = 0L) {
   py <- sprintf('
 import time, torch
+if %d > 0: torch.set_num_threads(%d)
 torch.manual_seed(1)
 m = torch.nn.Sequential(torch.nn.Linear(%d, %d), torch.nn.ReLU(), torch.nn.Linear(%d, %d))
 opt = torch.optim.Adam(m.parameters(), lr=1e-3)
@@ -55,19 +63,19 @@ for _ in range(reps):
     for _ in range(n): step()
     per.append((time.perf_counter() - t0) / n)
 per.sort(); print(per[len(per) // 2] * 1000)
-', s$d_in, s$d_h, s$d_h, s$d_out, s$batch, s$d_in, s$d_out, s$batch, s$steps)
+', threads, threads, s$d_in, s$d_h, s$d_h, s$d_out, s$batch, s$d_in, s$d_out, s$batch, s$steps)
   f <- tempfile(fileext = ".py")
   writeLines(py, f)
   on.exit(unlink(f))
-  as.numeric(tail(system2("python3", f, stdout = TRUE), 1L))
+  as.numeric(tail(py_out(f), 1L))
 }
 
 cat("ggmlR autograd training step (forward + backward + Adam), median ms per step\n")
 cat("device \"gpu\" runs on the host path until the device path of the engine lands\n")
 if (torch_ok) {
-  cat(sprintf("PyTorch %s on the CPU (float32, %d threads) for comparison\n",
-              system2("python3", c("-c", shQuote("import torch; print(torch.__version__)")), stdout = TRUE),
-              as.integer(system2("python3", c("-c", shQuote("import torch; print(torch.get_num_threads())")), stdout = TRUE))))
+  cat(sprintf("PyTorch %s on the CPU (float32, %d threads, and 1 thread) for comparison\n",
+              py_out("-c", shQuote("import torch; print(torch.__version__)")),
+              as.integer(py_out("-c", shQuote("import torch; print(torch.get_num_threads())")))))
 } else {
   cat("PyTorch comparison skipped: python3 cannot import torch\n")
 }
@@ -77,7 +85,10 @@ for (s in sizes) {
   line <- sprintf("%-22s cpu %8.3f ms   gpu %8.3f ms", s$name, cpu, gpu)
   if (torch_ok) {
     tt <- step_time_torch(s)
-    line <- paste0(line, sprintf("   torch-cpu %8.3f ms   torch/cpu %.2fx   torch/gpu %.2fx", tt, tt / cpu, tt / gpu))
+    t1 <- step_time_torch(s, 1L)
+    line <- paste0(line, sprintf(paste0("\n%22s torch %8.3f ms (1 thread %8.3f ms)   ",
+                                        "torch/cpu %.2fx (1 thread %.2fx)   torch/gpu %.2fx"),
+                                 "", tt, t1, tt / cpu, t1 / cpu, tt / gpu))
   }
   cat(line, "\n")
 }

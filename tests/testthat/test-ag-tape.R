@@ -111,3 +111,35 @@ test_that("devices and dtypes are settable and recorded on tensors", {
   a <- matrix(runif(6), 2, 3)
   expect_identical(ag_relu(ag_tensor(a))$data, ag_relu(ag_tensor(a, device = "cpu"))$data)
 })
+
+test_that("residency fields are plain, assignable fields of the tensor", {
+  t <- ag_param(matrix(1:4, 2, 2))
+  t$device <- "gpu"
+  t$ptr <- "some handle"
+  t$ctx_gen <- 3L
+  t$ctx_scope <- "persistent"
+  expect_identical(t$ctx_scope, "persistent")
+  expect_identical(t$ctx_gen, 3L)
+  expect_identical(get(".ag_data", envir = asNamespace("ggmlR"))(t), matrix(as.double(1:4), 2, 2))
+  # installing a host value drops the device pointer
+  get(".ag_data_set", envir = asNamespace("ggmlR"))(t, matrix(0, 2, 2))
+  expect_null(t$ptr)
+  expect_identical(t$data, matrix(0, 2, 2))
+})
+
+test_that("tensors that did not survive serialisation fail clearly", {
+  f <- tempfile(fileext = ".rds")
+  on.exit(unlink(f))
+  saveRDS(ag_tensor(1:3), f)
+  t <- readRDS(f)
+  expect_error(t$data, "did not survive|released", class = "ggmlR_error")
+  expect_error(ag_relu(t), "did not survive|released", class = "ggmlR_error")
+})
+
+test_that("ag_gradcheck returns a plain logical and prints per input", {
+  w <- ag_param(matrix(c(0.2, 0.4), 2, 1))
+  out <- capture.output(ok <- ag_gradcheck(function(l) ag_sum(ag_exp(l$w)), list(w = w), verbose = TRUE))
+  expect_identical(ok, TRUE)
+  expect_true(any(grepl("^gradcheck w", out)))
+  expect_true(any(grepl("analytical", out)))
+})

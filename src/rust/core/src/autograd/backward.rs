@@ -121,7 +121,7 @@ pub fn backward(op: &Op, x: &[&Mat], out: &Mat, saved: &[Mat], g: &Mat, need: &[
         }
         Op::CrossEntropyLoss => {
             let c = scalar_of(g) / x[0].cols as f64;
-            let clamp = |p: f64| p.min(1.0 - CE_EPS).max(CE_EPS);
+            let clamp = |p: f64| p.clamp(CE_EPS, 1.0 - CE_EPS);
             let gp = want(0).then(|| x[0].zip(x[1], |p, t| -t / clamp(p) * c));
             let gt = want(1).then(|| x[0].map(|p| -clamp(p).ln() * c));
             Ok(vec![gp, gt])
@@ -173,7 +173,7 @@ pub fn backward(op: &Op, x: &[&Mat], out: &Mat, saved: &[Mat], g: &Mat, need: &[
                 }
                 r
             });
-            let mut v = vec![gx, want(1).then(|| Mat { rows: f, cols: 1, data: gxh }), want(2).then(|| Mat { rows: f, cols: 1, data: gsum })];
+            let mut v = vec![gx, want(1).then_some(Mat { rows: f, cols: 1, data: gxh }), want(2).then_some(Mat { rows: f, cols: 1, data: gsum })];
             v.resize(x.len(), None);
             Ok(v)
         }

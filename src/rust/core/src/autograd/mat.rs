@@ -136,8 +136,9 @@ pub fn gemm(a: &Mat, ta: bool, b: &Mat, tb: bool) -> Result<Mat> {
     let work = m * n * k;
     let threads = rayon::current_num_threads();
     if work >= PAR_GEMM_WORK && threads > 1 && n >= 2 * threads {
-        // Split C (and op(b)) by blocks of columns; each block is a gemm.
-        let chunk = n.div_ceil(threads);
+        // Split C (and op(b)) into blocks of columns, each one gemm; a few
+        // blocks per thread keep the threads balanced on a busy machine.
+        let chunk = n.div_ceil(4 * threads).max(16);
         c.par_chunks_mut(chunk * m).enumerate().for_each(|(bi, cblk)| {
             let j0 = bi * chunk;
             let nb = cblk.len() / m;

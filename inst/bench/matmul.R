@@ -65,7 +65,10 @@ r_matmul_time <- function(n) {
 
 numpy_times <- function(sizes, nth) {
   py <- Sys.which("python3")
-  if (!nzchar(py) || system2(py, c("-c", shQuote("import numpy")), stdout = FALSE, stderr = FALSE) != 0) {
+  # R's library path can make python load another libpython; run it without.
+  base_env <- "LD_LIBRARY_PATH="
+  if (!nzchar(py) || system2(py, c("-c", shQuote("import numpy")), stdout = FALSE, stderr = FALSE,
+                             env = base_env) != 0) {
     return(NULL)
   }
   code <- paste(
@@ -79,7 +82,7 @@ numpy_times <- function(sizes, nth) {
     "    print(el / k)", sep = "\n")
   f <- tempfile(fileext = ".py")
   writeLines(code, f)
-  env <- c(sprintf("OPENBLAS_NUM_THREADS=%d", nth), sprintf("OMP_NUM_THREADS=%d", nth),
+  env <- c(base_env, sprintf("OPENBLAS_NUM_THREADS=%d", nth), sprintf("OMP_NUM_THREADS=%d", nth),
            sprintf("MKL_NUM_THREADS=%d", nth))
   out <- system2(py, c(f, sizes), stdout = TRUE, env = env)
   as.numeric(out)

@@ -9,7 +9,7 @@ sizes <- c(256, 512, 1024, 2048)
 threads <- c(1, 2)
 min_time <- 0.5 # seconds of repeated runs per measurement (after one warm-up)
 
-# Seconds per call of f(): calls are timed in batches of at least 20 ms (the
+# Seconds per call of f(): calls are timed in batches of at least 50 ms (the
 # clock has millisecond resolution) until min_time has passed (3 batches at
 # least); the fastest batch counts, as the least disturbed by other processes.
 time_it <- function(f, min_time) {
@@ -17,7 +17,7 @@ time_it <- function(f, min_time) {
   f()
   k <- 0
   t0 <- clock()
-  while (clock() - t0 < 0.02) {
+  while (clock() - t0 < 0.05) {
     f()
     k <- k + 1
   }

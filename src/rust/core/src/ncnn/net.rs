@@ -353,6 +353,12 @@ impl Extractor {
                 if self.blobs[b].is_some() {
                     continue;
                 }
+                if self.given[b] {
+                    ncnn_bail!(
+                        "input blob {} was released after use (light mode); set it again with input(), or create the net with light_mode = FALSE to extract earlier blobs after later ones",
+                        describe_blob(net, b)
+                    );
+                }
                 match spec.blobs[b].producer {
                     None => ncnn_bail!(
                         "blob {} needed by {} was not given; set it with input()",
@@ -385,7 +391,8 @@ impl Extractor {
                 .bottoms
                 .iter()
                 .map(|&b| {
-                    if self.light_mode && !self.given[b] {
+                    // Light mode releases every blob once its consumer has run.
+                    if self.light_mode {
                         self.blobs[b].take().unwrap()
                     } else {
                         self.blobs[b].clone().unwrap()

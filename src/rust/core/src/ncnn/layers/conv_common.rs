@@ -150,7 +150,12 @@ pub fn border(m: &Mat, top: usize, bottom: usize, left: usize, right: usize, v: 
 /// Convolve channels `c0..c0+nc` of the padded input `xp` with packed weights
 /// (rows = output channels, columns = (c, ky, kx)) into `out` (rows x outh*outw).
 pub fn conv_gemm(xp: &Mat, p: &ConvParams, c0: usize, nc: usize, a: &super::gemm::PackedA, out: &mut [f32], outw: usize, outh: usize) {
-    use super::gemm::gemm as pgemm;
+    out.copy_from_slice(&conv_gemm_new(xp, p, c0, nc, a, outw, outh));
+}
+
+/// Like [`conv_gemm`], returning a new (rows x outh*outw) buffer.
+pub fn conv_gemm_new(xp: &Mat, p: &ConvParams, c0: usize, nc: usize, a: &super::gemm::PackedA, outw: usize, outh: usize) -> Vec<f32> {
+    use super::gemm::gemm_new;
     let kk = p.kh * p.kw;
     let n = outw * outh;
     if p.sw == 1 && p.sh == 1 {
@@ -164,16 +169,11 @@ pub fn conv_gemm(xp: &Mat, p: &ConvParams, c0: usize, nc: usize, a: &super::gemm
             })
             .collect();
         if wp == outw {
-            pgemm(a, &xp.data, &offs, n, out, n);
+            gemm_new(a, &xp.data, &offs, n)
         } else {
             let nf = (outh - 1) * wp + outw;
-            let mut tmp = vec![0.0f32; a.m * nf];
-            pgemm(a, &xp.data, &offs, nf, &mut tmp, nf);
-            out.par_chunks_mut(n).zip(tmp.par_chunks(nf)).for_each(|(o, t)| {
-                for y in 0..outh {
-                    o[y * outw..(y + 1) * outw].copy_from_slice(&t[y * wp..y * wp + outw]);
-                }
-            });
+            let tmp = gemm_new(a, &xp.data, &offs, nf);
+            compact(&tmp, nf, wp, outw, outh, a.m)
         }
     } else {
         // Strided: split the padded input into sh*sw phase planes, after
@@ -209,14 +209,21 @@ pub fn conv_gemm(xp: &Mat, p: &ConvParams, c0: usize, nc: usize, a: &super::gemm
             })
             .collect();
         let nf = (outh - 1) * wq + outw;
-        let mut tmp = vec![0.0f32; a.m * nf];
-        pgemm(a, &ph, &offs, nf, &mut tmp, nf);
-        out.par_chunks_mut(n).zip(tmp.par_chunks(nf)).for_each(|(o, t)| {
-            for y in 0..outh {
-                o[y * outw..(y + 1) * outw].copy_from_slice(&t[y * wq..y * wq + outw]);
-            }
-        });
+        let tmp = gemm_new(a, &ph, &offs, nf);
+        compact(&tmp, nf, wq, outw, outh, a.m)
     }
+}
+
+/// Keep the first `outw` of every `stride` columns of each row of `tmp`.
+fn compact(tmp: &[f32], nf: usize, stride: usize, outw: usize, outh: usize, rows: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(rows * outw * outh);
+    for r in 0..rows {
+        let t = &tmp[r * nf..(r + 1) * nf];
+        for y in 0..outh {
+            out.extend_from_slice(&t[y * stride..y * stride + outw]);
+        }
+    }
+    out
 }
 
 /// c[m x n] = a[m x k] * b[k x n], threaded over rows of c.

@@ -101,9 +101,11 @@ fn dw_channel(src: &[f32], w: usize, k: &[f32], p: &ConvParams, o: &mut [f32], o
         (src, w)
     } else {
         let mut v = vec![0.0f32; sw * h * wq];
-        for y in 0..h {
-            for x in 0..w {
-                v[((x % sw) * h + y) * wq + x / sw] = src[y * w + x];
+        for px in 0..sw {
+            for y in 0..h {
+                let row = &src[y * w + px..(y + 1) * w];
+                let dst = &mut v[(px * h + y) * wq..(px * h + y + 1) * wq];
+                dst.iter_mut().zip(row.iter().step_by(sw)).for_each(|(d, s)| *d = *s);
             }
         }
         phased = v;

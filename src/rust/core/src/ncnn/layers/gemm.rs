@@ -45,15 +45,35 @@ struct SendPtr(*mut f32);
 unsafe impl Send for SendPtr {}
 unsafe impl Sync for SendPtr {}
 
+/// A new m x n matrix A * B (every element written by the GEMM, so the
+/// buffer is never zero-filled first).
+pub fn gemm_new(a: &PackedA, base: &[f32], offs: &[usize], n: usize) -> Vec<f32> {
+    let len = a.m * n;
+    let mut c: Vec<f32> = Vec::with_capacity(len);
+    // SAFETY: gemm_raw writes all m*n elements before the length is set.
+    unsafe {
+        gemm_raw(a, base, offs, n, c.as_mut_ptr(), len, n);
+        c.set_len(len);
+    }
+    c
+}
+
 /// c (m rows of stride `ldc`, n columns) = A * B.
 pub fn gemm(a: &PackedA, base: &[f32], offs: &[usize], n: usize, c: &mut [f32], ldc: usize) {
+    // SAFETY: c is a valid, exclusively borrowed buffer of c.len() elements.
+    unsafe { gemm_raw(a, base, offs, n, c.as_mut_ptr(), c.len(), ldc) }
+}
+
+/// # Safety
+/// `c` must be valid for writes of `clen` elements.
+unsafe fn gemm_raw(a: &PackedA, base: &[f32], offs: &[usize], n: usize, c: *mut f32, clen: usize, ldc: usize) {
     assert_eq!(offs.len(), a.k);
-    assert!(c.len() >= (a.m.max(1) - 1) * ldc + n);
+    assert!(clen >= (a.m.max(1) - 1) * ldc + n);
     if n > 0 {
         let maxoff = offs.iter().copied().max().unwrap_or(0);
         assert!(maxoff + n <= base.len(), "B rows out of bounds");
     }
-    let cp = SendPtr(c.as_mut_ptr());
+    let cp = SendPtr(c);
     let chunks = (n + NC - 1) / NC;
     let fast = has_avx2_fma();
     (0..chunks).into_par_iter().for_each(|ci| {

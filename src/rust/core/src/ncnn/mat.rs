@@ -14,7 +14,14 @@ pub struct Mat {
 
 impl Mat {
     pub fn new(dims: usize, w: usize, h: usize, d: usize, c: usize) -> Mat {
-        Mat { dims, w, h, d, c, data: vec![0.0; w * h * d * c] }
+        Mat {
+            dims,
+            w,
+            h,
+            d,
+            c,
+            data: vec![0.0; w * h * d * c],
+        }
     }
     pub fn new_1d(w: usize) -> Mat {
         Mat::new(1, w, 1, 1, 1)
@@ -28,7 +35,10 @@ impl Mat {
     /// A Mat from extents in R order (w first); 1 to 4 extents.
     pub fn from_shape(shape: &[usize], data: Vec<f32>) -> anyhow::Result<Mat> {
         if shape.is_empty() || shape.len() > 4 {
-            crate::ncnn_bail!("a blob has 1 to 4 dimensions (w, h, [d,] c), got {}", shape.len());
+            crate::ncnn_bail!(
+                "a blob has 1 to 4 dimensions (w, h, [d,] c), got {}",
+                shape.len()
+            );
         }
         let (w, h, d, c) = match shape.len() {
             1 => (shape[0], 1, 1, 1),
@@ -38,9 +48,21 @@ impl Mat {
         };
         let n: usize = shape.iter().product();
         if n != data.len() {
-            crate::ncnn_bail!("blob shape {:?} needs {} values, got {}", shape, n, data.len());
+            crate::ncnn_bail!(
+                "blob shape {:?} needs {} values, got {}",
+                shape,
+                n,
+                data.len()
+            );
         }
-        Ok(Mat { dims: shape.len(), w, h, d, c, data })
+        Ok(Mat {
+            dims: shape.len(),
+            w,
+            h,
+            d,
+            c,
+            data,
+        })
     }
     /// Extents in R order (w first).
     pub fn shape(&self) -> Vec<usize> {

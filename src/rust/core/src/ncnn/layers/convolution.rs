@@ -15,7 +15,11 @@ pub struct Convolution {
 
 impl Convolution {
     pub fn new(pd: &ParamDict) -> anyhow::Result<Convolution> {
-        Ok(Convolution { p: ConvParams::new(pd, false)?, packed: PackedA::default(), bias: vec![] })
+        Ok(Convolution {
+            p: ConvParams::new(pd, false)?,
+            packed: PackedA::default(),
+            bias: vec![],
+        })
     }
 }
 
@@ -33,13 +37,23 @@ impl Layer for Convolution {
         let p = &self.p;
         let inch = p.in_channels();
         if x.dims != 3 || x.c != inch {
-            ncnn_bail!("expects a 3-d input with {inch} channels, got a blob of shape {}", x.describe());
+            ncnn_bail!(
+                "expects a 3-d input with {inch} channels, got a blob of shape {}",
+                x.describe()
+            );
         }
         let xp = p.pad(&x);
         let (outw, outh) = p.out_size(&xp)?;
         let n = outw * outh;
         let data = conv_gemm_new(&xp, p, 0, inch, &self.packed, outw, outh);
-        let mut out = Mat { dims: 3, w: outw, h: outh, d: 1, c: p.num_output, data };
+        let mut out = Mat {
+            dims: 3,
+            w: outw,
+            h: outh,
+            d: 1,
+            c: p.num_output,
+            data,
+        };
         finish(&mut out.data, n, &self.bias, &p.act);
         Ok(vec![out])
     }

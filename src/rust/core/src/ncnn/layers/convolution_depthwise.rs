@@ -18,7 +18,12 @@ pub struct ConvolutionDepthWise {
 
 impl ConvolutionDepthWise {
     pub fn new(pd: &ParamDict) -> anyhow::Result<ConvolutionDepthWise> {
-        Ok(ConvolutionDepthWise { p: ConvParams::new(pd, true)?, weight: vec![], packed: vec![], bias: vec![] })
+        Ok(ConvolutionDepthWise {
+            p: ConvParams::new(pd, true)?,
+            weight: vec![],
+            packed: vec![],
+            bias: vec![],
+        })
     }
 }
 
@@ -30,7 +35,9 @@ impl Layer for ConvolutionDepthWise {
         let ocg = p.num_output / g;
         let per = p.weight_data_size / g;
         if ocg > 1 || per / ocg.max(1) > p.kh * p.kw {
-            self.packed = (0..g).map(|gi| PackedA::new(&self.weight[gi * per..(gi + 1) * per], ocg, per / ocg)).collect();
+            self.packed = (0..g)
+                .map(|gi| PackedA::new(&self.weight[gi * per..(gi + 1) * per], ocg, per / ocg))
+                .collect();
         }
         Ok(())
     }
@@ -69,7 +76,16 @@ impl Layer for ConvolutionDepthWise {
             });
         } else {
             for gi in 0..g {
-                conv_gemm(&xp, p, gi * icg, icg, &self.packed[gi], &mut out.data[gi * ocg * n..(gi + 1) * ocg * n], outw, outh);
+                conv_gemm(
+                    &xp,
+                    p,
+                    gi * icg,
+                    icg,
+                    &self.packed[gi],
+                    &mut out.data[gi * ocg * n..(gi + 1) * ocg * n],
+                    outw,
+                    outh,
+                );
             }
         }
         finish(&mut out.data, n, &self.bias, &p.act);
@@ -91,7 +107,15 @@ fn avx2() -> bool {
 /// One channel of a depthwise convolution: for each kernel tap, a whole
 /// output row gets the tap times a (strided) input row.
 #[inline(always)]
-fn dw_channel(src: &[f32], w: usize, k: &[f32], p: &ConvParams, o: &mut [f32], outw: usize, outh: usize) {
+fn dw_channel(
+    src: &[f32],
+    w: usize,
+    k: &[f32],
+    p: &ConvParams,
+    o: &mut [f32],
+    outw: usize,
+    outh: usize,
+) {
     // Columns split into stride phases, so every tap reads a contiguous run.
     let sw = p.sw;
     let wq = (w + sw - 1) / sw;
@@ -105,7 +129,9 @@ fn dw_channel(src: &[f32], w: usize, k: &[f32], p: &ConvParams, o: &mut [f32], o
             for y in 0..h {
                 let row = &src[y * w + px..(y + 1) * w];
                 let dst = &mut v[(px * h + y) * wq..(px * h + y + 1) * wq];
-                dst.iter_mut().zip(row.iter().step_by(sw)).for_each(|(d, s)| *d = *s);
+                dst.iter_mut()
+                    .zip(row.iter().step_by(sw))
+                    .for_each(|(d, s)| *d = *s);
             }
         }
         phased = v;
@@ -129,11 +155,27 @@ fn dw_channel(src: &[f32], w: usize, k: &[f32], p: &ConvParams, o: &mut [f32], o
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn dw_channel_avx2(src: &[f32], w: usize, k: &[f32], p: &ConvParams, o: &mut [f32], outw: usize, outh: usize) {
+unsafe fn dw_channel_avx2(
+    src: &[f32],
+    w: usize,
+    k: &[f32],
+    p: &ConvParams,
+    o: &mut [f32],
+    outw: usize,
+    outh: usize,
+) {
     dw_channel(src, w, k, p, o, outw, outh)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn dw_channel_avx2(src: &[f32], w: usize, k: &[f32], p: &ConvParams, o: &mut [f32], outw: usize, outh: usize) {
+unsafe fn dw_channel_avx2(
+    src: &[f32],
+    w: usize,
+    k: &[f32],
+    p: &ConvParams,
+    o: &mut [f32],
+    outw: usize,
+    outh: usize,
+) {
     dw_channel(src, w, k, p, o, outw, outh)
 }

@@ -66,7 +66,15 @@ pub fn gemm(a: &PackedA, base: &[f32], offs: &[usize], n: usize, c: &mut [f32], 
 
 /// # Safety
 /// `c` must be valid for writes of `clen` elements.
-unsafe fn gemm_raw(a: &PackedA, base: &[f32], offs: &[usize], n: usize, c: *mut f32, clen: usize, ldc: usize) {
+unsafe fn gemm_raw(
+    a: &PackedA,
+    base: &[f32],
+    offs: &[usize],
+    n: usize,
+    c: *mut f32,
+    clen: usize,
+    ldc: usize,
+) {
     assert_eq!(offs.len(), a.k);
     assert!(clen >= (a.m.max(1) - 1) * ldc + n);
     if n > 0 {
@@ -114,7 +122,16 @@ fn has_avx2_fma() -> bool {
     }
 }
 
-unsafe fn kernel_generic(ab: &[f32], base: &[f32], offs: &[usize], j: usize, w: usize, c: *mut f32, ldc: usize, rows: usize) {
+unsafe fn kernel_generic(
+    ab: &[f32],
+    base: &[f32],
+    offs: &[usize],
+    j: usize,
+    w: usize,
+    c: *mut f32,
+    ldc: usize,
+    rows: usize,
+) {
     let mut acc = [[0.0f32; NR]; MR];
     for (kk, &o) in offs.iter().enumerate() {
         let brow = &base[o + j..o + j + w];
@@ -134,7 +151,15 @@ unsafe fn kernel_generic(ab: &[f32], base: &[f32], offs: &[usize], j: usize, w: 
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn kernel_avx2(ab: &[f32], base: *const f32, offs: &[usize], j: usize, c: *mut f32, ldc: usize, rows: usize) {
+unsafe fn kernel_avx2(
+    ab: &[f32],
+    base: *const f32,
+    offs: &[usize],
+    j: usize,
+    c: *mut f32,
+    ldc: usize,
+    rows: usize,
+) {
     use std::arch::x86_64::*;
     let mut c00 = _mm256_setzero_ps();
     let mut c01 = _mm256_setzero_ps();
@@ -171,7 +196,15 @@ unsafe fn kernel_avx2(ab: &[f32], base: *const f32, offs: &[usize], j: usize, c:
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn kernel_avx2(ab: &[f32], base: *const f32, offs: &[usize], j: usize, c: *mut f32, ldc: usize, rows: usize) {
+unsafe fn kernel_avx2(
+    ab: &[f32],
+    base: *const f32,
+    offs: &[usize],
+    j: usize,
+    c: *mut f32,
+    ldc: usize,
+    rows: usize,
+) {
     let _ = (ab, base, offs, j, c, ldc, rows);
     unreachable!()
 }
@@ -184,7 +217,9 @@ mod tests {
     fn matches_naive_product() {
         for (m, k, n) in [(1, 1, 1), (5, 7, 33), (16, 27, 300), (3, 2, 16)] {
             let a: Vec<f32> = (0..m * k).map(|i| ((i * 13 % 7) as f32) - 3.0).collect();
-            let b: Vec<f32> = (0..k * n + 5).map(|i| ((i * 5 % 11) as f32) * 0.5).collect();
+            let b: Vec<f32> = (0..k * n + 5)
+                .map(|i| ((i * 5 % 11) as f32) * 0.5)
+                .collect();
             let offs: Vec<usize> = (0..k).map(|r| r * n + r % 3).collect();
             let pa = PackedA::new(&a, m, k);
             let mut c = vec![0.0f32; m * n];

@@ -130,7 +130,7 @@ fn net_runs_custom_and_destroys_through_current_factory() {
     let mut ex = net.create_extractor().unwrap();
     ex.input(&net, 0, Mat::from_shape(&[2], vec![1.0, 2.0]).unwrap())
         .unwrap();
-    assert_eq!(ex.extract(&net, 1).unwrap().data, vec![2.0, 3.0]);
+    assert_eq!(*ex.extract(&net, 1).unwrap().data, vec![2.0, 3.0]);
     net.clear();
     assert_eq!((first.destroyed.get(), second.destroyed.get()), (0, 1));
     assert!(ex.extract(&net, 1).is_err());
@@ -202,5 +202,5 @@ fn weights_errors() {
     let mut ex = net.create_extractor().unwrap();
     ex.input(&net, 0, Mat::from_shape(&[2], vec![1.0, 1.0]).unwrap())
         .unwrap();
-    assert_eq!(ex.extract(&net, 1).unwrap().data, vec![3.0, 7.0]);
+    assert_eq!(*ex.extract(&net, 1).unwrap().data, vec![3.0, 7.0]);
 }

@@ -2,6 +2,7 @@
 //! padding, the convolution GEMM driver and a threaded GEMM.
 
 use crate::ncnn::layer::Activation;
+use crate::ncnn::mat::Buf;
 use crate::ncnn::{Mat, ModelBin, ParamDict};
 use crate::ncnn_bail;
 use rayon::prelude::*;
@@ -179,7 +180,7 @@ pub fn border(m: &Mat, top: usize, bottom: usize, left: usize, right: usize, v: 
         h,
         d: m.d,
         c: m.c,
-        data: vec![v; w * h * m.d * m.c],
+        data: Buf::filled(w * h * m.d * m.c, v),
     };
     if m.dims == 1 {
         out.dims = 2;
@@ -241,7 +242,7 @@ pub fn conv_gemm_new(
             gemm_new(a, &xp.data, &offs, n)
         } else {
             let nf = (outh - 1) * wp + outw;
-            let tmp = gemm_new(a, &xp.data, &offs, nf);
+            let tmp = Buf::from(gemm_new(a, &xp.data, &offs, nf));
             compact(&tmp, nf, wp, outw, outh, a.m)
         }
     } else {
@@ -250,7 +251,7 @@ pub fn conv_gemm_new(
         let (sh, sw) = (p.sh, p.sw);
         let (hq, wq) = ((xp.h + sh - 1) / sh, (xp.w + sw - 1) / sw);
         let plane = hq * wq;
-        let mut ph = vec![0.0f32; sh * sw * nc * plane];
+        let mut ph = Buf::filled(sh * sw * nc * plane, 0.0);
         ph.par_chunks_mut(plane).enumerate().for_each(|(i, dst)| {
             let (phase, c) = (i / nc, i % nc);
             let (py, px) = (phase / sw, phase % sw);
@@ -278,7 +279,7 @@ pub fn conv_gemm_new(
             })
             .collect();
         let nf = (outh - 1) * wq + outw;
-        let tmp = gemm_new(a, &ph, &offs, nf);
+        let tmp = Buf::from(gemm_new(a, &ph, &offs, nf));
         compact(&tmp, nf, wq, outw, outh, a.m)
     }
 }
@@ -292,7 +293,7 @@ fn compact(
     outh: usize,
     rows: usize,
 ) -> Vec<f32> {
-    let mut out = Vec::with_capacity(rows * outw * outh);
+    let mut out = crate::ncnn::mat::take_vec(rows * outw * outh);
     for r in 0..rows {
         let t = &tmp[r * nf..(r + 1) * nf];
         for y in 0..outh {

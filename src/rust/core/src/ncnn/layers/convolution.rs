@@ -52,7 +52,7 @@ impl Layer for Convolution {
             h: outh,
             d: 1,
             c: p.num_output,
-            data,
+            data: data.into(),
         };
         finish(&mut out.data, n, &self.bias, &p.act);
         Ok(vec![out])

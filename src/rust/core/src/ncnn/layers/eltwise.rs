@@ -52,7 +52,7 @@ impl Layer for Eltwise {
         }
         for (i, b) in bottoms.iter().enumerate().skip(1) {
             let c = coef(i);
-            for (o, v) in out.data.iter_mut().zip(&b.data) {
+            for (o, v) in out.data.iter_mut().zip(b.data.iter()) {
                 match self.op {
                     0 => *o *= v,
                     1 => *o += if self.coeffs.is_empty() { *v } else { v * c },

@@ -49,7 +49,7 @@ unsafe impl Sync for SendPtr {}
 /// buffer is never zero-filled first).
 pub fn gemm_new(a: &PackedA, base: &[f32], offs: &[usize], n: usize) -> Vec<f32> {
     let len = a.m * n;
-    let mut c: Vec<f32> = Vec::with_capacity(len);
+    let mut c: Vec<f32> = crate::ncnn::mat::take_vec(len);
     // SAFETY: gemm_raw writes all m*n elements before the length is set.
     unsafe {
         gemm_raw(a, base, offs, n, c.as_mut_ptr(), len, n);
@@ -230,6 +230,34 @@ mod tests {
                     assert!((c[i * n + j] - s).abs() < 1e-3, "{m}x{k}x{n} at {i},{j}");
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod speed {
+    use super::*;
+
+    /// Manual throughput check: `cargo test --release gemm_speed -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn gemm_speed() {
+        let (m, c, w, h) = (32usize, 32usize, 114usize, 114usize);
+        let k = c * 9;
+        let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32).collect();
+        let x: Vec<f32> = (0..c * w * h).map(|i| (i % 5) as f32).collect();
+        let offs: Vec<usize> = (0..k).map(|r| (r / 9) * w * h + ((r / 3) % 3) * w + r % 3).collect();
+        let n = 111 * w + 112;
+        let pa = PackedA::new(&a, m, k);
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            let reps = 10;
+            for _ in 0..reps {
+                pool.install(|| gemm_new(&pa, &x, &offs, n));
+            }
+            let s = t.elapsed().as_secs_f64() / reps as f64;
+            println!("{:.2} ms, {:.1} GFLOP/s", s * 1e3, 2.0 * (m * k * n) as f64 / s / 1e9);
         }
     }
 }

@@ -109,7 +109,7 @@ impl Layer for Padding {
             x.h + top + bottom,
             x.c + front + behind,
         );
-        let mut data = vec![0.0f32; w * h * c];
+        let mut data = crate::ncnn::mat::Buf::filled(w * h * c, 0.0);
         for q in 0..c {
             let sq = q as i64 - front as i64;
             let fill = if self.per_channel > 0 {

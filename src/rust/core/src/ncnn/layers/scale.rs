@@ -53,7 +53,7 @@ impl Layer for Scale {
                     bottoms.len()
                 );
             }
-            bottoms.pop().unwrap().data
+            bottoms.pop().unwrap().data.into_vec()
         } else {
             if bottoms.len() != 1 {
                 ncnn_bail!("Scale takes one bottom, got {}", bottoms.len());

@@ -40,18 +40,24 @@ pub struct Net {
 impl Net {
     pub fn new(num_threads: usize, light_mode: bool) -> anyhow::Result<Net> {
         let n = num_threads.max(1);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .thread_name(|i| format!("ncnn-worker-{i}"))
-            .build()
-            .map_err(|e| err(format!("could not start {n} worker threads: {e}")))?;
+        // One thread: layers run on the calling thread, loops sequentially.
+        let pool = if n == 1 {
+            None
+        } else {
+            let p = rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .thread_name(|i| format!("ncnn-worker-{i}"))
+                .build()
+                .map_err(|e| err(format!("could not start {n} worker threads: {e}")))?;
+            Some(Arc::new(p))
+        };
         Ok(Net {
             registry: Registry::default(),
             spec: NetSpec::default(),
             layers: Vec::new(),
             model_loaded: false,
             opt: Opt {
-                pool: Some(Arc::new(pool)),
+                pool,
                 num_threads: n,
             },
             light_mode,
@@ -285,7 +291,7 @@ impl Net {
                 let opt = &self.opt;
                 match &opt.pool {
                     Some(p) => p.install(|| b.forward(bottoms, ntop, opt)),
-                    None => b.forward(bottoms, ntop, opt),
+                    None => crate::ncnn::par::run_sequential(|| b.forward(bottoms, ntop, opt)),
                 }
             }
             // Custom layers run on the calling thread.

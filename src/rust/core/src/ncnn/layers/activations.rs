@@ -2,7 +2,7 @@
 
 use crate::ncnn::layer::one;
 use crate::ncnn::{Layer, Mat, Opt, ParamDict};
-use rayon::prelude::*;
+use crate::ncnn::par;
 
 #[derive(Clone, Copy)]
 pub enum ActKind {
@@ -54,9 +54,7 @@ impl Layer for Act {
                 ActKind::Clip => x.max(a).min(b),
             }
         };
-        m.data
-            .par_chunks_mut(4096)
-            .for_each(|c| c.iter_mut().for_each(|x| *x = f(*x)));
+        par::chunks_mut(&mut m.data, 4096, |_, c| c.iter_mut().for_each(|x| *x = f(*x)));
         Ok(vec![m])
     }
 }

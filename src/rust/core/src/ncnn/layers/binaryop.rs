@@ -4,7 +4,7 @@
 
 use crate::ncnn::{Layer, Mat, Opt, ParamDict};
 use crate::ncnn_bail;
-use rayon::prelude::*;
+use crate::ncnn::par;
 
 pub struct BinaryOp {
     op: i32,
@@ -69,9 +69,7 @@ impl Layer for BinaryOp {
         if self.with_scalar {
             let mut a = crate::ncnn::layer::one(bottoms, "BinaryOp")?;
             let b = self.b;
-            a.data
-                .par_chunks_mut(4096)
-                .for_each(|c| c.iter_mut().for_each(|x| *x = apply(op, *x, b)));
+            par::chunks_mut(&mut a.data, 4096, |_, c| c.iter_mut().for_each(|x| *x = apply(op, *x, b)));
             return Ok(vec![a]);
         }
         if bottoms.len() != 2 {
@@ -84,11 +82,10 @@ impl Layer for BinaryOp {
         let a = bottoms.pop().unwrap();
         if a.shape_eq(&b) {
             let mut out = a;
-            out.data
-                .par_chunks_mut(4096)
-                .zip(b.data.par_chunks(4096))
-                .for_each(|(o, bb)| {
-                    o.iter_mut()
+            let bd: &[f32] = &b.data;
+            par::chunks_mut(&mut out.data, 4096, |i, o| {
+                let bb = &bd[i * 4096..i * 4096 + o.len()];
+                o.iter_mut()
                         .zip(bb)
                         .for_each(|(x, y)| *x = apply(op, *x, *y))
                 });
@@ -121,7 +118,7 @@ impl Layer for BinaryOp {
         let total: usize = oa.iter().product();
         let mut data = vec![0.0f32; total];
         let inner = oa[n - 1];
-        data.par_chunks_mut(inner).enumerate().for_each(|(r, row)| {
+        par::chunks_mut(&mut data, inner, |r, row| {
             // decompose r over the outer n-1 axes
             let (mut ia, mut ib, mut rem) = (0, 0, r);
             for i in (0..n - 1).rev() {

@@ -5,7 +5,7 @@ use crate::ncnn::layer::Activation;
 use crate::ncnn::mat::Buf;
 use crate::ncnn::{Mat, ModelBin, ParamDict};
 use crate::ncnn_bail;
-use rayon::prelude::*;
+use crate::ncnn::par;
 
 #[derive(Clone, Debug)]
 pub struct ConvParams {
@@ -186,11 +186,10 @@ pub fn border(m: &Mat, top: usize, bottom: usize, left: usize, right: usize, v: 
         out.dims = 2;
     }
     let planes = m.d * m.c;
-    out.data
-        .par_chunks_mut(w * h)
-        .enumerate()
-        .take(planes)
-        .for_each(|(q, o)| {
+    par::chunks_mut(&mut out.data, w * h, |q, o| {
+            if q >= planes {
+                return;
+            }
             let src = &m.data[q * m.w * m.h..(q + 1) * m.w * m.h];
             for y in 0..m.h {
                 o[(y + top) * w + left..(y + top) * w + left + m.w]
@@ -252,7 +251,7 @@ pub fn conv_gemm_new(
         let (hq, wq) = ((xp.h + sh - 1) / sh, (xp.w + sw - 1) / sw);
         let plane = hq * wq;
         let mut ph = Buf::filled(sh * sw * nc * plane, 0.0);
-        ph.par_chunks_mut(plane).enumerate().for_each(|(i, dst)| {
+        par::chunks_mut(&mut ph, plane, |i, dst| {
             let (phase, c) = (i / nc, i % nc);
             let (py, px) = (phase / sw, phase % sw);
             let src = xp.channel(c0 + c);
@@ -308,9 +307,9 @@ pub fn gemm(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize) {
     if m == 0 || n == 0 {
         return;
     }
-    let threads = rayon::current_num_threads().max(1);
+    let threads = par::threads();
     let rows = ((m + threads - 1) / threads).max(1);
-    c.par_chunks_mut(rows * n).enumerate().for_each(|(i, cc)| {
+    par::chunks_mut(c, rows * n, |i, cc| {
         let r0 = i * rows;
         let mr = cc.len() / n;
         unsafe {
@@ -336,7 +335,7 @@ pub fn gemm(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize) {
 
 /// Add per-row bias and apply the fused activation to an (rows x n) output.
 pub fn finish(out: &mut [f32], n: usize, bias: &[f32], act: &Activation) {
-    out.par_chunks_mut(n).enumerate().for_each(|(r, row)| {
+    par::chunks_mut(out, n, |r, row| {
         if let Some(b) = bias.get(r) {
             row.iter_mut().for_each(|x| *x += b);
         }

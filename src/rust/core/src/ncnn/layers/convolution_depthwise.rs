@@ -6,7 +6,7 @@ use super::gemm::PackedA;
 use crate::ncnn::layer::one;
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
 use crate::ncnn_bail;
-use rayon::prelude::*;
+use crate::ncnn::par;
 
 pub struct ConvolutionDepthWise {
     p: ConvParams,
@@ -64,7 +64,7 @@ impl Layer for ConvolutionDepthWise {
             let w = &self.weight;
             let cs = xp.cstep();
             let fast = avx2();
-            out.data.par_chunks_mut(n).enumerate().for_each(|(q, o)| {
+            par::chunks_mut(&mut out.data, n, |q, o| {
                 let src = &xp.data[q * cs..(q + 1) * cs];
                 let k = &w[q * kk..(q + 1) * kk];
                 if fast {

@@ -3,7 +3,7 @@
 //! B is the im2col matrix of a stride-1 convolution without building it.
 //! A (the weights) is packed once into blocks of MR rows.
 
-use rayon::prelude::*;
+use crate::ncnn::par;
 
 pub const MR: usize = 4;
 pub const NR: usize = 16;
@@ -84,7 +84,7 @@ unsafe fn gemm_raw(
     let cp = SendPtr(c);
     let chunks = (n + NC - 1) / NC;
     let fast = has_avx2_fma();
-    (0..chunks).into_par_iter().for_each(|ci| {
+    par::range(chunks, |ci| {
         let cp = cp;
         let n0 = ci * NC;
         let n1 = (n0 + NC).min(n);

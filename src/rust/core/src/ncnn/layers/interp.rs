@@ -3,7 +3,7 @@
 use crate::ncnn::layer::one;
 use crate::ncnn::{Layer, Mat, Opt, ParamDict};
 use crate::ncnn_bail;
-use rayon::prelude::*;
+use crate::ncnn::par;
 
 pub struct Interp {
     kind: i32,
@@ -111,10 +111,7 @@ impl Layer for Interp {
         let tx = self.taps(w, ow, self.ws, fixed);
         let ty = self.taps(h, oh, self.hs, fixed);
         let mut out = Mat::new_3d(ow, oh, c);
-        out.data
-            .par_chunks_mut(ow * oh)
-            .enumerate()
-            .for_each(|(q, o)| {
+        par::chunks_mut(&mut out.data, ow * oh, |q, o| {
                 let src = x.channel(q);
                 for (i, ry) in ty.iter().enumerate() {
                     for (j, rx) in tx.iter().enumerate() {

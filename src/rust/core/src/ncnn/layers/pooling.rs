@@ -4,7 +4,7 @@
 use crate::ncnn::layer::one;
 use crate::ncnn::{Layer, Mat, Opt, ParamDict};
 use crate::ncnn_bail;
-use rayon::prelude::*;
+use crate::ncnn::par;
 
 pub struct Pooling {
     kind: i32,
@@ -111,8 +111,8 @@ impl Layer for Pooling {
         let (w, h, c) = (x.w, x.h, x.c);
         if self.global {
             let mut out = Mat::new_1d(c);
-            out.data.par_iter_mut().enumerate().for_each(|(q, o)| {
-                *o = self.reduce(x.channel(q), w, 0, h, 0, w, w * h);
+            par::chunks_mut(&mut out.data, 1, |q, o| {
+                o[0] = self.reduce(x.channel(q), w, 0, h, 0, w, w * h);
             });
             return Ok(vec![out]);
         }
@@ -122,10 +122,7 @@ impl Layer for Pooling {
                 if self.out_h == 0 { h } else { self.out_h },
             );
             let mut out = Mat::new_3d(ow, oh, c);
-            out.data
-                .par_chunks_mut(ow * oh)
-                .enumerate()
-                .for_each(|(q, o)| {
+            par::chunks_mut(&mut out.data, ow * oh, |q, o| {
                     let src = x.channel(q);
                     for i in 0..oh {
                         let (y0, y1) = (i * h / oh, ((i + 1) * h + oh - 1) / oh);
@@ -204,10 +201,7 @@ impl Layer for Pooling {
         let cols: Vec<(usize, usize, usize)> =
             (0..ow).map(|j| span(j, sw, kw, pl, w, pr)).collect();
         let init = if is_max { f32::NEG_INFINITY } else { 0.0 };
-        out.data
-            .par_chunks_mut(ow * oh)
-            .enumerate()
-            .for_each(|(q, o)| {
+        par::chunks_mut(&mut out.data, ow * oh, |q, o| {
                 let src = x.channel(q);
                 let mut acc = vec![init; w];
                 for (i, &(y0, y1, cy)) in rows.iter().enumerate() {

@@ -21,7 +21,7 @@ pub use context::VkContext;
 pub use device::{device_info, device_type_name, device_memory, discovery, fmt_bytes, DeviceInfo, DeviceLimits, Discovery};
 pub use encode::{VkNode, VkTensorRef};
 pub use memory::VkBuffer;
-pub use shaders::Shader;
+pub use shaders::{Shader, Variant};
 
 #[cfg(test)]
 mod tests_mem;

@@ -31,7 +31,7 @@ fn bench_transfers_matmul_submission() {
     let down = secs(5, || c.read(&b, 0, &mut out).unwrap());
     println!("upload   {:8.2} GB/s (64 MiB)", bytes as f64 / up / 1e9);
     println!("download {:8.2} GB/s (64 MiB)", bytes as f64 / down / 1e9);
-    let mut sizes = vec![256, 1024];
+    let mut sizes = if std::env::var("GGMLR_BENCH_SKIP_MM").is_ok() { vec![] } else { vec![256, 1024] };
     if let Ok(n) = std::env::var("GGMLR_BENCH_N") {
         sizes.push(n.parse().unwrap());
     }

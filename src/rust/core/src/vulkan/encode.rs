@@ -318,8 +318,8 @@ pub(crate) fn encode(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dis
                 e.params[w] = u32::try_from(v)?;
             }
             groups = [
-                m.div_ceil(64).clamp(1, ctx.max_groups(0)) as u32,
-                nn.div_ceil(64).clamp(1, ctx.max_groups(1)) as u32,
+                m.div_ceil(16).clamp(1, ctx.max_groups(0)) as u32,
+                nn.div_ceil(16).clamp(1, ctx.max_groups(1)) as u32,
                 (d.ne[2] * d.ne[3]).clamp(1, ctx.max_groups(2)) as u32,
             ];
         }

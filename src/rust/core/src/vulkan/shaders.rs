@@ -43,7 +43,7 @@ impl Shader {
         }
     }
 
-    /// Invocations per workgroup (the shaders' workgroup_size).
+    /// Invocations per workgroup (the shaders' workgroup_size, 16 x 16 for matmul).
     pub fn local_size(self) -> u32 {
         256
     }

@@ -61,3 +61,30 @@ fn bench_transfers_matmul_submission() {
 fn dt_name(d: DType) -> &'static str {
     d.name()
 }
+
+/// Time to create each pipeline variant (run with MESA_SHADER_CACHE_DISABLE=true
+/// to see a driver's compile times).
+#[test]
+#[ignore]
+fn bench_pipeline_creation() {
+    if ctx().is_none() {
+        return;
+    }
+    let c = VkContext::unshared(0).unwrap();
+    let filter = std::env::var("GGMLR_BENCH_SHADER").unwrap_or_default();
+    for shader in [Shader::Matmul, Shader::Reduce, Shader::Eltwise] {
+        for op in [0u32, 1, 2, 5] {
+            for all_f32 in [true, false] {
+                let v = Variant { shader, op, sub: 0, all_f32 };
+                if !format!("{shader:?}").to_lowercase().contains(&filter) {
+                    continue;
+                }
+                let t = Instant::now();
+                match c.pipelines.get(&c.device, v) {
+                    Ok(_) => println!("{v:?}: {:.2} s", t.elapsed().as_secs_f64()),
+                    Err(e) => println!("{v:?}: {e}"),
+                }
+            }
+        }
+    }
+}

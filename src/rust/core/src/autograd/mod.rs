@@ -17,6 +17,7 @@
 //! persistent pool's buffers on a device, in place in both cases.
 
 pub mod backward;
+pub mod device;
 pub mod kernels;
 pub mod mat;
 pub mod ops;
@@ -30,5 +31,7 @@ pub use optim::{clip_factor, OptKind, Optimizer};
 pub use tape::{Applied, Tape};
 pub use value::{Storage, Tensor, TensorRef, Value};
 
+#[cfg(test)]
+mod device_tests;
 #[cfg(test)]
 mod tests;

@@ -14,6 +14,9 @@ rs_ag_new <- function(data) .Call(wrap__rs_ag_new, data)
 #' @noRd
 rs_ag_value <- function(h) .Call(wrap__rs_ag_value, h)
 
+#' Makes a tensor's value resident in the pool `scope` ("persistent" for
+#' parameters): uploaded once, then used in place. Returns the engine tensor.
+#' @noRd
 rs_ag_to_device <- function(h, scope) .Call(wrap__rs_ag_to_device, h, scope)
 
 #' @noRd

@@ -38,8 +38,8 @@
 #' present, else the CPU backend). `ag_dtype()` sets the precision used on a
 #' device (`"f32"`, `"f16"`, `"bf16"`); device `"cpu"` always computes in
 #' double precision. On `"gpu"` each op runs as a ggml graph on that backend in
-#' f32; parameters are uploaded once into the persistent pool and updated
-#' there in place.
+#' f32; parameters are uploaded once into the persistent pool (stored in f16
+#' with `ag_dtype("f16")`) and updated there in place.
 #'
 #' @param device `"cpu"` or `"gpu"`.
 #' @param dtype `"f32"`, `"f16"` or `"bf16"`.
@@ -74,10 +74,11 @@ ag_device <- function(device) {
   invisible(be)
 }
 
-# Uploads a parameter on "gpu" once into the persistent pool; its value is
-# then updated there in place (the R fields point at that memory).
+# Uploads a parameter on "gpu" once into the persistent pool (as f16 when its
+# dtype is "f16", else f32); its value is then updated there in place (the R
+# fields point at that memory).
 .ag_make_resident <- function(t) {
-  ptr <- .new_tensor(.rs(rs_ag_to_device(t$.h, "persistent")))
+  ptr <- .new_tensor(.rs(rs_ag_to_device(t$.h, "persistent", t$dtype %||% "f32")))
   .ag_data_set_handle(t, .ag_handle(ptr, t$shape, "persistent"))
 }
 

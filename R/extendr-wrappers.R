@@ -17,7 +17,7 @@ rs_ag_value <- function(h) .Call(wrap__rs_ag_value, h)
 #' Makes a tensor's value resident in the pool `scope` ("persistent" for
 #' parameters): uploaded once, then used in place. Returns the engine tensor.
 #' @noRd
-rs_ag_to_device <- function(h, scope) .Call(wrap__rs_ag_to_device, h, scope)
+rs_ag_to_device <- function(h, scope, dtype) .Call(wrap__rs_ag_to_device, h, scope, dtype)
 
 #' @noRd
 rs_ag_set_value <- function(h, data) .Call(wrap__rs_ag_set_value, h, data)

@@ -118,3 +118,26 @@ test_that("an iris classifier reaches 95% validation accuracy on \"gpu\"", {
     for (p in model$parameters()) expect_identical(p$ctx_scope, "persistent")
   })
 })
+
+test_that("ag_dtype(\"f16\") stores parameters in half precision on \"gpu\"", {
+  set.seed(74)
+  W0 <- matrix(stats::rnorm(6), 2, 3)
+  x <- matrix(stats::rnorm(12), 3, 4)
+  y <- matrix(stats::rnorm(8), 2, 4)
+  run <- function(device, dtype) on_device(device, {
+    w <- ag_param(W0, dtype = dtype)
+    opt <- optimizer_sgd(list(w = w), lr = 0.1)
+    for (i in 1:3) {
+      with_grad_tape(loss <- ag_mse_loss(ag_matmul(w, x), y))
+      opt$step(backward(loss))
+    }
+    list(w = w$data, t = w)
+  })
+  cpu <- run("cpu", "f32")
+  h <- run("gpu", "f16")
+  expect_identical(ggml_tensor_type(h$t$ptr), GGML_TYPE_F16)
+  expect_identical(h$t$ctx_scope, "persistent")
+  # half precision: about 3 significant digits
+  expect_f32_close(h$w, cpu$w, tol = 5e-3, what = "f16 weights")
+  expect_gt(max(abs(h$w - cpu$w)), 0)
+})

@@ -82,14 +82,18 @@ fn rs_ag_value(h: Robj) -> Robj {
 /// parameters): uploaded once, then used in place. Returns the engine tensor.
 /// @noRd
 #[extendr]
-fn rs_ag_to_device(h: Robj, scope: Robj) -> Robj {
+fn rs_ag_to_device(h: Robj, scope: Robj, dtype: Robj) -> Robj {
     guard(|| {
         let t = handle(&h, "tensor")?;
         let scope = ggmlr_core::residency::Scope::parse(&scalar_str(&scope, "scope")?)?;
+        let dtype = match scalar_str(&dtype, "dtype")?.as_str() {
+            "f16" => ggmlr_core::dtype::DType::F16,
+            _ => ggmlr_core::dtype::DType::F32,
+        };
         let v = t.value();
         let dev = match v.device() {
             Some(d) if scope == ggmlr_core::residency::Scope::Pass => d.clone(),
-            _ => ggmlr_core::autograd::device::Dev::upload(&v.to_host()?, scope)?,
+            _ => ggmlr_core::autograd::device::Dev::upload_as(&v.to_host()?, scope, dtype)?,
         };
         t.set_storage(ggmlr_core::autograd::Storage::Device(dev.clone()));
         Ok(crate::tensor::tensor_robj(dev.t))

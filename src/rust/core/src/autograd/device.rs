@@ -33,7 +33,12 @@ pub struct Dev {
 impl Dev {
     /// Uploads `m` (as f32) into a new tensor of the pool `scope`.
     pub fn upload(m: &Mat, scope: Scope) -> Result<Dev> {
-        let t = residency::state().upload_matrix(&m.data, m.rows, m.cols, DType::F32, scope)?;
+        Dev::upload_as(m, scope, DType::F32)
+    }
+    /// Uploads `m` as `dtype` (f32, or f16 for weights stored in half
+    /// precision; products and activations are computed in f32).
+    pub fn upload_as(m: &Mat, scope: Scope, dtype: DType) -> Result<Dev> {
+        let t = residency::state().upload_matrix(&m.data, m.rows, m.cols, dtype, scope)?;
         Ok(Dev { t, rows: m.rows, cols: m.cols })
     }
     /// A zero-filled tensor of the pool `scope`.

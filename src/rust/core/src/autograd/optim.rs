@@ -64,9 +64,12 @@ impl Optimizer {
         for (i, (p, g)) in params.iter().zip(grads).enumerate() {
             let Some(g) = g else { continue };
             if let Some(w) = p.value().device().cloned() {
+                // Plain SGD keeps no moments: a 1x1 placeholder.
+                let plain = matches!(kind, OptKind::Sgd { momentum } if momentum <= 0.0);
+                let (mr, mc) = if plain { (1, 1) } else { (w.rows, w.cols) };
                 let slot = match self.dev_slots[i].take() {
-                    Some(s) if s.0.same_shape(&w) => s,
-                    _ => (Dev::zeros(w.rows, w.cols, Scope::Persistent)?, Dev::zeros(w.rows, w.cols, Scope::Persistent)?),
+                    Some(s) if s.0.rows == mr && s.0.cols == mc => s,
+                    _ => (Dev::zeros(mr, mc, Scope::Persistent)?, Dev::zeros(mr, mc, Scope::Persistent)?),
                 };
                 let r = update_device(&kind, &w, g, &slot, lr, t);
                 self.dev_slots[i] = Some(slot);

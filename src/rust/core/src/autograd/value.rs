@@ -4,11 +4,10 @@
 //! without copying, and an optimizer updates a weight in place
 //! (`Rc::make_mut`) once the tape that read it has been consumed.
 //!
-//! Today every value is `Storage::Host` (f64 on the host): device "cpu", and
-//! device "gpu" as its fallback until the device path lands. The device
-//! variant (a handle into a residency pool: weights in the persistent pool,
-//! activations and gradients in the pass pool) joins this enum; ops match on
-//! the storage of their inputs, so the R API and the tape do not change.
+//! `Storage::Host` is f64 on the host (device "cpu"); `Storage::Device` an
+//! engine tensor in a residency pool (device "gpu", see `device.rs`). Ops
+//! match on the storage of their inputs, so the R API and the tape are the
+//! same for both.
 
 use super::device::Dev;
 use super::mat::Mat;

@@ -1,12 +1,10 @@
 # Default device and precision of new tensors.
 #
-# Device "cpu" computes in double precision on the host. Device "gpu" means
-# the best backend (Vulkan when present, else the CPU backend) in f32, or f16
-# with ag_dtype("f16"), with weights resident in a persistent pool. Until the
-# device path of the engine lands, tensors on "gpu" are computed by the same
-# host path as "cpu" (the storage of a value is an enum in the engine, see
-# src/rust/core/src/autograd/value.rs); their `device` field and the
-# residency fields are kept so the residency layer can take them over.
+# Device "cpu" computes in double precision on the host. Device "gpu" runs
+# ops as ggml graphs on the residency backend (.ag_device_state$backend: the
+# best backend, Vulkan when present, else the CPU backend) in f32, with
+# weights resident in the persistent pool and activations in the pass pool
+# (see src/rust/core/src/autograd/device.rs).
 
 # Shared device state. The residency layer adds its fields (backend, pools,
 # generations, budget) to this environment.
@@ -39,8 +37,9 @@
 #' (double precision on the host) or `"gpu"` (the best backend: Vulkan when
 #' present, else the CPU backend). `ag_dtype()` sets the precision used on a
 #' device (`"f32"`, `"f16"`, `"bf16"`); device `"cpu"` always computes in
-#' double precision. In this version, tensors on `"gpu"` are computed on the
-#' host path as well.
+#' double precision. On `"gpu"` each op runs as a ggml graph on that backend in
+#' f32; parameters are uploaded once into the persistent pool (stored in f16
+#' with `ag_dtype("f16")`) and updated there in place.
 #'
 #' @param device `"cpu"` or `"gpu"`.
 #' @param dtype `"f32"`, `"f16"` or `"bf16"`.
@@ -58,8 +57,29 @@ NULL
 ag_device <- function(device) {
   device <- .ag_check_device(device)
   prev <- .ag_device_state$device
+  if (identical(device, "gpu")) .ag_device_ready()
   .ag_device_state$device <- device
   invisible(prev)
+}
+
+# Installs the best backend for the residency pools unless a live one is.
+.ag_device_ready <- function(call = sys.call(-1L)) {
+  be <- .ag_device_state$backend
+  if (!is.null(be) && !isTRUE(tryCatch(.rs(rs_backend_is_freed(be)), error = function(e) TRUE))) {
+    return(invisible(be))
+  }
+  init <- get0("ggml_backend_init_best", envir = topenv(), inherits = FALSE)
+  be <- if (is.function(init)) init() else ggml_backend_cpu_init()
+  .ag_device_state$backend <- be
+  invisible(be)
+}
+
+# Uploads a parameter on "gpu" once into the persistent pool (as f16 when its
+# dtype is "f16", else f32); its value is then updated there in place (the R
+# fields point at that memory).
+.ag_make_resident <- function(t) {
+  ptr <- .new_tensor(.rs(rs_ag_to_device(t$.h, "persistent", t$dtype %||% "f32")))
+  .ag_data_set_handle(t, .ag_handle(ptr, t$shape, "persistent"))
 }
 
 #' @rdname ag_device

@@ -23,7 +23,17 @@
     }
   }
   if (!is.null(params)) params <- as.double(params)
-  r <- .rs(rs_ag_op(name, hs, rg, params, idx), call = call)
+  on_device <- identical(device, "gpu")
+  if (on_device) {
+    .ag_device_ready(call = call)
+    for (i in seq_len(n)) {
+      x <- inputs[[i]]
+      # parameters (leaves that want a gradient) become resident once
+      if (inherits(x, "ag_tensor") && identical(x$device, "gpu") && rg[i] &&
+          is.null(x$grad_fn) && !.ag_ptr_is_live(x)) .ag_make_resident(x)
+    }
+  }
+  r <- .rs(rs_ag_op(name, hs, rg, params, idx, on_device), call = call)
   out <- .ag_make(r[[1L]], as.integer(r[[2L]]), r[[3L]], r[[4L]], r[[5L]],
                   device %||% .ag_device_state$device,
                   dtype %||% .ag_device_state$dtype,

@@ -14,6 +14,11 @@ rs_ag_new <- function(data) .Call(wrap__rs_ag_new, data)
 #' @noRd
 rs_ag_value <- function(h) .Call(wrap__rs_ag_value, h)
 
+#' Makes a tensor's value resident in the pool `scope` ("persistent" for
+#' parameters): uploaded once, then used in place. Returns the engine tensor.
+#' @noRd
+rs_ag_to_device <- function(h, scope, dtype) .Call(wrap__rs_ag_to_device, h, scope, dtype)
+
 #' @noRd
 rs_ag_set_value <- function(h, data) .Call(wrap__rs_ag_set_value, h, data)
 
@@ -30,7 +35,7 @@ rs_ag_tape <- function(cmd) .Call(wrap__rs_ag_tape, cmd)
 #' Applies op `name` to `inputs` (handles or numeric matrices); `rg[i]` says
 #' whether input i requires a gradient. Returns list(handle, id, rg, nrow, ncol, aux).
 #' @noRd
-rs_ag_op <- function(name, inputs, rg, params, idx) .Call(wrap__rs_ag_op, name, inputs, rg, params, idx)
+rs_ag_op <- function(name, inputs, rg, params, idx, device) .Call(wrap__rs_ag_op, name, inputs, rg, params, idx, device)
 
 #' Backward from `loss`: list(store, ids) where the store holds the leaves'
 #' gradients by id.

@@ -71,7 +71,8 @@ per.sort(); print(per[len(per) // 2] * 1000)
 }
 
 cat("ggmlR autograd training step (forward + backward + Adam), median ms per step\n")
-cat("device \"gpu\" runs on the host path until the device path of the engine lands\n")
+be <- local({ old <- ag_device("gpu"); on.exit(ag_device(old)); ggml_backend_name(ggmlR:::.ag_device_state$backend) })
+cat(sprintf("device \"cpu\": f64 on the host; device \"gpu\": ggml graphs on backend %s (f32), weights resident\n", be))
 if (torch_ok) {
   cat(sprintf("PyTorch %s on the CPU (float32, %d threads, and 1 thread) for comparison\n",
               py_out("-c", shQuote("import torch; print(torch.__version__)")),

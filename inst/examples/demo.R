@@ -4,9 +4,9 @@ cat("ggmlR engine", ggml_version(), "| backend devices:", ggml_backend_dev_count
     "| Vulkan:", ggml_vulkan_status(), "\n")
 
 # Train on the best device: "gpu" is the best backend (Vulkan when present,
-# else the CPU backend); "cpu" computes in double precision on the host.
-device <- if (ggml_vulkan_available()) "gpu" else "cpu"
-ag_device(device)
+# else the CPU backend) in f32, with the weights resident in the persistent
+# pool; "cpu" would compute in double precision on the host.
+ag_device("gpu")
 cat("training on device", shQuote(ag_default_device()), "\n\n")
 
 # Data: features standardised with the training split's statistics, samples
@@ -30,6 +30,11 @@ model <- ag_sequential(
 print(model)
 options(cli.progress_show_after = 0)  # show the bar even for a short run
 opt <- optimizer_adam(model$parameters(), lr = 0.02)
+# One step by hand first, to take the ledger's figures after step 1.
+b1 <- train[sample.int(length(train), 32)]
+with_grad_tape(loss <- ag_softmax_cross_entropy_loss(model$forward(ag_tensor(x[, b1])), y[b1]))
+opt$step(backward(loss))
+after_first <- ag_memory_stats()
 history <- ag_fit(model, x[, train], y[train], optimizer = opt, epochs = 30,
                   batch_size = 32, validation = list(x[, valid], y[valid]))
 print(history)
@@ -40,8 +45,16 @@ cat(sprintf("validation accuracy: %.1f%% (%d of %d)\n",
             sum(max.col(t(pred$data)) - 1L == y[valid]), length(valid)))
 
 # ---- memory ledger --------------------------------------------------------
-# (Residency: weights resident in the persistent pool, bytes uploaded per
-# step. Shown here once the device path and the residency layer land.)
+st <- ag_memory_stats()
+cat("\nmemory ledger (backend:", ggml_backend_name(ggmlR:::.ag_device_state$backend), ")\n")
+print(t(st[, grepl("^(persistent|pass)_", names(st))]))
+weights <- sum(vapply(model$parameters(), function(p) 4 * length(p$data), numeric(1)))
+resident <- all(vapply(model$parameters(), function(p) identical(p$ctx_scope, "persistent"), logical(1)))
+cat(sprintf("weights resident: %s (%d parameters, %s bytes in f32; persistent pool %s bytes)\n",
+            if (resident) "yes" else "NO", length(model$parameters()), format(weights),
+            format(st$persistent_bytes)))
+cat(sprintf("weights resident, uploaded after step 1: %s bytes\n",
+            format(st$persistent_upload_bytes - after_first$persistent_upload_bytes)))
 # ---------------------------------------------------------------------------
 
 out_dir <- file.path(getwd(), "demo-output")

@@ -74,7 +74,29 @@ fn rs_ag_value(h: Robj) -> Robj {
     guard(|| {
         let t = handle(&h, "tensor")?;
         let v = t.value();
-        from_mat(v.host()?)
+        from_mat(&v.to_host()?)
+    })
+}
+
+/// Makes a tensor's value resident in the pool `scope` ("persistent" for
+/// parameters): uploaded once, then used in place. Returns the engine tensor.
+/// @noRd
+#[extendr]
+fn rs_ag_to_device(h: Robj, scope: Robj, dtype: Robj) -> Robj {
+    guard(|| {
+        let t = handle(&h, "tensor")?;
+        let scope = ggmlr_core::residency::Scope::parse(&scalar_str(&scope, "scope")?)?;
+        let dtype = match scalar_str(&dtype, "dtype")?.as_str() {
+            "f16" => ggmlr_core::dtype::DType::F16,
+            _ => ggmlr_core::dtype::DType::F32,
+        };
+        let v = t.value();
+        let dev = match v.device() {
+            Some(d) if scope == ggmlr_core::residency::Scope::Pass => d.clone(),
+            _ => ggmlr_core::autograd::device::Dev::upload_as(&v.to_host()?, scope, dtype)?,
+        };
+        t.set_storage(ggmlr_core::autograd::Storage::Device(dev.clone()));
+        Ok(crate::tensor::tensor_robj(dev.t))
     })
 }
 
@@ -145,7 +167,7 @@ fn rs_ag_tape(cmd: Robj) -> Robj {
 /// whether input i requires a gradient. Returns list(handle, id, rg, nrow, ncol, aux).
 /// @noRd
 #[extendr]
-fn rs_ag_op(name: Robj, inputs: Robj, rg: Robj, params: Robj, idx: Robj) -> Robj {
+fn rs_ag_op(name: Robj, inputs: Robj, rg: Robj, params: Robj, idx: Robj, device: Robj) -> Robj {
     guard(|| {
         let name = scalar_str(&name, "name")?;
         let p: Vec<f64> = if params.is_null() {
@@ -182,7 +204,8 @@ fn rs_ag_op(name: Robj, inputs: Robj, rg: Robj, params: Robj, idx: Robj) -> Robj
                     rgs.push(false);
                 }
             }
-            let a = tp.apply(op, &ts, &rgs)?;
+            let on_device = device.as_logical().map(|b| b.is_true()).unwrap_or(false);
+            let a = tp.apply_on(op, &ts, &rgs, on_device)?;
             let (r, c) = a.tensor.shape();
             let id = a.tensor.id as f64;
             Ok(list!(wrap(a.tensor), id, a.requires_grad, r as i32, c as i32, a.aux).into())
@@ -385,6 +408,7 @@ extendr_module! {
     mod autograd;
     fn rs_ag_new;
     fn rs_ag_value;
+    fn rs_ag_to_device;
     fn rs_ag_set_value;
     fn rs_ag_grad;
     fn rs_ag_set_grad;

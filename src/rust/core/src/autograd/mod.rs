@@ -6,17 +6,21 @@
 //! - `kernels`: host kernels shared by forward and backward rules;
 //! - `backward`: the backward rule of every op;
 //! - `tape`: recording and the backward pass;
-//! - `optim`: in-place optimizer updates and gradient clipping.
+//! - `optim`: in-place optimizer updates and gradient clipping;
+//! - `device`: the device path (values in the residency pools, graphs).
 //!
-//! Device "cpu" is `Storage::Host` (f64). The device path adds a storage
-//! variant holding a residency handle (pool, generation, id) and an f32/f16
-//! element type; `Tape::apply` and `Tape::backward` then dispatch each op on
-//! the storage of its inputs (host kernels here, a ggml graph on the backend
-//! there) while the tape, the ids and the R API stay as they are. Optimizer
-//! updates are written against `Tensor::update_host` today and against the
-//! persistent pool's buffers on a device, in place in both cases.
+//! Device "cpu" is `Storage::Host` (f64). Device "gpu" is `Storage::Device`:
+//! an engine tensor in a residency pool (parameters in the persistent pool,
+//! f32 or f16; activations in the pass pool, f32). `Tape::apply_on` runs an
+//! op as a ggml graph on the residency backend when `device::forward` has
+//! one, else its host kernel on downloaded inputs (the output goes back to
+//! the pass pool); `Tape::backward` runs matmul and linear backward rules as
+//! graphs and the others on the host, accumulating gradients on the host (so
+//! they survive a reset of the pass pool). Optimizers update device weights
+//! and their moments in place with graphs that `cpy` into their memory.
 
 pub mod backward;
+pub mod device;
 pub mod kernels;
 pub mod mat;
 pub mod ops;
@@ -30,5 +34,7 @@ pub use optim::{clip_factor, OptKind, Optimizer};
 pub use tape::{Applied, Tape};
 pub use value::{Storage, Tensor, TensorRef, Value};
 
+#[cfg(test)]
+mod device_tests;
 #[cfg(test)]
 mod tests;

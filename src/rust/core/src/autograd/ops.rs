@@ -218,7 +218,7 @@ impl Op {
         }
     }
 
-    fn arity_ok(&self, n: usize) -> bool {
+    pub(crate) fn arity_ok(&self, n: usize) -> bool {
         match self {
             Op::MatMul | Op::Add | Op::Sub | Op::Mul | Op::Div => n == 2,
             Op::MseLoss | Op::CrossEntropyLoss | Op::SoftmaxCrossEntropyLoss => n == 2,

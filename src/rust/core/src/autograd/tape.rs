@@ -4,11 +4,15 @@
 //! the gradients of the leaves (tensors no recorded op produced) back.
 
 use super::backward::backward as node_backward;
+use super::device::{self, Dev};
+use super::value::Storage;
+use crate::residency::Scope;
 use super::mat::Mat;
 use super::ops::{forward, Op};
 use super::value::{Tensor, TensorRef, Value};
 use anyhow::{bail, Result};
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 struct Node {
     op: Op,
@@ -70,20 +74,56 @@ impl Tape {
     /// gradient. Records a node when the tape is on and any input requires one.
     /// On error nothing is recorded and nothing changes.
     pub fn apply(&mut self, op: Op, inputs: &[TensorRef], rg: &[bool]) -> Result<Applied> {
+        self.apply_on(op, inputs, rg, false)
+    }
+
+    /// As `apply`; with `on_device` the op runs on the residency backend:
+    /// host inputs are uploaded to the pass pool, the output lives there.
+    pub fn apply_on(&mut self, op: Op, inputs: &[TensorRef], rg: &[bool], on_device: bool) -> Result<Applied> {
+        let on_device = on_device || inputs.iter().any(|t| t.value().device().is_some());
         let vals: Vec<Value> = inputs.iter().map(|t| t.value()).collect();
-        let mats = vals.iter().map(|v| v.host()).collect::<Result<Vec<_>>>()?;
-        let f = forward(&op, &mats)?;
+        let (out, saved, aux, vals) = if on_device { self.forward_device(&op, vals)? } else {
+            let mats = vals.iter().map(|v| v.host()).collect::<Result<Vec<_>>>()?;
+            let f = forward(&op, &mats)?;
+            (Storage::Host(f.out), f.saved, f.aux, vals)
+        };
         let requires_grad = rg.iter().any(|&b| b);
-        let tensor = self.tensor(f.out);
+        self.next_id += 1;
+        let tensor = Tensor::with_storage(self.next_id, out);
         if self.enabled && requires_grad {
             let targets = inputs
                 .iter()
                 .zip(rg)
                 .map(|(t, &r)| r.then(|| t.clone()))
                 .collect();
-            self.nodes.push(Node { op, inputs: vals, targets, out_id: tensor.id, out: tensor.value(), saved: f.saved });
+            self.nodes.push(Node { op, inputs: vals, targets, out_id: tensor.id, out: tensor.value(), saved });
         }
-        Ok(Applied { tensor, requires_grad, aux: f.aux })
+        Ok(Applied { tensor, requires_grad, aux })
+    }
+
+    /// The forward on the device: a graph when the op has one, else the host
+    /// kernel on downloaded inputs, its output uploaded to the pass pool.
+    /// Shapes are checked before anything is built.
+    #[allow(clippy::type_complexity)]
+    fn forward_device(&self, op: &Op, vals: Vec<Value>) -> Result<(Storage, Vec<Mat>, Vec<f64>, Vec<Value>)> {
+        if op.arity_ok(vals.len()) && device::has_graph(op) {
+            let devs = vals
+                .iter()
+                .map(|v| match v {
+                    _ if v.device().is_some() => Ok(v.device().unwrap().clone()),
+                    _ => Dev::upload(v.host()?, Scope::Pass),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            if let Some(r) = device::forward(op, &devs) {
+                // The node keeps the device copies its backward rule reads.
+                let vals = devs.into_iter().map(|d| Rc::new(Storage::Device(d))).collect();
+                return Ok((Storage::Device(r?), Vec::new(), Vec::new(), vals));
+            }
+        }
+        let hosts = vals.iter().map(|v| v.to_host()).collect::<Result<Vec<_>>>()?;
+        let refs: Vec<&Mat> = hosts.iter().collect();
+        let f = forward(op, &refs)?;
+        Ok((Storage::Device(Dev::upload(&f.out, Scope::Pass)?), f.saved, f.aux, vals))
     }
 
     /// Backward pass from `loss`: fills the leaves' accumulated gradients and
@@ -105,8 +145,15 @@ impl Tape {
         for node in nodes.iter().rev() {
             let Some(g) = grads.remove(&node.out_id) else { continue };
             let need: Vec<bool> = node.targets.iter().map(|t| t.is_some()).collect();
-            let xs = node.inputs.iter().map(|v| v.host()).collect::<Result<Vec<_>>>()?;
-            let gs = node_backward(&node.op, &xs, node.out.host()?, &node.saved, &g, &need)?;
+            let devs: Option<Vec<Dev>> = node.inputs.iter().map(|v| v.device().cloned()).collect();
+            let on_dev = match (devs, node.out.device()) {
+                (Some(xs), Some(o)) => device::backward(&node.op, &xs, o, &g, &need),
+                _ => None,
+            };
+            let gs = match on_dev {
+                Some(r) => r?,
+                None => self.backward_host(node, &g, &need)?,
+            };
             for (t, gi) in node.targets.iter().zip(gs) {
                 let (Some(t), Some(gi)) = (t, gi) else { continue };
                 match grads.get_mut(&t.id) {
@@ -129,5 +176,13 @@ impl Tape {
             t.accumulate_grad(g);
         }
         Ok(out)
+    }
+
+    /// A node's backward rule on the host (device values are downloaded).
+    fn backward_host(&self, node: &Node, g: &Mat, need: &[bool]) -> Result<Vec<Option<Mat>>> {
+        let hx = node.inputs.iter().map(|v| v.to_host()).collect::<Result<Vec<_>>>()?;
+        let xs: Vec<&Mat> = hx.iter().collect();
+        let out = node.out.to_host()?;
+        node_backward(&node.op, &xs, &out, &node.saved, g, need)
     }
 }

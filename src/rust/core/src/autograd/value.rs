@@ -4,14 +4,14 @@
 //! without copying, and an optimizer updates a weight in place
 //! (`Rc::make_mut`) once the tape that read it has been consumed.
 //!
-//! Today every value is `Storage::Host` (f64 on the host): device "cpu", and
-//! device "gpu" as its fallback until the device path lands. The device
-//! variant (a handle into a residency pool: weights in the persistent pool,
-//! activations and gradients in the pass pool) joins this enum; ops match on
-//! the storage of their inputs, so the R API and the tape do not change.
+//! `Storage::Host` is f64 on the host (device "cpu"); `Storage::Device` an
+//! engine tensor in a residency pool (device "gpu", see `device.rs`). Ops
+//! match on the storage of their inputs, so the R API and the tape are the
+//! same for both.
 
+use super::device::Dev;
 use super::mat::Mat;
-use anyhow::Result;
+use anyhow::{bail, Result};
 use std::cell::{Ref, RefCell};
 use std::rc::Rc;
 
@@ -19,6 +19,8 @@ use std::rc::Rc;
 pub enum Storage {
     /// Double precision on the host, column-major.
     Host(Mat),
+    /// An engine tensor in a residency pool (f32, column-major `[rows, cols]`).
+    Device(Dev),
 }
 
 impl Storage {
@@ -26,16 +28,32 @@ impl Storage {
     pub fn host(&self) -> Result<&Mat> {
         match self {
             Storage::Host(m) => Ok(m),
+            Storage::Device(_) => bail!("internal: this value is on the device; download it first"),
         }
     }
     pub fn host_mut(&mut self) -> Result<&mut Mat> {
         match self {
             Storage::Host(m) => Ok(m),
+            Storage::Device(_) => bail!("internal: this value is on the device; update it with a graph"),
+        }
+    }
+    /// The value as a host matrix: a copy, downloaded when on the device.
+    pub fn to_host(&self) -> Result<Mat> {
+        match self {
+            Storage::Host(m) => Ok(m.clone()),
+            Storage::Device(d) => d.download(),
+        }
+    }
+    pub fn device(&self) -> Option<&Dev> {
+        match self {
+            Storage::Device(d) => Some(d),
+            Storage::Host(_) => None,
         }
     }
     pub fn shape(&self) -> (usize, usize) {
         match self {
             Storage::Host(m) => (m.rows, m.cols),
+            Storage::Device(d) => (d.rows, d.cols),
         }
     }
 }
@@ -57,6 +75,9 @@ impl Tensor {
     pub fn new(id: u64, m: Mat) -> TensorRef {
         Rc::new(Tensor { id, value: RefCell::new(Rc::new(Storage::Host(m))), grad: RefCell::new(None) })
     }
+    pub fn with_storage(id: u64, s: Storage) -> TensorRef {
+        Rc::new(Tensor { id, value: RefCell::new(Rc::new(s)), grad: RefCell::new(None) })
+    }
     /// The current value (shared, not copied).
     pub fn value(&self) -> Value {
         self.value.borrow().clone()
@@ -67,6 +88,10 @@ impl Tensor {
     /// Replaces the value (values already saved by a tape keep the old one).
     pub fn set_value(&self, m: Mat) {
         *self.value.borrow_mut() = Rc::new(Storage::Host(m));
+    }
+    /// Replaces the value with another storage (e.g. its device copy).
+    pub fn set_storage(&self, s: Storage) {
+        *self.value.borrow_mut() = Rc::new(s);
     }
     /// Updates the value in place; copies first only when a tape still shares it.
     pub fn update_host(&self, f: impl FnOnce(&mut Mat) -> Result<()>) -> Result<()> {

@@ -11,6 +11,7 @@
 
 use crate::cpu::CpuBackend;
 use crate::graph::Node;
+use crate::vulkan::VkContext;
 use crate::vulkan_probe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -25,6 +26,9 @@ pub enum BackendKind {
 #[derive(Debug)]
 pub enum BackendImpl {
     Cpu(CpuBackend),
+    /// A Vulkan device; the context is shared by every backend on that device
+    /// and released when the last backend and buffer using it are gone.
+    Vulkan(Arc<VkContext>),
 }
 
 /// A compute backend as seen by users.
@@ -43,6 +47,25 @@ impl Backend {
             name: "CPU".into(),
             freed: AtomicBool::new(false),
             imp: BackendImpl::Cpu(CpuBackend::new()),
+        }
+    }
+
+    /// A backend on Vulkan device `device` (0-based), named "Vulkan<device>".
+    pub fn vulkan(device: usize) -> crate::Result<Backend> {
+        let ctx = VkContext::get(device)?;
+        Ok(Backend {
+            kind: BackendKind::Vulkan { device },
+            name: format!("Vulkan{device}"),
+            freed: AtomicBool::new(false),
+            imp: BackendImpl::Vulkan(ctx),
+        })
+    }
+
+    /// The Vulkan context, for Vulkan backends.
+    pub fn vulkan_context(&self) -> Option<&Arc<VkContext>> {
+        match &self.imp {
+            BackendImpl::Vulkan(c) => Some(c),
+            BackendImpl::Cpu(_) => None,
         }
     }
 
@@ -82,12 +105,17 @@ impl Backend {
         self.check_live()?;
         match &self.imp {
             BackendImpl::Cpu(c) => c.set_n_threads(n),
+            BackendImpl::Vulkan(_) => anyhow::bail!(
+                "backend '{}' is a Vulkan backend; threads can only be set on a CPU backend",
+                self.name
+            ),
         }
     }
 
     pub fn n_threads(&self) -> usize {
         match &self.imp {
             BackendImpl::Cpu(c) => c.n_threads(),
+            BackendImpl::Vulkan(_) => 1,
         }
     }
 
@@ -96,6 +124,7 @@ impl Backend {
         self.check_live()?;
         match &self.imp {
             BackendImpl::Cpu(c) => c.compute(nodes),
+            BackendImpl::Vulkan(ctx) => crate::vulkan_backend::compute(ctx, &self.name, nodes),
         }
     }
 }

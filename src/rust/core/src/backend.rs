@@ -52,13 +52,17 @@ impl Backend {
 
     /// A backend on Vulkan device `device` (0-based), named "Vulkan<device>".
     pub fn vulkan(device: usize) -> crate::Result<Backend> {
-        let ctx = VkContext::get(device)?;
-        Ok(Backend {
+        Ok(Backend::on_vulkan_context(device, VkContext::get(device)?))
+    }
+
+    /// A Vulkan backend on a given context (tests use unshared ones).
+    pub(crate) fn on_vulkan_context(device: usize, ctx: Arc<VkContext>) -> Backend {
+        Backend {
             kind: BackendKind::Vulkan { device },
             name: format!("Vulkan{device}"),
             freed: AtomicBool::new(false),
             imp: BackendImpl::Vulkan(ctx),
-        })
+        }
     }
 
     /// The Vulkan context, for Vulkan backends.

@@ -127,8 +127,9 @@ mod tests {
 
     #[test]
     fn vulkan_backend_matches_cpu_in_one_submission() {
-        let vk = match Backend::vulkan(0) {
-            Ok(b) => b,
+        // A context of its own, so other tests' submissions do not count.
+        let vk = match crate::vulkan::VkContext::unshared(0) {
+            Ok(c) => Backend::on_vulkan_context(0, c),
             Err(e) => return eprintln!("skipping Vulkan backend test: {e:#}"),
         };
         let (want, _) = run(&Backend::cpu());

@@ -1,5 +1,6 @@
 # The best Vulkan device beside the CPU backend, in the same run: upload and
-# download bandwidth (64 MiB), matmul GFLOP/s for f32 and f16 storage at
+# download bandwidth (64 MiB through the R API, so R's f64 <-> f32
+# conversion is included on both sides), matmul GFLOP/s for f32 and f16 storage at
 # n = 1024 and 4096, and the per-graph overhead (a one-node graph on 256
 # floats: for Vulkan that is one queue submission and its wait).
 # On a CPU-type Vulkan device (lavapipe) only a smoke run is made: n = 4096
@@ -64,8 +65,10 @@ graph_overhead_us <- function(backend) {
   on.exit(ggml_backend_buffer_free(buf), add = TRUE, after = FALSE)
   g <- ggml_build_forward_expand(ctx, y)
   k <- if (smoke) 50L else 500L
+  runs <<- runs + 2L * k   # a warm-up round, then the timed one
   1e6 * timed(function() for (i in seq_len(k)) ggml_backend_graph_compute(backend, g), 1L) / k
 }
+runs <- 0L
 
 rows <- list()
 add <- function(what, v, c) rows[[length(rows) + 1L]] <<- data.frame(
@@ -82,9 +85,10 @@ for (n in if (smoke) 1024L else c(1024L, 4096L)) {
 s0 <- ggml_vulkan_submission_count(vk)
 ov <- graph_overhead_us(vk)
 subs <- ggml_vulkan_submission_count(vk) - s0
+vk_runs <- runs
 add("graph overhead us (1 node)", ov, graph_overhead_us(cpu))
 print(do.call(rbind, rows), row.names = FALSE)
-cat(sprintf("(%d Vulkan submissions for %d graph runs in the overhead test)\n",
-            as.integer(subs), if (smoke) 51L else 501L))
+cat(sprintf("(%d Vulkan queue submissions for %d graph runs in the overhead test)\n",
+            as.integer(subs), vk_runs))
 ggml_backend_free(vk)
 ggml_backend_free(cpu)

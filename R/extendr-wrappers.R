@@ -244,6 +244,9 @@ rs_vulkan_device_memory <- function(device) .Call(wrap__rs_vulkan_device_memory,
 rs_vulkan_device_caps <- function(device) .Call(wrap__rs_vulkan_device_caps, device)
 
 #' @noRd
+rs_vulkan_context_open <- function(device) .Call(wrap__rs_vulkan_context_open, device)
+
+#' @noRd
 rs_vulkan_init <- function(device) .Call(wrap__rs_vulkan_init, device)
 
 #' @noRd

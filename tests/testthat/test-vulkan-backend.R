@@ -131,3 +131,27 @@ test_that("f16 and bf16 storage run on Vulkan like on the CPU backend", {
     expect_close(got, want, 1e-4)
   }
 })
+
+test_that("the device context is released when the last backend and buffer using it go", {
+  skip_if_no_vulkan()
+  open <- function() .rs(rs_vulkan_context_open(0L))
+  gc()
+  expect_false(open())            # nothing from earlier tests holds it
+  vk <- ggml_vulkan_init(0L)
+  expect_true(open())
+  ctx <- ggml_init(4 * ggml_tensor_overhead(), no_alloc = TRUE)
+  x <- ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 8)
+  buf <- ggml_backend_alloc_ctx_tensors(ctx, vk)
+  ggml_vulkan_free(vk)
+  expect_true(open())             # the buffer still lives on the device
+  ggml_backend_tensor_set_data(x, 1:8)
+  expect_equal(ggml_backend_tensor_get_data(x), as.numeric(1:8))
+  ggml_backend_buffer_free(buf)
+  expect_false(open())
+  vk2 <- ggml_vulkan_init(0L)     # a new context, working as before
+  expect_true(open())
+  cpu <- ggml_backend_cpu_init()
+  expect_close(mlp_graph(vk2)$y, mlp_graph(cpu)$y, 1e-5)
+  ggml_vulkan_free(vk2)
+  ggml_backend_free(cpu)
+})

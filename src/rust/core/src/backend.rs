@@ -14,7 +14,7 @@ use crate::graph::Node;
 use crate::vulkan::VkContext;
 use crate::vulkan_probe;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackendKind {
@@ -27,8 +27,9 @@ pub enum BackendKind {
 pub enum BackendImpl {
     Cpu(CpuBackend),
     /// A Vulkan device; the context is shared by every backend on that device
-    /// and released when the last backend and buffer using it are gone.
-    Vulkan(Arc<VkContext>),
+    /// and released when the last backend and buffer using it are gone
+    /// (`free` drops the backend's reference at once).
+    Vulkan(Mutex<Option<Arc<VkContext>>>),
 }
 
 /// A compute backend as seen by users.
@@ -61,14 +62,19 @@ impl Backend {
             kind: BackendKind::Vulkan { device },
             name: format!("Vulkan{device}"),
             freed: AtomicBool::new(false),
-            imp: BackendImpl::Vulkan(ctx),
+            imp: BackendImpl::Vulkan(Mutex::new(Some(ctx))),
         }
     }
 
-    /// The Vulkan context, for Vulkan backends.
-    pub fn vulkan_context(&self) -> Option<&Arc<VkContext>> {
+    /// True for Vulkan backends (freed or not).
+    pub fn is_vulkan(&self) -> bool {
+        matches!(self.imp, BackendImpl::Vulkan(_))
+    }
+
+    /// The Vulkan context of a live Vulkan backend.
+    pub fn vulkan_context(&self) -> Option<Arc<VkContext>> {
         match &self.imp {
-            BackendImpl::Vulkan(c) => Some(c),
+            BackendImpl::Vulkan(c) => c.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             BackendImpl::Cpu(_) => None,
         }
     }
@@ -88,6 +94,9 @@ impl Backend {
     /// Release the backend; later use is an error, freeing twice is harmless.
     pub fn free(&self) {
         self.freed.store(true, Ordering::SeqCst);
+        if let BackendImpl::Vulkan(c) = &self.imp {
+            c.lock().unwrap_or_else(|e| e.into_inner()).take();
+        }
     }
 
     pub fn is_freed(&self) -> bool {
@@ -128,7 +137,10 @@ impl Backend {
         self.check_live()?;
         match &self.imp {
             BackendImpl::Cpu(c) => c.compute(nodes),
-            BackendImpl::Vulkan(ctx) => crate::vulkan_backend::compute(ctx, &self.name, nodes),
+            BackendImpl::Vulkan(_) => {
+                let ctx = self.vulkan_context().ok_or_else(|| self.check_live().unwrap_err())?;
+                crate::vulkan_backend::compute(&ctx, &self.name, nodes)
+            }
         }
     }
 }

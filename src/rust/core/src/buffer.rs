@@ -154,7 +154,9 @@ impl Buffer {
                 v.resize(words, 0);
                 BufferMem::Host(v.into_boxed_slice())
             }
-            BackendImpl::Vulkan(ctx) => {
+            BackendImpl::Vulkan(_) => {
+                let ctx = backend.vulkan_context().ok_or_else(|| backend.check_live().unwrap_err())?;
+                let ctx = &ctx;
                 let vb = ctx.alloc(bytes).map_err(|e| {
                     e.context(format!("allocating a {} {} buffer on backend '{}'", fmt_bytes(bytes), tag.name(), backend.name()))
                 })?;

@@ -20,7 +20,7 @@ fn rs_vulkan_init(device: Robj) -> Robj {
 /// @noRd
 #[extendr]
 fn rs_vulkan_is_backend(b: Robj) -> Robj {
-    guard(|| Ok(backend_arg(&b, "backend").map(|b| b.vulkan_context().is_some()).unwrap_or(false).into()))
+    guard(|| Ok(backend_arg(&b, "backend").map(|b| b.is_vulkan()).unwrap_or(false).into()))
 }
 
 /// Index of the best device: discrete, then integrated, virtual, CPU-type; -1 when none.
@@ -65,8 +65,18 @@ fn rs_vulkan_backend_stats(b: Robj) -> Robj {
     })
 }
 
+/// @noRd
+#[extendr]
+fn rs_vulkan_context_open(device: Robj) -> Robj {
+    guard(|| {
+        let d = crate::conv::scalar_i64(&device, "device")?;
+        Ok((d >= 0 && vulkan::VkContext::is_open(d as usize)).into())
+    })
+}
+
 extendr_module! {
     mod vulkan_backend;
+    fn rs_vulkan_context_open;
     fn rs_vulkan_init;
     fn rs_vulkan_is_backend;
     fn rs_vulkan_best_device;

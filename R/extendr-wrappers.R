@@ -187,6 +187,10 @@ rs_transpose <- function(c, a) .Call(wrap__rs_transpose, c, a)
 #' @noRd
 rs_cpy <- function(c, a, b) .Call(wrap__rs_cpy, c, a, b)
 
+#' Seconds taken by `n` ledger check/record/release cycles (benchmarks).
+#' @noRd
+rs_ledger_overhead <- function(n) .Call(wrap__rs_ledger_overhead, n)
+
 #' @noRd
 rs_res_set_backend <- function(b) .Call(wrap__rs_res_set_backend, b)
 

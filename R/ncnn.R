@@ -33,7 +33,9 @@
 #'
 #' @param num_threads Worker threads for builtin layers (`NULL`: one per core).
 #'   Custom layers always run on the calling R thread.
-#' @param light_mode Release intermediate blobs as soon as they are consumed.
+#' @param light_mode Release every blob, inputs included, once the layer that
+#'   consumes it has run (less memory). Use `FALSE` to extract earlier blobs
+#'   after later ones from the same extractor.
 #' @return An object of class `ncnn_net`.
 #' @seealso [ncnn_layer()], [ncnn_datareader_empty()]
 #' @export

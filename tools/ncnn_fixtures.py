@@ -91,6 +91,17 @@ class Model:
         return self
 
 
+
+# Blob files start with this tag, so that no tool mistakes raw float data for
+# an executable (R CMD check inspects every file of the package).
+BLOB_MAGIC = b"GGMLRF32"
+
+
+def write_blob(path, a):
+    with open(path, "wb") as f:
+        f.write(BLOB_MAGIC)
+        f.write(a.astype("<f4").tobytes())
+
 def fp32_net(num_threads=1):
     """A real ncnn Net computing in fp32 on the CPU."""
     net = ncnn.Net()
@@ -142,9 +153,9 @@ def case(name, model, inputs, outputs, lo=-1.0, hi=1.0):
     xs = [(b, rng.uniform(lo, hi, s).astype(np.float32)) for b, s in inputs]
     ys = run_ncnn(pp, bp, xs, outputs)
     for i, (b, x) in enumerate(xs):
-        x.astype("<f4").tofile(os.path.join(OUT, "%s.%d.in" % (name, i)))
+        write_blob(os.path.join(OUT, "%s.%d.in" % (name, i)), x)
     for i, y in enumerate(ys):
-        y.astype("<f4").tofile(os.path.join(OUT, "%s.%d.out" % (name, i)))
+        write_blob(os.path.join(OUT, "%s.%d.out" % (name, i)), y)
     manifest.append((name, ";".join(shape_str(b, x) for b, x in xs),
                      ";".join(shape_str(n, y) for n, y in zip(outputs, ys))))
     return model
@@ -365,8 +376,8 @@ def main():
     # Binary param of the ResNet-style net, checked against real ncnn too.
     bp = os.path.join(OUT, "arch_resnet.param.bin")
     write_binary_param(m, bp)
-    x = np.fromfile(os.path.join(OUT, "arch_resnet.0.in"), dtype="<f4").reshape(3, 32, 32)
-    ref = np.fromfile(os.path.join(OUT, "arch_resnet.0.out"), dtype="<f4")
+    x = np.fromfile(os.path.join(OUT, "arch_resnet.0.in"), dtype="<f4", offset=len(BLOB_MAGIC)).reshape(3, 32, 32)
+    ref = np.fromfile(os.path.join(OUT, "arch_resnet.0.out"), dtype="<f4", offset=len(BLOB_MAGIC))
     out_idx = m.blobs.index("prob")
     net = fp32_net()
     assert net.load_param_bin(bp) == 0 and net.load_model(os.path.join(OUT, "arch_resnet.bin")) == 0

@@ -69,6 +69,8 @@ test_that("set_f32/get_f32 round-trip with f16, bf16 and i32 conversion", {
   i <- ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 3)
   ggml_set_i32(i, c(-7L, 0L, 2147483647L))
   expect_identical(ggml_get_i32(i), c(-7L, 0L, 2147483647L))
+  expect_error(ggml_set_i32(i, c(1L, NA, 3L)), "32-bit integers; NaN", class = "ggmlR_error")
+  expect_error(ggml_backend_tensor_set_data(i, c(1, 2, 3e10)), "too large", class = "ggmlR_error")
   f <- ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 2, 2)
   ggml_set_f32(f, 3)
   expect_identical(ggml_get_f32(f), rep(3, 4))

@@ -128,7 +128,7 @@ test_that("an R error inside forward() is an ncnn_error naming the layer; the ne
 
 test_that("arrays map to blobs with w fastest, in 1 to 4 dimensions", {
   seen <- NULL
-  net <- ncnn_net(num_threads = 1)
+  net <- ncnn_net(num_threads = 1, light_mode = FALSE)
   net$register_custom_layer("Spy", function() ncnn_layer(function(x) {
     seen <<- x
     x
@@ -192,4 +192,21 @@ test_that("methods return invisibly and a custom layer cannot re-enter its net",
   ex$input("data", 1)
   expect_error(ex$extract("out"), "in use", class = "ncnn_error")
   expect_output(print(net), "2 layers")
+})
+
+test_that("light mode releases used blobs; light_mode = FALSE keeps them", {
+  param <- "7767517\n3 3\nInput data 0 1 data\nReLU r 1 1 data y\nSigmoid s 1 1 y out\n"
+  for (light in c(TRUE, FALSE)) {
+    net <- ncnn_net(num_threads = 1, light_mode = light)
+    net$load_param_mem(param)
+    net$load_model(ncnn_datareader_empty())
+    ex <- net$create_extractor()
+    ex$input("data", c(-1, 0, 1))
+    expect_equal(as.vector(ex$extract("out")), 1 / (1 + exp(-c(0, 0, 1))), tolerance = 1e-6)
+    if (light) {
+      expect_error(ex$extract("y"), "released after use.*light_mode = FALSE", class = "ncnn_error")
+      ex$input("data", c(-1, 0, 1))
+    }
+    expect_equal(as.vector(ex$extract("y")), c(0, 0, 1))
+  }
 })

@@ -11,8 +11,12 @@ parse_blobs <- function(s) {
   })
 }
 
+# Blob files: the tag "GGMLRF32", then little-endian float32 values.
 read_blob <- function(file, dim) {
-  v <- readBin(file, "numeric", n = prod(dim), size = 4L, endian = "little")
+  con <- file(file, "rb")
+  on.exit(close(con))
+  stopifnot(identical(readBin(con, "raw", 8L), charToRaw("GGMLRF32")))
+  v <- readBin(con, "numeric", n = prod(dim), size = 4L, endian = "little")
   array(v, dim)
 }
 

@@ -1,32 +1,49 @@
 //! Compiles the WGSL compute shaders in `shaders/` to SPIR-V with naga, so
-//! building the package needs no shader compiler on the system. Each shader
-//! is `common.wgsl` followed by its own file; the SPIR-V words land in
-//! `$OUT_DIR/<name>.spv` and are embedded by `src/vulkan/shaders.rs`.
+//! building the package needs no shader compiler on the system.
+//!
+//! Each shader is compiled in variants: the source is prefixed with the
+//! constants OPC (operation code), SUBC (sub-operation) and ALL_F32 (every
+//! tensor is f32), then `common.wgsl`, then the shader's own file. Constant
+//! operation codes let a driver drop the code a dispatch cannot reach. The
+//! words land in `$OUT_DIR/<shader>_<op>_<sub>_<f>.spv`, and
+//! `$OUT_DIR/variants.rs` maps a variant to its embedded bytes.
 
+use std::fmt::Write as _;
 use std::path::Path;
-
-const SHADERS: [&str; 3] = ["eltwise", "matmul", "reduce"];
 
 fn compile(name: &str, src: &str) -> Result<Vec<u32>, String> {
     let module = naga::front::wgsl::parse_str(src)
-        .map_err(|e| format!("{name}.wgsl: {}", e.emit_to_string(src)))?;
+        .map_err(|e| format!("{name}: {}", e.emit_to_string(src)))?;
     let info = naga::valid::Validator::new(
         naga::valid::ValidationFlags::all(),
         naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32,
     )
     .validate(&module)
-    .map_err(|e| format!("{name}.wgsl: validation failed: {}", e.emit_to_string(src)))?;
-    let options = naga::back::spv::Options {
-        lang_version: (1, 0),
-        bounds_check_policies: naga::proc::BoundsCheckPolicies::default(),
-        ..Default::default()
-    };
+    .map_err(|e| format!("{name}: validation failed: {}", e.emit_to_string(src)))?;
+    let options = naga::back::spv::Options { lang_version: (1, 0), ..Default::default() };
     let pipeline = naga::back::spv::PipelineOptions {
         shader_stage: naga::ShaderStage::Compute,
         entry_point: "main".to_string(),
     };
     naga::back::spv::write_vec(&module, &info, &options, Some(&pipeline))
-        .map_err(|e| format!("{name}.wgsl: SPIR-V output failed: {e}"))
+        .map_err(|e| format!("{name}: SPIR-V output failed: {e}"))
+}
+
+/// (shader, [(op, number of sub-operations)])
+fn variants() -> Vec<(&'static str, Vec<(u32, u32)>)> {
+    let eltwise = (0..14u32)
+        .map(|op| match op {
+            1 => (op, 17), // unary functions
+            5 => (op, 4),  // add, sub, mul, div
+            13 => (op, 2), // max and average pooling
+            _ => (op, 1),
+        })
+        .collect();
+    vec![
+        ("eltwise", eltwise),
+        ("matmul", vec![(0, 1)]),
+        ("reduce", (0..7).map(|op| (op, 1)).collect()),
+    ]
 }
 
 fn main() {
@@ -34,13 +51,35 @@ fn main() {
     let out = std::env::var("OUT_DIR").expect("OUT_DIR is set by cargo");
     let common = std::fs::read_to_string(dir.join("common.wgsl")).expect("shaders/common.wgsl");
     println!("cargo:rerun-if-changed=shaders/common.wgsl");
-    for name in SHADERS {
+    let mut table = String::from(
+        "/// The SPIR-V of a shader variant: (shader, op, sub, all_f32).\n\
+         pub(crate) fn variant_spirv(shader: &str, op: u32, sub: u32, all_f32: bool) -> Option<&'static [u8]> {\n\
+         \x20   match (shader, op, sub, all_f32) {\n",
+    );
+    for (name, ops) in variants() {
         let file = dir.join(format!("{name}.wgsl"));
         println!("cargo:rerun-if-changed={}", file.display());
         let body = std::fs::read_to_string(&file).expect("shader source");
-        let src = format!("{common}\n{body}");
-        let words = compile(name, &src).unwrap_or_else(|e| panic!("{e}"));
-        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        std::fs::write(Path::new(&out).join(format!("{name}.spv")), bytes).expect("write SPIR-V");
+        for (op, subs) in ops {
+            for sub in 0..subs {
+                for f32 in [false, true] {
+                    let prefix = format!(
+                        "const OPC: u32 = {op}u;\nconst SUBC: u32 = {sub}u;\nconst ALL_F32: bool = {f32};\n"
+                    );
+                    let src = format!("{prefix}{common}\n{body}");
+                    let vname = format!("{name}_{op}_{sub}_{}", f32 as u8);
+                    let words = compile(&vname, &src).unwrap_or_else(|e| panic!("{e}"));
+                    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                    std::fs::write(Path::new(&out).join(format!("{vname}.spv")), bytes).expect("write SPIR-V");
+                    writeln!(
+                        table,
+                        "        ({name:?}, {op}, {sub}, {f32}) => Some(include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{vname}.spv\"))),"
+                    )
+                    .unwrap();
+                }
+            }
+        }
     }
+    table.push_str("        _ => None,\n    }\n}\n");
+    std::fs::write(Path::new(&out).join("variants.rs"), table).expect("write variants.rs");
 }

@@ -1,5 +1,9 @@
 // Shared declarations of every compute shader.
 //
+// build.rs compiles each shader in variants, prefixing the constants OPC
+// (operation), SUBC (sub-operation) and ALL_F32 (every tensor is f32), so a
+// driver's compiler removes the code a dispatch cannot reach.
+//
 // Binding 0 holds this dispatch's parameter block (64 words). Words 16*t ..
 // 16*t+9 describe tensor t (0 = first source, 1 = second source, 2 = result):
 // element type code, element offset, four sizes (ne) and four element strides.
@@ -20,7 +24,10 @@ const OPW: u32 = 48u;
 
 fn pf(i: u32) -> f32 { return bitcast<f32>(P[i]); }
 fn pi(i: u32) -> i32 { return bitcast<i32>(P[i]); }
-fn dt(t: u32) -> u32 { return P[t * 16u]; }
+fn dt(t: u32) -> u32 {
+    if (ALL_F32) { return DT_F32; }
+    return P[t * 16u];
+}
 fn ne(t: u32, d: u32) -> u32 { return P[t * 16u + 2u + d]; }
 fn nel(t: u32) -> u32 { return ne(t, 0u) * ne(t, 1u) * ne(t, 2u) * ne(t, 3u); }
 
@@ -80,12 +87,14 @@ fn ld1(e: u32) -> f32 { return to_f32(raw1(e), dt(1u)); }
 // Loads with the element type given (hoisted out of hot loops).
 fn ld0t(e: u32, d: u32) -> f32 {
     if (d == DT_F32) { return bitcast<f32>(S0[e]); }
+    if (d == DT_I32) { return f32(bitcast<i32>(S0[e])); }
     let h = half_of(S0[e >> 1u], e);
     if (d == DT_F16) { return unpack2x16float(h).x; }
     return bitcast<f32>(h << 16u);
 }
 fn ld1t(e: u32, d: u32) -> f32 {
     if (d == DT_F32) { return bitcast<f32>(S1[e]); }
+    if (d == DT_I32) { return f32(bitcast<i32>(S1[e])); }
     let h = half_of(S1[e >> 1u], e);
     if (d == DT_F16) { return unpack2x16float(h).x; }
     return bitcast<f32>(h << 16u);
@@ -102,5 +111,22 @@ fn st_raw(e: u32, bits: u32) {
     }
 }
 fn st(e: u32, v: f32) { st_raw(e, from_f32(v, dt(2u))); }
+
+// Store with the result's element type given (hoisted out of hot loops).
+fn stt(e: u32, v: f32, d: u32) {
+    if (d == DT_F32) {
+        atomicStore(&D[e], bitcast<u32>(v));
+        return;
+    }
+    let bits = from_f32(v, d);
+    if (d == DT_I32) {
+        atomicStore(&D[e], bits);
+        return;
+    }
+    let sh = (e & 1u) * 16u;
+    let w = e >> 1u;
+    atomicAnd(&D[w], ~(0xffffu << sh));
+    atomicOr(&D[w], (bits & 0xffffu) << sh);
+}
 
 fn neg_inf() -> f32 { return bitcast<f32>(0xff800000u); }

@@ -1,5 +1,6 @@
-// One invocation per result element (grid-stride loop). Word 48 selects the
-// operation, word 49 a sub-operation; floats from word 50, integers from 56.
+// One invocation per result element (grid-stride loop). The constants OPC
+// and SUBC (one compiled variant each) select the operation and its
+// sub-operation; floats from word 50, integers from 56.
 
 fn safe_tanh(x: f32) -> f32 {
     let t = exp(-2.0 * abs(x));
@@ -91,7 +92,7 @@ fn im2col(de: u32, c: vec4<u32>) {
 }
 
 fn pool2d(de: u32, c: vec4<u32>) {
-    let is_max = P[49u] == 0u;
+    let is_max = SUBC == 0u;
     let k0 = pi(50u);
     let k1 = pi(51u);
     let ix0 = i32(c.x) * pi(52u) - pi(54u);
@@ -112,14 +113,54 @@ fn pool2d(de: u32, c: vec4<u32>) {
     st(de, acc);
 }
 
+// Contiguous tensors of one shape (word 59 set by the encoder): element i
+// of each is at its offset + i; word 60 marks a one-element second source.
+// Everything read from the parameter block is hoisted out of the loop.
+fn linear(first: u32, stride: u32, n: u32) {
+    let op = OPC;
+    let sub = SUBC;
+    let f0 = pf(50u);
+    let f1 = pf(51u);
+    let d0 = dt(0u);
+    let d1 = dt(1u);
+    let d2 = dt(2u);
+    let o0 = P[1u];
+    let o1 = P[17u];
+    let o2 = P[33u];
+    let b_scalar = P[60u] != 0u;
+    if (op == 0u && d0 == d2 && !is16(d0)) {
+        for (var i = first; i < n; i = i + stride) {
+            atomicStore(&D[o2 + i], S0[o0 + i]);
+        }
+        return;
+    }
+    for (var i = first; i < n; i = i + stride) {
+        let x = ld0t(o0 + i, d0);
+        var y = x;
+        switch op {
+            case 1u: { y = unary(sub, x); }
+            case 2u: { y = x * f0; }
+            case 3u: { y = max(x, 0.0) + f0 * min(x, 0.0); }
+            case 4u: { y = clamp(x, f0, f1); }
+            case 5u: {
+                var e1 = o1 + i;
+                if (b_scalar) { e1 = o1; }
+                y = binary(sub, x, ld1t(e1, d1));
+            }
+            default: {}
+        }
+        stt(o2 + i, y, d2);
+    }
+}
+
 fn apply(i: u32) {
     let c = coords(2u, i);
     let de = idx(2u, c);
-    let op = P[OPW];
+    let op = OPC;
     switch op {
         // copy / convert (dup, cont, cpy): sources may have another shape
         case 0u: { copy0(de, idx(0u, coords(0u, i))); }
-        case 1u: { st(de, unary(P[49u], ld0(idx(0u, c)))); }
+        case 1u: { st(de, unary(SUBC, ld0(idx(0u, c)))); }
         case 2u: { st(de, ld0(idx(0u, c)) * pf(50u)); }
         case 3u: {
             let x = ld0(idx(0u, c));
@@ -128,7 +169,7 @@ fn apply(i: u32) {
         case 4u: { st(de, clamp(ld0(idx(0u, c)), pf(50u), pf(51u))); }
         case 5u: {
             let cb = c % vec4<u32>(ne(1u, 0u), ne(1u, 1u), ne(1u, 2u), ne(1u, 3u));
-            st(de, binary(P[49u], ld0(idx(0u, c)), ld1(idx(1u, cb))));
+            st(de, binary(SUBC, ld0(idx(0u, c)), ld1(idx(1u, cb))));
         }
         // repeat
         case 6u: {
@@ -190,7 +231,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
     let n = nel(2u);
     let stride = nwg.x * 256u;
-    for (var i = gid.x; i < n; i = i + stride) {
-        apply(i);
+    if (P[59u] != 0u) {
+        linear(gid.x, stride, n);
+    } else {
+        for (var i = gid.x; i < n; i = i + stride) {
+            apply(i);
+        }
     }
 }

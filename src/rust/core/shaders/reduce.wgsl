@@ -1,4 +1,4 @@
-// One workgroup per row (grid-stride over rows). Word 48: 0 sum_rows,
+// One workgroup per row (grid-stride over rows). The constant OPC: 0 sum_rows,
 // 1 mean, 2 soft_max, 3 norm, 4 rms_norm, 5 argmax, 6 sum of all elements.
 // soft_max: scale in word 50, ALiBi m0/m1 in 51/52, mask flag in 56, ALiBi
 // flag in 57, n_head_log2 in 58. norm / rms_norm: eps in word 50.
@@ -51,12 +51,11 @@ fn wg_argmax(v: f32, i: u32, l: u32) -> u32 {
     return r;
 }
 
-// Softmax input: x * scale + slope * mask.
-fn sm_in(c: vec4<u32>, slope: f32) -> f32 {
-    var v = ld0(idx(0u, c)) * pf(50u);
+// Softmax input of element j: x * scale + slope * mask (row bases given).
+fn sm_in(j: u32, rb0: u32, mb: u32, slope: f32) -> f32 {
+    var v = ld0(rb0 + j * P[6u]) * pf(50u);
     if (P[56u] != 0u) {
-        let cm = vec4<u32>(c.x, c.y % ne(1u, 1u), c.z % ne(1u, 2u), c.w % ne(1u, 3u));
-        v = v + slope * ld1(idx(1u, cm));
+        v = v + slope * ld1(mb + j * P[22u]);
     }
     return v;
 }
@@ -66,7 +65,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
     let l = lid.x;
-    let op = P[OPW];
+    let op = OPC;
     let n0 = ne(0u, 0u);
     let n1 = ne(0u, 1u);
     let n2 = ne(0u, 2u);
@@ -78,11 +77,15 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>,
     }
     for (var row = wid.x; row < rows; row = row + nwg.x) {
         let rc = vec4<u32>(0u, row % n1, (row / n1) % n2, row / (n1 * n2));
+        let rb0 = idx(0u, rc);
+        let s00 = P[6u];
+        let rb2 = idx(2u, rc);
+        let s20 = P[38u];
         if (op == 0u || op == 1u || op == 6u) {
             var s = 0.0;
             for (var j = l; j < len; j = j + 256u) {
                 if (op == 6u) { s = s + ld0(idx(0u, coords(0u, j))); } else {
-                    s = s + ld0(idx(0u, vec4<u32>(j, rc.y, rc.z, rc.w)));
+                    s = s + ld0(rb0 + j * s00);
                 }
             }
             var t = wg_sum(s, l);
@@ -99,44 +102,46 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>,
                     slope = pow(pf(52u), f32(2u * (h - nh) + 1u));
                 }
             }
+            var mb = 0u;
+            if (P[56u] != 0u) {
+                mb = idx(1u, vec4<u32>(0u, rc.y % ne(1u, 1u), rc.z % ne(1u, 2u), rc.w % ne(1u, 3u)));
+            }
             var m = neg_inf();
             for (var j = l; j < len; j = j + 256u) {
-                m = max(m, sm_in(vec4<u32>(j, rc.y, rc.z, rc.w), slope));
+                m = max(m, sm_in(j, rb0, mb, slope));
             }
             let mx = wg_max(m, l);
             var s = 0.0;
             for (var j = l; j < len; j = j + 256u) {
-                s = s + exp(sm_in(vec4<u32>(j, rc.y, rc.z, rc.w), slope) - mx);
+                s = s + exp(sm_in(j, rb0, mb, slope) - mx);
             }
             let tot = wg_sum(s, l);
             for (var j = l; j < len; j = j + 256u) {
-                let c = vec4<u32>(j, rc.y, rc.z, rc.w);
-                st(idx(2u, c), exp(sm_in(c, slope) - mx) / tot);
+                st(rb2 + j * s20, exp(sm_in(j, rb0, mb, slope) - mx) / tot);
             }
         } else if (op == 3u || op == 4u) {
             var mean = 0.0;
             if (op == 3u) {
                 var s = 0.0;
                 for (var j = l; j < len; j = j + 256u) {
-                    s = s + ld0(idx(0u, vec4<u32>(j, rc.y, rc.z, rc.w)));
+                    s = s + ld0(rb0 + j * s00);
                 }
                 mean = wg_sum(s, l) / f32(len);
             }
             var q = 0.0;
             for (var j = l; j < len; j = j + 256u) {
-                let d = ld0(idx(0u, vec4<u32>(j, rc.y, rc.z, rc.w))) - mean;
+                let d = ld0(rb0 + j * s00) - mean;
                 q = q + d * d;
             }
             let inv = 1.0 / sqrt(wg_sum(q, l) / f32(len) + pf(50u));
             for (var j = l; j < len; j = j + 256u) {
-                let c = vec4<u32>(j, rc.y, rc.z, rc.w);
-                st(idx(2u, c), (ld0(idx(0u, c)) - mean) * inv);
+                st(rb2 + j * s20, (ld0(rb0 + j * s00) - mean) * inv);
             }
         } else if (op == 5u) {
             var best = neg_inf();
             var bi = 0xffffffffu;
             for (var j = l; j < len; j = j + 256u) {
-                let v = ld0(idx(0u, vec4<u32>(j, rc.y, rc.z, rc.w)));
+                let v = ld0(rb0 + j * s00);
                 if (v > best || bi == 0xffffffffu) {
                     best = v;
                     bi = j;

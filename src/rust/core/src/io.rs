@@ -22,6 +22,11 @@ fn check_range(t: &Tensor, first: usize, n: usize) -> crate::Result<()> {
 pub fn set_values(t: &Tensor, vals: &[f64], first: usize) -> crate::Result<()> {
     let r = t.resolve()?;
     check_range(t, first, vals.len())?;
+    if r.layout.dtype == crate::dtype::DType::I32 {
+        if let Some(bad) = vals.iter().find(|v| !v.is_finite() || v.abs() > i32::MAX as f64) {
+            anyhow::bail!("{} holds 32-bit integers; {bad} is not one (NA, infinite or too large)", t.describe());
+        }
+    }
     let what = t.describe();
     let es = r.layout.dtype.size();
     if r.layout.is_contiguous() {

@@ -168,6 +168,23 @@ pub fn reset_peak() {
     s.download_calls = [0; N_TAGS];
 }
 
+/// Time `n` budget-check/record/release cycles of the ledger itself (no
+/// memory is allocated), for benchmarks. The allocation counter is restored,
+/// so the ledger's figures are unchanged afterwards.
+pub fn overhead_probe(n: usize) -> std::time::Duration {
+    let allocations = lock().allocations;
+    let start = std::time::Instant::now();
+    for _ in 0..n {
+        if before_alloc(64, BufferTag::Context).is_ok() {
+            after_alloc(64, BufferTag::Context);
+            released(64, BufferTag::Context);
+        }
+    }
+    let elapsed = start.elapsed();
+    lock().allocations = allocations;
+    elapsed
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

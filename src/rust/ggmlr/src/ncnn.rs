@@ -34,17 +34,24 @@ fn net_of(p: &Robj) -> anyhow::Result<&RNet> {
 fn rs_ncnn_net_new(num_threads: Robj, light_mode: Robj, helper: Robj) -> Robj {
     guard(|| {
         let n = if num_threads.is_null() {
-            std::thread::available_parallelism().map(|v| v.get()).unwrap_or(1)
+            std::thread::available_parallelism()
+                .map(|v| v.get())
+                .unwrap_or(1)
         } else {
             let n = scalar_i64(&num_threads, "num_threads")?;
             if !(1..=256).contains(&n) {
-                return Err(err(format!("num_threads must be between 1 and 256, got {n}")));
+                return Err(err(format!(
+                    "num_threads must be between 1 and 256, got {n}"
+                )));
             }
             n as usize
         };
         let light = light_mode.as_bool().unwrap_or(true);
         let net = Net::new(n, light)?;
-        let r = RNet { net: Rc::new(RefCell::new(net)), invoker: Rc::new(Invoker { helper }) };
+        let r = RNet {
+            net: Rc::new(RefCell::new(net)),
+            invoker: Rc::new(Invoker { helper }),
+        };
         Ok(ExternalPtr::new(r).into())
     })
 }
@@ -81,7 +88,9 @@ fn rs_ncnn_load_param(p: Robj, src: Robj, binary: Robj) -> Robj {
         let rn = net_of(&p)?;
         let mut net = rn.net.try_borrow_mut().map_err(|_| busy())?;
         if binary.as_bool().unwrap_or(false) {
-            let bytes = src.as_raw_slice().ok_or_else(|| err("a binary param must be a raw vector"))?;
+            let bytes = src
+                .as_raw_slice()
+                .ok_or_else(|| err("a binary param must be a raw vector"))?;
             net.load_param_binary(bytes)?;
         } else {
             let text = scalar_str(&src, "param text")?;
@@ -102,7 +111,8 @@ fn rs_ncnn_load_model(p: Robj, src: Robj) -> Robj {
             DataReader::Bytes(b.to_vec())
         } else {
             let path = scalar_str(&src, "source")?;
-            let b = std::fs::read(&path).map_err(|e| err(format!("cannot read model file '{path}': {e}")))?;
+            let b = std::fs::read(&path)
+                .map_err(|e| err(format!("cannot read model file '{path}': {e}")))?;
             DataReader::Bytes(b)
         };
         let mut net = rn.net.try_borrow_mut().map_err(|_| busy())?;
@@ -129,7 +139,11 @@ fn rs_ncnn_blob_names(p: Robj, which: Robj) -> Robj {
     guard(|| {
         let rn = net_of(&p)?;
         let net = rn.net.try_borrow().map_err(|_| busy())?;
-        let idx = if scalar_str(&which, "which")? == "input" { net.input_indexes() } else { net.output_indexes() };
+        let idx = if scalar_str(&which, "which")? == "input" {
+            net.input_indexes()
+        } else {
+            net.output_indexes()
+        };
         let names: Vec<String> = idx.iter().map(|&i| net.blob_name(i).to_string()).collect();
         Ok(names.into())
     })
@@ -142,16 +156,37 @@ fn rs_ncnn_layers(p: Robj) -> Robj {
         let rn = net_of(&p)?;
         let net = rn.net.try_borrow().map_err(|_| busy())?;
         let info = net.layer_info();
-        let join = |v: &[usize]| v.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+        let join = |v: &[usize]| {
+            v.iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
         let cols: Vec<Robj> = vec![
-            info.iter().map(|l| l.name.clone()).collect::<Vec<_>>().into(),
-            info.iter().map(|l| l.type_name.clone()).collect::<Vec<_>>().into(),
+            info.iter()
+                .map(|l| l.name.clone())
+                .collect::<Vec<_>>()
+                .into(),
+            info.iter()
+                .map(|l| l.type_name.clone())
+                .collect::<Vec<_>>()
+                .into(),
             info.iter().map(|l| l.type_index).collect::<Vec<_>>().into(),
             info.iter().map(|l| l.custom).collect::<Vec<_>>().into(),
-            info.iter().map(|l| join(&l.bottoms)).collect::<Vec<_>>().into(),
-            info.iter().map(|l| join(&l.tops)).collect::<Vec<_>>().into(),
+            info.iter()
+                .map(|l| join(&l.bottoms))
+                .collect::<Vec<_>>()
+                .into(),
+            info.iter()
+                .map(|l| join(&l.tops))
+                .collect::<Vec<_>>()
+                .into(),
         ];
-        let l = List::from_names_and_values(["name", "type", "type_index", "custom", "bottoms", "tops"], cols).map_err(|e| err(format!("{e}")))?;
+        let l = List::from_names_and_values(
+            ["name", "type", "type_index", "custom", "bottoms", "tops"],
+            cols,
+        )
+        .map_err(|e| err(format!("{e}")))?;
         Ok(l.into())
     })
 }
@@ -161,8 +196,16 @@ fn rs_ncnn_layers(p: Robj) -> Robj {
 fn rs_ncnn_extractor_new(p: Robj) -> Robj {
     guard(|| {
         let rn = net_of(&p)?;
-        let ex = rn.net.try_borrow().map_err(|_| busy())?.create_extractor()?;
-        Ok(ExternalPtr::new(RExtractor { net: rn.net.clone(), ex: RefCell::new(ex) }).into())
+        let ex = rn
+            .net
+            .try_borrow()
+            .map_err(|_| busy())?
+            .create_extractor()?;
+        Ok(ExternalPtr::new(RExtractor {
+            net: rn.net.clone(),
+            ex: RefCell::new(ex),
+        })
+        .into())
     })
 }
 

@@ -22,9 +22,16 @@ pub struct Invoker {
 impl Invoker {
     /// `helper(what, f, arg)`; Ok(value) or Err(message from R).
     pub fn call(&self, what: &str, f: &Robj, arg: Robj) -> std::result::Result<Robj, String> {
-        let func = self.helper.as_function().ok_or_else(|| "internal: invoke helper is not a function".to_string())?;
-        let res = func.call(pairlist!(what, f.clone(), arg)).map_err(|e| format!("R call failed: {e}"))?;
-        let list = res.as_list().ok_or_else(|| "internal: invoke helper returned no list".to_string())?;
+        let func = self
+            .helper
+            .as_function()
+            .ok_or_else(|| "internal: invoke helper is not a function".to_string())?;
+        let res = func
+            .call(pairlist!(what, f.clone(), arg))
+            .map_err(|e| format!("R call failed: {e}"))?;
+        let list = res
+            .as_list()
+            .ok_or_else(|| "internal: invoke helper returned no list".to_string())?;
         let ok = list.elt(0).ok().and_then(|v| v.as_bool()).unwrap_or(false);
         let val = list.elt(1).unwrap_or_else(|_| Robj::from(()));
         if ok {
@@ -51,13 +58,28 @@ impl CustomFactory for RFactory {
             .call("create", &self.creator, Robj::from(()))
             .map_err(|m| err(format!("the custom layer creator failed: {m}")))?;
         // (layer object, its forward function, one_blob_only), checked in R.
-        let parts = made.as_list().ok_or_else(|| err("internal: creator result is not a list"))?;
-        let part = |i: usize| parts.elt(i).map_err(|_| err("internal: creator result is incomplete"));
+        let parts = made
+            .as_list()
+            .ok_or_else(|| err("internal: creator result is not a list"))?;
+        let part = |i: usize| {
+            parts
+                .elt(i)
+                .map_err(|_| err("internal: creator result is incomplete"))
+        };
         let obj = part(0)?;
         let forward = part(1)?;
         let one_blob_only = part(2)?.as_bool().unwrap_or(true);
-        let owner = self.me.borrow().upgrade().ok_or_else(|| err("internal: registration released"))?;
-        Ok(Box::new(RLayer { obj, forward, one_blob_only, owner }))
+        let owner = self
+            .me
+            .borrow()
+            .upgrade()
+            .ok_or_else(|| err("internal: registration released"))?;
+        Ok(Box::new(RLayer {
+            obj,
+            forward,
+            one_blob_only,
+            owner,
+        }))
     }
 
     fn destroy(&self, layer: Box<dyn Layer>) {
@@ -94,13 +116,30 @@ pub fn mat_to_r(m: &Mat) -> Robj {
 
 pub fn r_to_mat(x: &Robj, what: &str) -> anyhow::Result<Mat> {
     let data: Vec<f32> = if let Some(s) = x.as_real_slice() {
-        s.iter().map(|v| *v as f32).collect()
+        let mut v = ggmlr_core::ncnn::mat::take_vec(s.len());
+        v.extend(s.iter().map(|v| *v as f32));
+        v
     } else if let Some(s) = x.as_integer_slice() {
-        s.iter().map(|v| if *v == i32::MIN { f32::NAN } else { *v as f32 }).collect()
+        s.iter()
+            .map(|v| if *v == i32::MIN { f32::NAN } else { *v as f32 })
+            .collect()
     } else if let Some(s) = x.as_logical_slice() {
-        s.iter().map(|v| if v.is_na() { f32::NAN } else if v.is_true() { 1.0 } else { 0.0 }).collect()
+        s.iter()
+            .map(|v| {
+                if v.is_na() {
+                    f32::NAN
+                } else if v.is_true() {
+                    1.0
+                } else {
+                    0.0
+                }
+            })
+            .collect()
     } else {
-        return Err(err(format!("{what} must be a numeric array, not {:?}", x.rtype())));
+        return Err(err(format!(
+            "{what} must be a numeric array, not {:?}",
+            x.rtype()
+        )));
     };
     let shape: Vec<usize> = match x.get_attrib("dim") {
         Some(d) => {
@@ -146,17 +185,29 @@ impl Layer for RLayer {
         } else {
             List::from_values(bottoms.iter().map(mat_to_r)).into()
         };
-        let what = if self.one_blob_only { "forward1" } else { "forward" };
+        let what = if self.one_blob_only {
+            "forward1"
+        } else {
+            "forward"
+        };
         let top = inv
             .call(what, &self.forward, arg)
             .map_err(|m| err(format!("the custom layer's forward() failed: {m}")))?;
         if self.one_blob_only {
             return Ok(vec![r_to_mat(&top, "the value of forward()")?]);
         }
-        let list = top.as_list().ok_or_else(|| err("forward() of a multi-blob layer must return a list of arrays"))?;
+        let list = top
+            .as_list()
+            .ok_or_else(|| err("forward() of a multi-blob layer must return a list of arrays"))?;
         if list.len() != ntop {
-            return Err(err(format!("forward() returned {} blobs, the layer declares {ntop} tops", list.len())));
+            return Err(err(format!(
+                "forward() returned {} blobs, the layer declares {ntop} tops",
+                list.len()
+            )));
         }
-        list.values().enumerate().map(|(i, v)| r_to_mat(&v, &format!("top {}", i + 1))).collect()
+        list.values()
+            .enumerate()
+            .map(|(i, v)| r_to_mat(&v, &format!("top {}", i + 1)))
+            .collect()
     }
 }

@@ -212,8 +212,16 @@ fn rs_ledger_reset_peak() -> Robj {
     })
 }
 
+/// Seconds taken by `n` ledger check/record/release cycles (benchmarks).
+/// @noRd
+#[extendr]
+fn rs_ledger_overhead(n: Robj) -> Robj {
+    guard(|| Ok(ledger::overhead_probe(scalar_usize(&n, "n")?).as_secs_f64().into()))
+}
+
 extendr_module! {
     mod residency;
+    fn rs_ledger_overhead;
     fn rs_res_set_backend;
     fn rs_res_gen;
     fn rs_res_pool;

@@ -41,17 +41,26 @@ pub struct Activation {
 }
 
 impl Activation {
-    pub fn from_params(pd: &ParamDict, type_id: usize, params_id: usize) -> anyhow::Result<Activation> {
+    pub fn from_params(
+        pd: &ParamDict,
+        type_id: usize,
+        params_id: usize,
+    ) -> anyhow::Result<Activation> {
         let kind = pd.int(type_id, 0);
         let params = pd.floats(params_id);
         let need = match kind {
             0 | 1 | 4 | 5 => 0,
             2 => 1,
             3 | 6 => 2,
-            _ => crate::ncnn_bail!("activation_type {kind} is not one of 0 (none) to 6 (hardswish)"),
+            _ => {
+                crate::ncnn_bail!("activation_type {kind} is not one of 0 (none) to 6 (hardswish)")
+            }
         };
-        if params.len() < need && !(kind == 2) {
-            crate::ncnn_bail!("activation_type {kind} needs {need} activation_params, got {}", params.len());
+        if params.len() < need && kind != 2 {
+            crate::ncnn_bail!(
+                "activation_type {kind} needs {need} activation_params, got {}",
+                params.len()
+            );
         }
         Ok(Activation { kind, params })
     }
@@ -62,7 +71,11 @@ impl Activation {
             1 => x.max(0.0),
             2 => {
                 let s = self.params.first().copied().unwrap_or(0.0);
-                if x < 0.0 { x * s } else { x }
+                if x < 0.0 {
+                    x * s
+                } else {
+                    x
+                }
             }
             3 => x.max(self.params[0]).min(self.params[1]),
             4 => 1.0 / (1.0 + (-x).exp()),
@@ -111,7 +124,10 @@ pub fn split_at_axis(axes: &[usize], a: usize) -> (usize, usize, usize) {
 /// The bottom of a one-blob layer.
 pub fn one(mut bottoms: Vec<Mat>, what: &str) -> anyhow::Result<Mat> {
     if bottoms.len() != 1 {
-        crate::ncnn_bail!("{what} takes exactly one bottom blob, got {}", bottoms.len());
+        crate::ncnn_bail!(
+            "{what} takes exactly one bottom blob, got {}",
+            bottoms.len()
+        );
     }
     Ok(bottoms.pop().unwrap())
 }

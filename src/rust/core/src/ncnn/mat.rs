@@ -1,4 +1,100 @@
 //! Mat: a dense fp32 blob of 1 to 4 dimensions, stored c, d, h, w with w fastest.
+//! Blob memory is recycled through a small process-wide cache, so that a
+//! forward pass reuses warm buffers instead of faulting in fresh pages.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::Mutex;
+
+/// Freed buffers kept for reuse, and their total size in floats.
+static CACHE: Mutex<(Vec<Vec<f32>>, usize)> = Mutex::new((Vec::new(), 0));
+const CACHE_FLOATS: usize = 64 << 20; // 256 MiB
+const CACHE_ENTRIES: usize = 64;
+/// Buffers smaller than this go straight to the allocator.
+const CACHE_MIN: usize = 4096;
+
+/// An empty vector with room for at least `n` floats, reused when possible.
+pub fn take_vec(n: usize) -> Vec<f32> {
+    if n >= CACHE_MIN {
+        if let Ok(mut c) = CACHE.lock() {
+            let best = c
+                .0
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.capacity() >= n && v.capacity() <= 2 * n)
+                .min_by_key(|(_, v)| v.capacity())
+                .map(|(i, _)| i);
+            if let Some(i) = best {
+                let v = c.0.swap_remove(i);
+                c.1 -= v.capacity();
+                return v;
+            }
+        }
+    }
+    Vec::with_capacity(n)
+}
+
+fn give_back(mut v: Vec<f32>) {
+    let cap = v.capacity();
+    if cap < CACHE_MIN {
+        return;
+    }
+    if let Ok(mut c) = CACHE.lock() {
+        if c.0.len() < CACHE_ENTRIES && c.1 + cap <= CACHE_FLOATS {
+            v.clear();
+            c.1 += cap;
+            c.0.push(v);
+        }
+    }
+}
+
+/// Blob storage: a `Vec<f32>` whose memory returns to the cache on drop.
+#[derive(Debug, Default, PartialEq)]
+pub struct Buf(Vec<f32>);
+
+impl Buf {
+    pub fn filled(n: usize, v: f32) -> Buf {
+        let mut b = take_vec(n);
+        b.resize(n, v);
+        Buf(b)
+    }
+    /// The vector, leaving nothing to recycle.
+    pub fn into_vec(mut self) -> Vec<f32> {
+        std::mem::take(&mut self.0)
+    }
+}
+
+impl Drop for Buf {
+    fn drop(&mut self) {
+        give_back(std::mem::take(&mut self.0));
+    }
+}
+
+impl Clone for Buf {
+    fn clone(&self) -> Buf {
+        let mut b = take_vec(self.0.len());
+        b.extend_from_slice(&self.0);
+        Buf(b)
+    }
+}
+
+impl Deref for Buf {
+    type Target = Vec<f32>;
+    fn deref(&self) -> &Vec<f32> {
+        &self.0
+    }
+}
+
+impl DerefMut for Buf {
+    fn deref_mut(&mut self) -> &mut Vec<f32> {
+        &mut self.0
+    }
+}
+
+impl From<Vec<f32>> for Buf {
+    fn from(v: Vec<f32>) -> Buf {
+        Buf(v)
+    }
+}
 
 /// A blob. `dims` is 1 (w), 2 (w, h), 3 (w, h, c) or 4 (w, h, d, c); unused
 /// extents are 1. Data are contiguous: channel `q` starts at `q * cstep()`.
@@ -9,12 +105,19 @@ pub struct Mat {
     pub h: usize,
     pub d: usize,
     pub c: usize,
-    pub data: Vec<f32>,
+    pub data: Buf,
 }
 
 impl Mat {
     pub fn new(dims: usize, w: usize, h: usize, d: usize, c: usize) -> Mat {
-        Mat { dims, w, h, d, c, data: vec![0.0; w * h * d * c] }
+        Mat {
+            dims,
+            w,
+            h,
+            d,
+            c,
+            data: Buf::filled(w * h * d * c, 0.0),
+        }
     }
     pub fn new_1d(w: usize) -> Mat {
         Mat::new(1, w, 1, 1, 1)
@@ -26,9 +129,13 @@ impl Mat {
         Mat::new(3, w, h, 1, c)
     }
     /// A Mat from extents in R order (w first); 1 to 4 extents.
-    pub fn from_shape(shape: &[usize], data: Vec<f32>) -> anyhow::Result<Mat> {
+    pub fn from_shape(shape: &[usize], data: impl Into<Buf>) -> anyhow::Result<Mat> {
+        let data: Buf = data.into();
         if shape.is_empty() || shape.len() > 4 {
-            crate::ncnn_bail!("a blob has 1 to 4 dimensions (w, h, [d,] c), got {}", shape.len());
+            crate::ncnn_bail!(
+                "a blob has 1 to 4 dimensions (w, h, [d,] c), got {}",
+                shape.len()
+            );
         }
         let (w, h, d, c) = match shape.len() {
             1 => (shape[0], 1, 1, 1),
@@ -38,9 +145,21 @@ impl Mat {
         };
         let n: usize = shape.iter().product();
         if n != data.len() {
-            crate::ncnn_bail!("blob shape {:?} needs {} values, got {}", shape, n, data.len());
+            crate::ncnn_bail!(
+                "blob shape {:?} needs {} values, got {}",
+                shape,
+                n,
+                data.len()
+            );
         }
-        Ok(Mat { dims: shape.len(), w, h, d, c, data })
+        Ok(Mat {
+            dims: shape.len(),
+            w,
+            h,
+            d,
+            c,
+            data,
+        })
     }
     /// Extents in R order (w first).
     pub fn shape(&self) -> Vec<usize> {
@@ -58,7 +177,7 @@ impl Mat {
         s
     }
     /// A Mat with the same dims from outermost-first extents.
-    pub fn from_axes(axes: &[usize], data: Vec<f32>) -> anyhow::Result<Mat> {
+    pub fn from_axes(axes: &[usize], data: impl Into<Buf>) -> anyhow::Result<Mat> {
         let mut s = axes.to_vec();
         s.reverse();
         Mat::from_shape(&s, data)

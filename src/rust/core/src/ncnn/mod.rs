@@ -10,6 +10,7 @@ pub mod layers;
 pub mod mat;
 pub mod modelbin;
 pub mod net;
+pub mod par;
 pub mod param;
 pub mod registry;
 pub mod types;

@@ -58,7 +58,10 @@ impl<'a> ModelBin<'a> {
     fn f32s(bytes: Option<&[u8]>, n: usize) -> Vec<f32> {
         match bytes {
             None => vec![0.0; n],
-            Some(s) => s.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect(),
+            Some(s) => s
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+                .collect(),
         }
     }
 

@@ -40,17 +40,26 @@ pub struct Net {
 impl Net {
     pub fn new(num_threads: usize, light_mode: bool) -> anyhow::Result<Net> {
         let n = num_threads.max(1);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .thread_name(|i| format!("ncnn-worker-{i}"))
-            .build()
-            .map_err(|e| err(format!("could not start {n} worker threads: {e}")))?;
+        // One thread: layers run on the calling thread, loops sequentially.
+        let pool = if n == 1 {
+            None
+        } else {
+            let p = rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .thread_name(|i| format!("ncnn-worker-{i}"))
+                .build()
+                .map_err(|e| err(format!("could not start {n} worker threads: {e}")))?;
+            Some(Arc::new(p))
+        };
         Ok(Net {
             registry: Registry::default(),
             spec: NetSpec::default(),
             layers: Vec::new(),
             model_loaded: false,
-            opt: Opt { pool: Some(Arc::new(pool)), num_threads: n },
+            opt: Opt {
+                pool,
+                num_threads: n,
+            },
             light_mode,
             generation: 0,
         })
@@ -107,7 +116,10 @@ impl Net {
     fn create(&self, i: usize) -> anyhow::Result<Imp> {
         let l = &self.spec.layers[i];
         let custom = |key: RegKey| -> anyhow::Result<Imp> {
-            let f = self.registry.factory(key).ok_or_else(|| err("custom layer has no creator"))?;
+            let f = self
+                .registry
+                .factory(key)
+                .ok_or_else(|| err("custom layer has no creator"))?;
             let layer = f.create()?;
             Ok(Imp::Custom(Some(layer), key))
         };
@@ -183,16 +195,23 @@ impl Net {
 
     /// Resolve a blob name to its index.
     pub fn find_blob(&self, name: &str) -> anyhow::Result<usize> {
-        self.spec.blobs.iter().position(|b| b.name == name).ok_or_else(|| {
-            err(format!(
-                "no blob named '{name}' in this net; see input_names() and output_names()"
-            ))
-        })
+        self.spec
+            .blobs
+            .iter()
+            .position(|b| b.name == name)
+            .ok_or_else(|| {
+                err(format!(
+                    "no blob named '{name}' in this net; see input_names() and output_names()"
+                ))
+            })
     }
 
     pub fn check_blob(&self, i: i64) -> anyhow::Result<usize> {
         if i < 0 || i as usize >= self.spec.blobs.len() {
-            ncnn_bail!("blob index {i} is out of range: this net has {} blobs (0-based)", self.spec.blobs.len());
+            ncnn_bail!(
+                "blob index {i} is out of range: this net has {} blobs (0-based)",
+                self.spec.blobs.len()
+            );
         }
         Ok(i as usize)
     }
@@ -212,7 +231,9 @@ impl Net {
     /// Blobs with a producer and no consumer.
     pub fn output_indexes(&self) -> Vec<usize> {
         (0..self.spec.blobs.len())
-            .filter(|&i| self.spec.blobs[i].producer.is_some() && self.spec.blobs[i].consumer.is_none())
+            .filter(|&i| {
+                self.spec.blobs[i].producer.is_some() && self.spec.blobs[i].consumer.is_none()
+            })
             .collect()
     }
 
@@ -223,7 +244,9 @@ impl Net {
             .zip(self.layers.iter())
             .map(|(l, imp)| {
                 let type_index = l.type_index.unwrap_or_else(|| {
-                    types::index_of(&l.type_name).map(|i| i as i32).unwrap_or(-1)
+                    types::index_of(&l.type_name)
+                        .map(|i| i as i32)
+                        .unwrap_or(-1)
                 });
                 let type_name = if l.type_name.is_empty() {
                     types::name_of(type_index).unwrap_or("").to_string()
@@ -268,7 +291,7 @@ impl Net {
                 let opt = &self.opt;
                 match &opt.pool {
                     Some(p) => p.install(|| b.forward(bottoms, ntop, opt)),
-                    None => b.forward(bottoms, ntop, opt),
+                    None => crate::ncnn::par::run_sequential(|| b.forward(bottoms, ntop, opt)),
                 }
             }
             // Custom layers run on the calling thread.
@@ -336,7 +359,10 @@ impl Extractor {
         let spec = &net.spec;
         let first = match spec.blobs[blob].producer {
             Some(p) => p,
-            None => ncnn_bail!("blob {} has no producer; give it with input()", describe_blob(net, blob)),
+            None => ncnn_bail!(
+                "blob {} has no producer; give it with input()",
+                describe_blob(net, blob)
+            ),
         };
         let nl = spec.layers.len();
         let mut state = vec![0u8; nl]; // 0 new, 1 on stack, 2 done
@@ -353,6 +379,12 @@ impl Extractor {
                 if self.blobs[b].is_some() {
                     continue;
                 }
+                if self.given[b] {
+                    ncnn_bail!(
+                        "input blob {} was released after use (light mode); set it again with input(), or create the net with light_mode = FALSE to extract earlier blobs after later ones",
+                        describe_blob(net, b)
+                    );
+                }
                 match spec.blobs[b].producer {
                     None => ncnn_bail!(
                         "blob {} needed by {} was not given; set it with input()",
@@ -360,7 +392,10 @@ impl Extractor {
                         l.describe()
                     ),
                     Some(p) if state[p] == 1 => {
-                        ncnn_bail!("{} depends on its own output (a cycle in the param)", l.describe())
+                        ncnn_bail!(
+                            "{} depends on its own output (a cycle in the param)",
+                            l.describe()
+                        )
                     }
                     Some(p) if state[p] == 2 => ncnn_bail!(
                         "blob {} was released by light mode before {} used it",
@@ -376,25 +411,38 @@ impl Extractor {
             if pending {
                 continue;
             }
-            let is_input = l.bottoms.is_empty() && matches!(net.layers[li], Imp::Builtin(_)) && (l.type_name == "Input" || l.type_index == Some(16));
+            let is_input = l.bottoms.is_empty()
+                && matches!(net.layers[li], Imp::Builtin(_))
+                && (l.type_name == "Input" || l.type_index == Some(16));
             if is_input {
                 let names: Vec<String> = l.tops.iter().map(|&t| describe_blob(net, t)).collect();
-                ncnn_bail!("input blob {} was not set; call input() first", names.join(", "));
+                ncnn_bail!(
+                    "input blob {} was not set; call input() first",
+                    names.join(", ")
+                );
             }
             let bottoms: Vec<Mat> = l
                 .bottoms
                 .iter()
                 .map(|&b| {
-                    if self.light_mode && !self.given[b] {
+                    // Light mode releases every blob once its consumer has run.
+                    if self.light_mode {
                         self.blobs[b].take().unwrap()
                     } else {
                         self.blobs[b].clone().unwrap()
                     }
                 })
                 .collect();
-            let tops = net.run_layer(li, bottoms, l.tops.len()).map_err(|e| err(format!("{}: {e:#}", l.describe())))?;
+            let tops = net
+                .run_layer(li, bottoms, l.tops.len())
+                .map_err(|e| err(format!("{}: {e:#}", l.describe())))?;
             if tops.len() != l.tops.len() {
-                ncnn_bail!("{} produced {} blobs but declares {} tops", l.describe(), tops.len(), l.tops.len());
+                ncnn_bail!(
+                    "{} produced {} blobs but declares {} tops",
+                    l.describe(),
+                    tops.len(),
+                    l.tops.len()
+                );
             }
             for (&t, m) in l.tops.iter().zip(tops) {
                 self.blobs[t] = Some(m);
@@ -402,7 +450,12 @@ impl Extractor {
             state[li] = 2;
             stack.pop();
         }
-        self.blobs[blob].clone().ok_or_else(|| err(format!("blob {} was not computed", describe_blob(net, blob))))
+        self.blobs[blob].clone().ok_or_else(|| {
+            err(format!(
+                "blob {} was not computed",
+                describe_blob(net, blob)
+            ))
+        })
     }
 }
 

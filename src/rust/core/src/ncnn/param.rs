@@ -30,7 +30,9 @@ pub struct ParamDict {
 
 impl Default for ParamDict {
     fn default() -> Self {
-        ParamDict { values: vec![Value::None; MAX_PARAM] }
+        ParamDict {
+            values: vec![Value::None; MAX_PARAM],
+        }
     }
 }
 
@@ -129,7 +131,11 @@ impl<'a> Tokens<'a> {
         Tokens { toks, pos: 0 }
     }
     fn line(&self) -> usize {
-        self.toks.get(self.pos).or(self.toks.last()).map(|t| t.1).unwrap_or(1)
+        self.toks
+            .get(self.pos)
+            .or(self.toks.last())
+            .map(|t| t.1)
+            .unwrap_or(1)
     }
     fn next(&mut self, what: &str) -> anyhow::Result<&'a str> {
         match self.toks.get(self.pos) {
@@ -137,14 +143,20 @@ impl<'a> Tokens<'a> {
                 self.pos += 1;
                 Ok(t.0)
             }
-            None => Err(err(format!("param ends early at line {}: expected {what}", self.line()))),
+            None => Err(err(format!(
+                "param ends early at line {}: expected {what}",
+                self.line()
+            ))),
         }
     }
     fn int(&mut self, what: &str) -> anyhow::Result<i32> {
         let line = self.line();
         let t = self.next(what)?;
-        t.parse::<i32>()
-            .map_err(|_| err(format!("param line {line}: expected {what} (a whole number), got '{t}'")))
+        t.parse::<i32>().map_err(|_| {
+            err(format!(
+                "param line {line}: expected {what} (a whole number), got '{t}'"
+            ))
+        })
     }
     /// Is the next token a `key=value` pair (rather than the next layer's type)?
     fn peek_is_pair(&self) -> bool {
@@ -168,44 +180,62 @@ fn parse_scalar(s: &str, line: usize, key: i32) -> anyhow::Result<Value> {
         return Ok(Value::Str(s.trim_matches('"').to_string()));
     }
     if is_float_token(s) || matches!(s, "inf" | "nan" | "-inf") {
-        s.parse::<f32>()
-            .map(Value::Float)
-            .map_err(|_| err(format!("param line {line}: key {key} has a malformed float value '{s}'")))
+        s.parse::<f32>().map(Value::Float).map_err(|_| {
+            err(format!(
+                "param line {line}: key {key} has a malformed float value '{s}'"
+            ))
+        })
     } else {
-        s.parse::<i32>()
-            .map(Value::Int)
-            .map_err(|_| err(format!("param line {line}: key {key} has a malformed integer value '{s}'")))
+        s.parse::<i32>().map(Value::Int).map_err(|_| {
+            err(format!(
+                "param line {line}: key {key} has a malformed integer value '{s}'"
+            ))
+        })
     }
 }
 
 fn parse_pair(tok: &str, line: usize, pd: &mut ParamDict) -> anyhow::Result<()> {
     let (k, v) = tok.split_once('=').unwrap();
-    let key: i32 = k.parse().map_err(|_| err(format!("param line {line}: malformed key in '{tok}'")))?;
+    let key: i32 = k
+        .parse()
+        .map_err(|_| err(format!("param line {line}: malformed key in '{tok}'")))?;
     if key <= -23300 {
         let id = (-23300 - key) as usize;
         if id >= MAX_PARAM {
             ncnn_bail!("param line {line}: array key {key} names id {id}, ids go up to 31");
         }
         let mut parts = v.split(',');
-        let len: usize = parts
-            .next()
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| err(format!("param line {line}: array key {key} needs a length first, got '{v}'")))?;
+        let len: usize = parts.next().and_then(|s| s.parse().ok()).ok_or_else(|| {
+            err(format!(
+                "param line {line}: array key {key} needs a length first, got '{v}'"
+            ))
+        })?;
         let items: Vec<&str> = parts.collect();
         if items.len() != len {
-            ncnn_bail!("param line {line}: array key {key} declares {len} values but has {}", items.len());
+            ncnn_bail!(
+                "param line {line}: array key {key} declares {len} values but has {}",
+                items.len()
+            );
         }
         let any_float = items.iter().any(|s| is_float_token(s));
         pd.values[id] = if any_float {
             let mut out = Vec::with_capacity(len);
             for s in &items {
-                out.push(s.parse::<f32>().map_err(|_| err(format!("param line {line}: array key {key}: malformed value '{s}'")))?);
+                out.push(s.parse::<f32>().map_err(|_| {
+                    err(format!(
+                        "param line {line}: array key {key}: malformed value '{s}'"
+                    ))
+                })?);
             }
             Value::FloatArray(out)
         } else {
             let mut out = Vec::with_capacity(len);
             for s in &items {
-                out.push(s.parse::<i32>().map_err(|_| err(format!("param line {line}: array key {key}: malformed value '{s}'")))?);
+                out.push(s.parse::<i32>().map_err(|_| {
+                    err(format!(
+                        "param line {line}: array key {key}: malformed value '{s}'"
+                    ))
+                })?);
             }
             Value::IntArray(out)
         };
@@ -246,7 +276,9 @@ pub fn parse_text(text: &str) -> anyhow::Result<NetSpec> {
     let mut tk = Tokens::new(text);
     let magic = tk.int("the magic number 7767517")?;
     if magic != MAGIC {
-        ncnn_bail!("param is too old or not an ncnn param: magic number is {magic}, expected {MAGIC}");
+        ncnn_bail!(
+            "param is too old or not an ncnn param: magic number is {magic}, expected {MAGIC}"
+        );
     }
     let layer_count = tk.int("the layer count")?;
     let blob_count = tk.int("the blob count")?;
@@ -270,7 +302,10 @@ pub fn parse_text(text: &str) -> anyhow::Result<NetSpec> {
             let idx = match names.get(bn) {
                 Some(&i) => i,
                 None => {
-                    spec.blobs.push(BlobSpec { name: bn.to_string(), ..Default::default() });
+                    spec.blobs.push(BlobSpec {
+                        name: bn.to_string(),
+                        ..Default::default()
+                    });
                     names.insert(bn.to_string(), spec.blobs.len() - 1);
                     spec.blobs.len() - 1
                 }
@@ -280,7 +315,10 @@ pub fn parse_text(text: &str) -> anyhow::Result<NetSpec> {
         let mut tops = Vec::new();
         for _ in 0..nt {
             let tn = tk.next("a top blob name")?;
-            spec.blobs.push(BlobSpec { name: tn.to_string(), ..Default::default() });
+            spec.blobs.push(BlobSpec {
+                name: tn.to_string(),
+                ..Default::default()
+            });
             names.insert(tn.to_string(), spec.blobs.len() - 1);
             tops.push(spec.blobs.len() - 1);
         }
@@ -313,7 +351,10 @@ struct Words<'a> {
 impl<'a> Words<'a> {
     fn i32(&mut self, what: &str) -> anyhow::Result<i32> {
         if self.pos + 4 > self.b.len() {
-            ncnn_bail!("binary param ends early at byte {}: expected {what}", self.pos);
+            ncnn_bail!(
+                "binary param ends early at byte {}: expected {what}",
+                self.pos
+            );
         }
         let v = i32::from_le_bytes(self.b[self.pos..self.pos + 4].try_into().unwrap());
         self.pos += 4;
@@ -321,7 +362,10 @@ impl<'a> Words<'a> {
     }
     fn bytes(&mut self, n: usize, what: &str) -> anyhow::Result<&'a [u8]> {
         if n > self.b.len() - self.pos {
-            ncnn_bail!("binary param ends early at byte {}: {what} needs {n} bytes", self.pos);
+            ncnn_bail!(
+                "binary param ends early at byte {}: {what} needs {n} bytes",
+                self.pos
+            );
         }
         let s = &self.b[self.pos..self.pos + n];
         self.pos += n;
@@ -343,7 +387,10 @@ pub fn parse_binary(b: &[u8]) -> anyhow::Result<NetSpec> {
     }
     let nblob = blob_count as usize;
     if nblob > b.len() / 4 {
-        ncnn_bail!("binary param declares {nblob} blobs, more than a file of {} bytes can use", b.len());
+        ncnn_bail!(
+            "binary param declares {nblob} blobs, more than a file of {} bytes can use",
+            b.len()
+        );
     }
     let mut spec = NetSpec::default();
     for li in 0..layer_count {
@@ -358,7 +405,10 @@ pub fn parse_binary(b: &[u8]) -> anyhow::Result<NetSpec> {
             let p = w.pos;
             let v = w.i32(what)?;
             if v < 0 || v as usize >= nblob {
-                ncnn_bail!("binary param byte {p}: blob index {v} is outside 0..{}", nblob - 1);
+                ncnn_bail!(
+                    "binary param byte {p}: blob index {v} is outside 0..{}",
+                    nblob - 1
+                );
             }
             Ok(v as usize)
         };
@@ -385,7 +435,11 @@ pub fn parse_binary(b: &[u8]) -> anyhow::Result<NetSpec> {
                 }
                 let n = (len as usize + 3) / 4 * 4;
                 let s = w.bytes(n, "a string parameter")?;
-                params.values[k] = Value::Str(String::from_utf8_lossy(&s[..len as usize]).trim_end_matches('\0').to_string());
+                params.values[k] = Value::Str(
+                    String::from_utf8_lossy(&s[..len as usize])
+                        .trim_end_matches('\0')
+                        .to_string(),
+                );
             } else if id <= -23300 {
                 let k = (-23300 - id) as usize;
                 let len = w.i32("an array length")?;
@@ -393,11 +447,16 @@ pub fn parse_binary(b: &[u8]) -> anyhow::Result<NetSpec> {
                     ncnn_bail!("binary param byte {p}: bad array parameter {id} (length {len})");
                 }
                 let s = w.bytes(len as usize * 4, "an array parameter")?;
-                params.values[k] =
-                    Value::RawArray(s.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect());
+                params.values[k] = Value::RawArray(
+                    s.chunks_exact(4)
+                        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+                        .collect(),
+                );
             } else {
                 if id < 0 || id as usize >= MAX_PARAM {
-                    ncnn_bail!("binary param byte {p}: parameter id {id} is out of range (0 to 31)");
+                    ncnn_bail!(
+                        "binary param byte {p}: parameter id {id} is out of range (0 to 31)"
+                    );
                 }
                 let v = w.i32("a parameter value")?;
                 params.values[id as usize] = Value::Raw(v as u32);

@@ -46,7 +46,11 @@ const INDEX_LIMIT: i64 = 1_000_000 + CUSTOM_BIT as i64;
 impl Registry {
     /// Register `factory` under `key`; returns the entry it now owns. A
     /// rejected registration keeps nothing (the factory is dropped).
-    pub fn register(&mut self, key: TypeKey, factory: Rc<dyn CustomFactory>) -> anyhow::Result<RegKey> {
+    pub fn register(
+        &mut self,
+        key: TypeKey,
+        factory: Rc<dyn CustomFactory>,
+    ) -> anyhow::Result<RegKey> {
         match key {
             TypeKey::Name(name) => {
                 if name.is_empty() {
@@ -55,7 +59,11 @@ impl Registry {
                 if let Some(i) = types::index_of(name) {
                     return Ok(self.set_override(i as i32, factory));
                 }
-                if let Some(s) = self.slots.iter().position(|e| e.name.as_deref() == Some(name)) {
+                if let Some(s) = self
+                    .slots
+                    .iter()
+                    .position(|e| e.name.as_deref() == Some(name))
+                {
                     self.slots[s].factory = Some(factory);
                     return Ok(RegKey::Slot(s));
                 }
@@ -66,7 +74,10 @@ impl Registry {
                         s | CUSTOM_BIT as usize
                     )));
                 }
-                self.slots.push(SlotEntry { name: Some(name.to_string()), factory: Some(factory) });
+                self.slots.push(SlotEntry {
+                    name: Some(name.to_string()),
+                    factory: Some(factory),
+                });
                 Ok(RegKey::Slot(s))
             }
             TypeKey::Index(index) => {
@@ -102,7 +113,11 @@ impl Registry {
     /// The factory currently registered for `key`.
     pub fn factory(&self, key: RegKey) -> Option<Rc<dyn CustomFactory>> {
         match key {
-            RegKey::Override(i) => self.overrides.iter().find(|e| e.0 == i).map(|e| e.1.clone()),
+            RegKey::Override(i) => self
+                .overrides
+                .iter()
+                .find(|e| e.0 == i)
+                .map(|e| e.1.clone()),
             RegKey::Slot(s) => self.slots.get(s).and_then(|e| e.factory.clone()),
         }
     }
@@ -111,7 +126,11 @@ impl Registry {
     /// (override of a builtin name, else a custom name).
     pub fn lookup_name(&self, name: &str) -> Option<RegKey> {
         if let Some(i) = types::index_of(name) {
-            return self.overrides.iter().find(|e| e.0 == i as i32).map(|e| RegKey::Override(e.0));
+            return self
+                .overrides
+                .iter()
+                .find(|e| e.0 == i as i32)
+                .map(|e| RegKey::Override(e.0));
         }
         self.slots
             .iter()
@@ -121,13 +140,19 @@ impl Registry {
 
     /// The override for a builtin index, if any.
     pub fn lookup_override(&self, index: i32) -> Option<RegKey> {
-        self.overrides.iter().find(|e| e.0 == index).map(|e| RegKey::Override(e.0))
+        self.overrides
+            .iter()
+            .find(|e| e.0 == index)
+            .map(|e| RegKey::Override(e.0))
     }
 
     /// The custom slot a binary type index resolves to, if filled.
     pub fn lookup_slot(&self, index: i32) -> Option<RegKey> {
         let s = (index & !CUSTOM_BIT) as usize;
-        self.slots.get(s).filter(|e| e.factory.is_some()).map(|_| RegKey::Slot(s))
+        self.slots
+            .get(s)
+            .filter(|e| e.factory.is_some())
+            .map(|_| RegKey::Slot(s))
     }
 
     pub fn slot_count(&self) -> usize {

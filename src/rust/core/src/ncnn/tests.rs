@@ -78,10 +78,22 @@ fn binary_param_reads_indices() {
 fn registry_follows_slot_rules() {
     let mut r = Registry::default();
     let f = || Rc::new(Factory::default()) as Rc<dyn CustomFactory>;
-    assert_eq!(r.register(TypeKey::Name("A"), f()).unwrap(), RegKey::Slot(0));
-    assert_eq!(r.register(TypeKey::Index(256), f()).unwrap(), RegKey::Slot(0));
-    assert_eq!(r.register(TypeKey::Name("Input"), f()).unwrap(), RegKey::Override(16));
-    assert_eq!(r.register(TypeKey::Index(16), f()).unwrap(), RegKey::Override(16));
+    assert_eq!(
+        r.register(TypeKey::Name("A"), f()).unwrap(),
+        RegKey::Slot(0)
+    );
+    assert_eq!(
+        r.register(TypeKey::Index(256), f()).unwrap(),
+        RegKey::Slot(0)
+    );
+    assert_eq!(
+        r.register(TypeKey::Name("Input"), f()).unwrap(),
+        RegKey::Override(16)
+    );
+    assert_eq!(
+        r.register(TypeKey::Index(16), f()).unwrap(),
+        RegKey::Override(16)
+    );
     assert!(r.register(TypeKey::Index(-1), f()).is_err());
     assert!(r.register(TypeKey::Index(1_000_256), f()).is_err());
     for i in 1..256 {
@@ -89,24 +101,36 @@ fn registry_follows_slot_rules() {
     }
     assert!(r.register(TypeKey::Name("Overflow"), f()).is_err());
     // replacing an existing name never needs a slot
-    assert_eq!(r.register(TypeKey::Name("N255"), f()).unwrap(), RegKey::Slot(255));
+    assert_eq!(
+        r.register(TypeKey::Name("N255"), f()).unwrap(),
+        RegKey::Slot(255)
+    );
     let mut r = Registry::default();
     r.register(TypeKey::Index(768), f()).unwrap();
-    assert_eq!(r.register(TypeKey::Name("B"), f()).unwrap(), RegKey::Slot(513));
+    assert_eq!(
+        r.register(TypeKey::Name("B"), f()).unwrap(),
+        RegKey::Slot(513)
+    );
 }
 
 #[test]
 fn net_runs_custom_and_destroys_through_current_factory() {
     let mut net = Net::new(1, true).unwrap();
     let first = Rc::new(Factory::default());
-    net.registry.register(TypeKey::Name("Plus"), first.clone()).unwrap();
-    net.load_param_text("7767517\n2 2\nInput data 0 1 data\nPlus p 1 1 data out\n").unwrap();
+    net.registry
+        .register(TypeKey::Name("Plus"), first.clone())
+        .unwrap();
+    net.load_param_text("7767517\n2 2\nInput data 0 1 data\nPlus p 1 1 data out\n")
+        .unwrap();
     net.load_model(&DataReader::Empty).unwrap();
     let second = Rc::new(Factory::default());
-    net.registry.register(TypeKey::Name("Plus"), second.clone()).unwrap();
+    net.registry
+        .register(TypeKey::Name("Plus"), second.clone())
+        .unwrap();
     let mut ex = net.create_extractor().unwrap();
-    ex.input(&net, 0, Mat::from_shape(&[2], vec![1.0, 2.0]).unwrap()).unwrap();
-    assert_eq!(ex.extract(&net, 1).unwrap().data, vec![2.0, 3.0]);
+    ex.input(&net, 0, Mat::from_shape(&[2], vec![1.0, 2.0]).unwrap())
+        .unwrap();
+    assert_eq!(*ex.extract(&net, 1).unwrap().data, vec![2.0, 3.0]);
     net.clear();
     assert_eq!((first.destroyed.get(), second.destroyed.get()), (0, 1));
     assert!(ex.extract(&net, 1).is_err());
@@ -116,7 +140,9 @@ fn net_runs_custom_and_destroys_through_current_factory() {
 fn conv_matches_direct_sum() {
     // 2 input channels 4x3, 3 outputs, 3x3 kernel, pad 1, stride 2, bias, relu
     let param = "7767517\n2 2\nInput data 0 1 data\nConvolution c 1 1 data out 0=3 1=3 3=2 4=1 5=1 6=54 9=1\n";
-    let w: Vec<f32> = (0..54).map(|i| ((i * 7 % 11) as f32 - 5.0) / 10.0).collect();
+    let w: Vec<f32> = (0..54)
+        .map(|i| ((i * 7 % 11) as f32 - 5.0) / 10.0)
+        .collect();
     let bias = [0.1f32, -0.2, 0.3];
     let mut bytes = 0u32.to_le_bytes().to_vec();
     for v in w.iter().chain(bias.iter()) {
@@ -128,7 +154,8 @@ fn conv_matches_direct_sum() {
         net.load_param_text(param).unwrap();
         net.load_model(&DataReader::Bytes(bytes.clone())).unwrap();
         let mut ex = net.create_extractor().unwrap();
-        ex.input(&net, 0, Mat::from_shape(&[4, 3, 2], x.clone()).unwrap()).unwrap();
+        ex.input(&net, 0, Mat::from_shape(&[4, 3, 2], x.clone()).unwrap())
+            .unwrap();
         let y = ex.extract(&net, 1).unwrap();
         assert_eq!(y.shape(), vec![2, 2, 3]);
         for o in 0..3 {
@@ -140,7 +167,8 @@ fn conv_matches_direct_sum() {
                             for kx in 0..3i64 {
                                 let (iy, ix) = (oy * 2 + ky - 1, ox * 2 + kx - 1);
                                 if iy >= 0 && iy < 3 && ix >= 0 && ix < 4 {
-                                    s += x[c * 12 + (iy * 4 + ix) as usize] * w[((o * 2 + c) * 3 + ky as usize) * 3 + kx as usize];
+                                    s += x[c * 12 + (iy * 4 + ix) as usize]
+                                        * w[((o * 2 + c) * 3 + ky as usize) * 3 + kx as usize];
                                 }
                             }
                         }
@@ -156,7 +184,10 @@ fn conv_matches_direct_sum() {
 #[test]
 fn weights_errors() {
     let mut net = Net::new(1, true).unwrap();
-    net.load_param_text("7767517\n2 2\nInput data 0 1 data\nInnerProduct fc 1 1 data out 0=2 2=4\n").unwrap();
+    net.load_param_text(
+        "7767517\n2 2\nInput data 0 1 data\nInnerProduct fc 1 1 data out 0=2 2=4\n",
+    )
+    .unwrap();
     let e = net.load_model(&DataReader::Bytes(vec![0; 8])).unwrap_err();
     assert!(format!("{e}").contains("weights end early"), "{e}");
     let mut b = modelbin::TAG_INT8.to_le_bytes().to_vec();
@@ -169,6 +200,7 @@ fn weights_errors() {
     }
     net.load_model(&DataReader::Bytes(b)).unwrap();
     let mut ex = net.create_extractor().unwrap();
-    ex.input(&net, 0, Mat::from_shape(&[2], vec![1.0, 1.0]).unwrap()).unwrap();
-    assert_eq!(ex.extract(&net, 1).unwrap().data, vec![3.0, 7.0]);
+    ex.input(&net, 0, Mat::from_shape(&[2], vec![1.0, 1.0]).unwrap())
+        .unwrap();
+    assert_eq!(*ex.extract(&net, 1).unwrap().data, vec![3.0, 7.0]);
 }

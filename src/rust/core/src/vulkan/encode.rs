@@ -4,7 +4,7 @@
 
 use super::context::VkContext;
 use super::memory::VkBuffer;
-use super::shaders::Shader;
+use super::shaders::{Shader, Variant};
 use crate::dtype::DType;
 use crate::op::{Layout, Op, PoolOp, UnaryOp};
 use ash::vk;
@@ -44,7 +44,7 @@ pub(crate) struct Bind {
 
 #[derive(Debug, Clone)]
 pub(crate) struct Dispatch {
-    pub shader: Shader,
+    pub variant: Variant,
     pub params: [u32; PARAM_WORDS],
     /// Source 0, source 1, result.
     pub binds: [Bind; 3],
@@ -318,8 +318,8 @@ pub(crate) fn encode(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dis
                 e.params[w] = u32::try_from(v)?;
             }
             groups = [
-                m.div_ceil(64).clamp(1, ctx.max_groups(0)) as u32,
-                nn.div_ceil(64).clamp(1, ctx.max_groups(1)) as u32,
+                m.div_ceil(16).clamp(1, ctx.max_groups(0)) as u32,
+                nn.div_ceil(16).clamp(1, ctx.max_groups(1)) as u32,
                 (d.ne[2] * d.ne[3]).clamp(1, ctx.max_groups(2)) as u32,
             ];
         }
@@ -369,6 +369,20 @@ pub(crate) fn encode(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dis
         }
         other => anyhow::bail!("{} has no Vulkan kernel", other.name()),
     }
+    // Contiguous same-shape element-wise work takes the shader's linear path.
+    if shader == Shader::Eltwise && e.params[OPW] <= 5 {
+        let same = |l: &Layout| l.is_contiguous() && l.ne == dst.layout.ne;
+        let a_ok = node.srcs.first().is_some_and(|a| {
+            a.layout.is_contiguous() && (same(&a.layout) || e.params[OPW] == 0)
+        });
+        let b = if e.params[OPW] == 5 { node.srcs.get(1) } else { None };
+        let b_scalar = b.is_some_and(|b| b.layout.nelements() == 1);
+        let b_ok = b.is_none_or(|b| b_scalar || same(&b.layout));
+        if a_ok && b_ok && dst.layout.is_contiguous() {
+            e.params[59] = 1;
+            e.params[60] = b_scalar as u32;
+        }
+    }
     // Unused source slots repeat the result's binding (never read).
     let dst_bind = e.binds[2];
     for b in e.binds.iter_mut().take(2) {
@@ -376,5 +390,16 @@ pub(crate) fn encode(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dis
             *b = Bind { touched: (0, 0), ..dst_bind };
         }
     }
-    Ok(Some(Dispatch { shader, params: e.params, binds: [e.binds[0], e.binds[1], e.binds[2]], groups }))
+    // The variant: operation codes as constants, f32-only when every tensor is.
+    let all_f32 = node.srcs.iter().chain(std::iter::once(dst)).all(|t| t.layout.dtype == DType::F32);
+    let (op_code, sub) = match shader {
+        Shader::Matmul => (0, 0),
+        Shader::Reduce => (e.params[OPW], 0),
+        Shader::Eltwise => {
+            let op = e.params[OPW];
+            (op, if matches!(op, 1 | 5 | 13) { e.params[49] } else { 0 })
+        }
+    };
+    let variant = Variant { shader, op: op_code, sub, all_f32 };
+    Ok(Some(Dispatch { variant, params: e.params, binds: [e.binds[0], e.binds[1], e.binds[2]], groups }))
 }

@@ -79,7 +79,7 @@ impl VkContext {
         let (set_layout, layout) = self.pipelines.layouts(dev).map_err(vkerr("creating pipeline layouts"))?;
         let mut pipes = Vec::with_capacity(dispatches.len());
         for d in &dispatches {
-            pipes.push(self.pipelines.get(dev, d.shader).map_err(vkerr("creating a compute pipeline"))?);
+            pipes.push(self.pipelines.get(dev, d.variant).map_err(vkerr("creating a compute pipeline"))?);
         }
 
         // Parameter blocks, one per dispatch, at offsets the device accepts.

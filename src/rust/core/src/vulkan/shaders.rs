@@ -1,5 +1,6 @@
-//! The compute shaders (SPIR-V compiled from `shaders/*.wgsl` by build.rs)
-//! and their pipelines, created on first use and cached per shader.
+//! The compute shaders (SPIR-V compiled from `shaders/*.wgsl` by build.rs,
+//! in variants per operation) and their pipelines, created on first use and
+//! cached per variant.
 //!
 //! Every shader has the same interface: binding 0 is the parameter block,
 //! bindings 1 and 2 the sources, binding 3 the result, all storage buffers.
@@ -21,16 +22,28 @@ pub enum Shader {
     Reduce,
 }
 
+include!(concat!(env!("OUT_DIR"), "/variants.rs"));
+
+/// One compiled variant of a shader: the operation and sub-operation codes
+/// are constants in it, and `all_f32` fixes every tensor's type to f32.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Variant {
+    pub shader: Shader,
+    pub op: u32,
+    pub sub: u32,
+    pub all_f32: bool,
+}
+
 impl Shader {
-    fn spirv(self) -> &'static [u8] {
+    fn file(self) -> &'static str {
         match self {
-            Shader::Eltwise => include_bytes!(concat!(env!("OUT_DIR"), "/eltwise.spv")),
-            Shader::Matmul => include_bytes!(concat!(env!("OUT_DIR"), "/matmul.spv")),
-            Shader::Reduce => include_bytes!(concat!(env!("OUT_DIR"), "/reduce.spv")),
+            Shader::Eltwise => "eltwise",
+            Shader::Matmul => "matmul",
+            Shader::Reduce => "reduce",
         }
     }
 
-    /// Invocations per workgroup (the shaders' workgroup_size).
+    /// Invocations per workgroup (the shaders' workgroup_size, 16 x 16 for matmul).
     pub fn local_size(self) -> u32 {
         256
     }
@@ -43,7 +56,7 @@ pub const BINDINGS: u32 = 4;
 struct Cache {
     set_layout: vk::DescriptorSetLayout,
     layout: vk::PipelineLayout,
-    pipelines: HashMap<Shader, vk::Pipeline>,
+    pipelines: HashMap<Variant, vk::Pipeline>,
 }
 
 pub(crate) struct Pipelines {
@@ -92,14 +105,16 @@ impl Pipelines {
         Ok(())
     }
 
-    /// The pipeline of `shader`, created the first time it is asked for.
-    pub fn get(&self, dev: &ash::Device, shader: Shader) -> Result<vk::Pipeline, vk::Result> {
+    /// The pipeline of variant `v`, created the first time it is asked for.
+    pub fn get(&self, dev: &ash::Device, v: Variant) -> Result<vk::Pipeline, vk::Result> {
         let mut c = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         Self::ensure_layouts(&mut c, dev)?;
-        if let Some(&p) = c.pipelines.get(&shader) {
+        if let Some(&p) = c.pipelines.get(&v) {
             return Ok(p);
         }
-        let words = ash::util::read_spv(&mut std::io::Cursor::new(shader.spirv()))
+        let code = variant_spirv(v.shader.file(), v.op, v.sub, v.all_f32)
+            .ok_or(vk::Result::ERROR_INVALID_SHADER_NV)?;
+        let words = ash::util::read_spv(&mut std::io::Cursor::new(code))
             .map_err(|_| vk::Result::ERROR_INVALID_SHADER_NV)?;
         let minfo = vk::ShaderModuleCreateInfo::default().code(&words);
         // SAFETY: the SPIR-V was produced and validated by naga at build time.
@@ -112,7 +127,7 @@ impl Pipelines {
         let made = unsafe { dev.create_compute_pipelines(vk::PipelineCache::null(), &info, None) };
         unsafe { dev.destroy_shader_module(module, None) };
         let p = made.map_err(|(_, e)| e)?[0];
-        c.pipelines.insert(shader, p);
+        c.pipelines.insert(v, p);
         Ok(p)
     }
 

@@ -139,3 +139,12 @@ pub fn assert_close(got: &[f32], want: &[f32], atol: f32, rtol: f32, what: &str)
         assert!(ok, "{what}: element {i}: got {g}, want {w}");
     }
 }
+
+/// Linear index of coordinates `c` in a contiguous tensor of sizes `ne`.
+pub fn lin(ne: [usize; 4], c: [usize; 4]) -> usize {
+    c[0] + ne[0] * (c[1] + ne[1] * (c[2] + ne[2] * c[3]))
+}
+
+pub fn n_of(ne: [usize; 4]) -> usize {
+    ne.iter().product()
+}

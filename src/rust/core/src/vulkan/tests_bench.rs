@@ -31,7 +31,7 @@ fn bench_transfers_matmul_submission() {
     let down = secs(5, || c.read(&b, 0, &mut out).unwrap());
     println!("upload   {:8.2} GB/s (64 MiB)", bytes as f64 / up / 1e9);
     println!("download {:8.2} GB/s (64 MiB)", bytes as f64 / down / 1e9);
-    let mut sizes = vec![256, 1024];
+    let mut sizes = if std::env::var("GGMLR_BENCH_SKIP_MM").is_ok() { vec![] } else { vec![256, 1024] };
     if let Ok(n) = std::env::var("GGMLR_BENCH_N") {
         sizes.push(n.parse().unwrap());
     }
@@ -60,4 +60,31 @@ fn bench_transfers_matmul_submission() {
 
 fn dt_name(d: DType) -> &'static str {
     d.name()
+}
+
+/// Time to create each pipeline variant (run with MESA_SHADER_CACHE_DISABLE=true
+/// to see a driver's compile times).
+#[test]
+#[ignore]
+fn bench_pipeline_creation() {
+    if ctx().is_none() {
+        return;
+    }
+    let c = VkContext::unshared(0).unwrap();
+    let filter = std::env::var("GGMLR_BENCH_SHADER").unwrap_or_default();
+    for shader in [Shader::Matmul, Shader::Reduce, Shader::Eltwise] {
+        for op in [0u32, 1, 2, 5] {
+            for all_f32 in [true, false] {
+                let v = Variant { shader, op, sub: 0, all_f32 };
+                if !format!("{shader:?}").to_lowercase().contains(&filter) {
+                    continue;
+                }
+                let t = Instant::now();
+                match c.pipelines.get(&c.device, v) {
+                    Ok(_) => println!("{v:?}: {:.2} s", t.elapsed().as_secs_f64()),
+                    Err(e) => println!("{v:?}: {e}"),
+                }
+            }
+        }
+    }
 }

@@ -119,3 +119,27 @@ fn context_lives_while_buffers_do_and_is_released_after() {
     drop(b);
     assert!(weak.upgrade().is_none(), "the context goes with its last holder");
 }
+
+#[test]
+fn threads_share_a_context() {
+    let Some(c) = ctx() else { return };
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let c = Arc::clone(&c);
+            std::thread::spawn(move || {
+                use super::test_util::*;
+                let x = values(1000, t, -1.0, 1.0);
+                for _ in 0..5 {
+                    let a = upload(&c, &x, [1000, 1, 1, 1], crate::dtype::DType::F32, false, 0);
+                    let out = output(&c, [1000, 1, 1, 1], crate::dtype::DType::F32);
+                    let got = run1(&c, &crate::op::Op::Add, &[&a, &a], &out);
+                    let want: Vec<f32> = x.iter().map(|v| v + v).collect();
+                    assert_close(&got, &want, 0.0, 0.0, "ADD from several threads");
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+}

@@ -2,7 +2,7 @@
 
 use crate::ncnn::layer::one;
 use crate::ncnn::{Layer, Mat, Opt, ParamDict};
-use rayon::prelude::*;
+use crate::ncnn::par;
 
 #[derive(Clone, Copy)]
 pub enum ActKind {
@@ -40,7 +40,11 @@ impl Layer for Act {
         let f = move |x: f32| -> f32 {
             match kind {
                 ActKind::Relu => {
-                    if x < 0.0 { x * a } else { x }
+                    if x < 0.0 {
+                        x * a
+                    } else {
+                        x
+                    }
                 }
                 ActKind::Sigmoid => 1.0 / (1.0 + (-x).exp()),
                 ActKind::Tanh => x.tanh(),
@@ -50,7 +54,7 @@ impl Layer for Act {
                 ActKind::Clip => x.max(a).min(b),
             }
         };
-        m.data.par_chunks_mut(4096).for_each(|c| c.iter_mut().for_each(|x| *x = f(*x)));
+        par::chunks_mut(&mut m.data, 4096, |_, c| c.iter_mut().for_each(|x| *x = f(*x)));
         Ok(vec![m])
     }
 }

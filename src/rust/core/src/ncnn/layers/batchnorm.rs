@@ -17,7 +17,12 @@ impl BatchNorm {
         if c <= 0 {
             ncnn_bail!("BatchNorm channels must be positive, got {c}");
         }
-        Ok(BatchNorm { channels: c as usize, eps: pd.float(1, 0.0), a: vec![], b: vec![] })
+        Ok(BatchNorm {
+            channels: c as usize,
+            eps: pd.float(1, 0.0),
+            a: vec![],
+            b: vec![],
+        })
     }
 }
 
@@ -28,8 +33,12 @@ impl Layer for BatchNorm {
         let mean = mb.raw(n, "batchnorm mean")?;
         let var = mb.raw(n, "batchnorm variance")?;
         let bias = mb.raw(n, "batchnorm bias")?;
-        self.a = (0..n).map(|i| bias[i] - slope[i] * mean[i] / (var[i] + self.eps).sqrt()).collect();
-        self.b = (0..n).map(|i| slope[i] / (var[i] + self.eps).sqrt()).collect();
+        self.a = (0..n)
+            .map(|i| bias[i] - slope[i] * mean[i] / (var[i] + self.eps).sqrt())
+            .collect();
+        self.b = (0..n)
+            .map(|i| slope[i] / (var[i] + self.eps).sqrt())
+            .collect();
         Ok(())
     }
 
@@ -37,7 +46,11 @@ impl Layer for BatchNorm {
         let mut x = one(bottoms, "BatchNorm")?;
         let (c, n) = channel_layout(&x);
         if c != self.channels {
-            ncnn_bail!("has {} channels but the input {} has {c}", self.channels, x.describe());
+            ncnn_bail!(
+                "has {} channels but the input {} has {c}",
+                self.channels,
+                x.describe()
+            );
         }
         for (q, ch) in x.data.chunks_mut(n).enumerate() {
             let (a, b) = (self.a[q], self.b[q]);

@@ -4,7 +4,7 @@
 
 use crate::ncnn::{Layer, Mat, Opt, ParamDict};
 use crate::ncnn_bail;
-use rayon::prelude::*;
+use crate::ncnn::par;
 
 pub struct BinaryOp {
     op: i32,
@@ -18,7 +18,11 @@ impl BinaryOp {
         if !(0..=11).contains(&op) {
             ncnn_bail!("BinaryOp op_type {op} is not 0 to 11");
         }
-        Ok(BinaryOp { op, with_scalar: pd.int(1, 0) != 0, b: pd.float(2, 0.0) })
+        Ok(BinaryOp {
+            op,
+            with_scalar: pd.int(1, 0) != 0,
+            b: pd.float(2, 0.0),
+        })
     }
 }
 
@@ -65,19 +69,26 @@ impl Layer for BinaryOp {
         if self.with_scalar {
             let mut a = crate::ncnn::layer::one(bottoms, "BinaryOp")?;
             let b = self.b;
-            a.data.par_chunks_mut(4096).for_each(|c| c.iter_mut().for_each(|x| *x = apply(op, *x, b)));
+            par::chunks_mut(&mut a.data, 4096, |_, c| c.iter_mut().for_each(|x| *x = apply(op, *x, b)));
             return Ok(vec![a]);
         }
         if bottoms.len() != 2 {
-            ncnn_bail!("BinaryOp without with_scalar needs two bottom blobs, got {}", bottoms.len());
+            ncnn_bail!(
+                "BinaryOp without with_scalar needs two bottom blobs, got {}",
+                bottoms.len()
+            );
         }
         let b = bottoms.pop().unwrap();
         let a = bottoms.pop().unwrap();
         if a.shape_eq(&b) {
             let mut out = a;
-            out.data.par_chunks_mut(4096).zip(b.data.par_chunks(4096)).for_each(|(o, bb)| {
-                o.iter_mut().zip(bb).for_each(|(x, y)| *x = apply(op, *x, *y))
-            });
+            let bd: &[f32] = &b.data;
+            par::chunks_mut(&mut out.data, 4096, |i, o| {
+                let bb = &bd[i * 4096..i * 4096 + o.len()];
+                o.iter_mut()
+                        .zip(bb)
+                        .for_each(|(x, y)| *x = apply(op, *x, *y))
+                });
             return Ok(vec![out]);
         }
         let n = a.dims.max(b.dims);
@@ -86,7 +97,11 @@ impl Layer for BinaryOp {
         let mut oa = vec![0; n];
         for i in 0..n {
             if aa[i] != ba[i] && aa[i] != 1 && ba[i] != 1 {
-                ncnn_bail!("BinaryOp cannot broadcast shapes {} and {}", a.describe(), b.describe());
+                ncnn_bail!(
+                    "BinaryOp cannot broadcast shapes {} and {}",
+                    a.describe(),
+                    b.describe()
+                );
             }
             oa[i] = aa[i].max(ba[i]);
         }
@@ -103,7 +118,7 @@ impl Layer for BinaryOp {
         let total: usize = oa.iter().product();
         let mut data = vec![0.0f32; total];
         let inner = oa[n - 1];
-        data.par_chunks_mut(inner).enumerate().for_each(|(r, row)| {
+        par::chunks_mut(&mut data, inner, |r, row| {
             // decompose r over the outer n-1 axes
             let (mut ia, mut ib, mut rem) = (0, 0, r);
             for i in (0..n - 1).rev() {

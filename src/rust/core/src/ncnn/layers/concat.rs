@@ -28,9 +28,19 @@ impl Layer for Concat {
         let mut total = 0;
         for b in &bottoms {
             let ax = b.axes();
-            let ok = b.dims == dims && ax.iter().zip(&base).enumerate().all(|(i, (x, y))| i == a || x == y);
+            let ok = b.dims == dims
+                && ax
+                    .iter()
+                    .zip(&base)
+                    .enumerate()
+                    .all(|(i, (x, y))| i == a || x == y);
             if !ok {
-                ncnn_bail!("cannot concatenate blobs of shapes {} and {} along axis {}", bottoms[0].describe(), b.describe(), self.axis);
+                ncnn_bail!(
+                    "cannot concatenate blobs of shapes {} and {} along axis {}",
+                    bottoms[0].describe(),
+                    b.describe(),
+                    self.axis
+                );
             }
             total += ax[a];
         }

@@ -2,9 +2,10 @@
 //! padding, the convolution GEMM driver and a threaded GEMM.
 
 use crate::ncnn::layer::Activation;
+use crate::ncnn::mat::Buf;
 use crate::ncnn::{Mat, ModelBin, ParamDict};
 use crate::ncnn_bail;
-use rayon::prelude::*;
+use crate::ncnn::par;
 
 #[derive(Clone, Debug)]
 pub struct ConvParams {
@@ -62,10 +63,18 @@ impl ConvParams {
             pad_value: pd.float(18, 0.0),
             bias_term: pd.int(5, 0) != 0,
             weight_data_size: pd.int(6, 0).max(0) as usize,
-            group: if depthwise { positive(pd.int(7, 1), "group")? } else { 1 },
+            group: if depthwise {
+                positive(pd.int(7, 1), "group")?
+            } else {
+                1
+            },
             act: Activation::from_params(pd, 9, 10)?,
         };
-        let per = p.num_output.checked_mul(p.kw).and_then(|v| v.checked_mul(p.kh)).unwrap_or(0);
+        let per = p
+            .num_output
+            .checked_mul(p.kw)
+            .and_then(|v| v.checked_mul(p.kh))
+            .unwrap_or(0);
         if per == 0 || p.weight_data_size == 0 || p.weight_data_size % per != 0 {
             ncnn_bail!(
                 "weight_data_size {} is not a positive multiple of num_output*kernel_w*kernel_h ({} x {} x {})",
@@ -76,7 +85,11 @@ impl ConvParams {
             );
         }
         if p.num_output % p.group != 0 {
-            ncnn_bail!("num_output {} is not divisible by group {}", p.num_output, p.group);
+            ncnn_bail!(
+                "num_output {} is not divisible by group {}",
+                p.num_output,
+                p.group
+            );
         }
         Ok(p)
     }
@@ -88,7 +101,11 @@ impl ConvParams {
 
     pub fn load(&self, mb: &mut ModelBin) -> anyhow::Result<(Vec<f32>, Vec<f32>)> {
         let w = mb.tagged(self.weight_data_size, "convolution weights")?;
-        let b = if self.bias_term { mb.raw(self.num_output, "convolution bias")? } else { vec![] };
+        let b = if self.bias_term {
+            mb.raw(self.num_output, "convolution bias")?
+        } else {
+            vec![]
+        };
         Ok((w, b))
     }
 
@@ -96,7 +113,14 @@ impl ConvParams {
     pub fn pad(&self, m: &Mat) -> Mat {
         let (pl, pr, pt, pb) = (self.pl, self.pr, self.pt, self.pb);
         if pl > 0 || pr > 0 || pt > 0 || pb > 0 {
-            return border(m, pt.max(0) as usize, pb.max(0) as usize, pl.max(0) as usize, pr.max(0) as usize, self.pad_value);
+            return border(
+                m,
+                pt.max(0) as usize,
+                pb.max(0) as usize,
+                pl.max(0) as usize,
+                pr.max(0) as usize,
+                self.pad_value,
+            );
         }
         let same = |v: i32| pl == v && pr == v && pt == v && pb == v;
         if same(-233) || same(-234) {
@@ -107,9 +131,23 @@ impl ConvParams {
             if wpad > 0 || hpad > 0 {
                 let (wpad, hpad) = (wpad.max(0) as usize, hpad.max(0) as usize);
                 return if same(-233) {
-                    border(m, hpad / 2, hpad - hpad / 2, wpad / 2, wpad - wpad / 2, self.pad_value)
+                    border(
+                        m,
+                        hpad / 2,
+                        hpad - hpad / 2,
+                        wpad / 2,
+                        wpad - wpad / 2,
+                        self.pad_value,
+                    )
                 } else {
-                    border(m, hpad - hpad / 2, hpad / 2, wpad - wpad / 2, wpad / 2, self.pad_value)
+                    border(
+                        m,
+                        hpad - hpad / 2,
+                        hpad / 2,
+                        wpad - wpad / 2,
+                        wpad / 2,
+                        self.pad_value,
+                    )
                 };
             }
         }
@@ -123,7 +161,10 @@ impl ConvParams {
         if m.w < ext_w || m.h < ext_h {
             ncnn_bail!(
                 "input of {}x{} (w x h, after padding) is smaller than the {}x{} kernel extent",
-                m.w, m.h, ext_w, ext_h
+                m.w,
+                m.h,
+                ext_w,
+                ext_h
             );
         }
         Ok(((m.w - ext_w) / self.sw + 1, (m.h - ext_h) / self.sh + 1))
@@ -133,24 +174,57 @@ impl ConvParams {
 /// Copy `m` (3-d) into a larger blob with constant borders.
 pub fn border(m: &Mat, top: usize, bottom: usize, left: usize, right: usize, v: f32) -> Mat {
     let (w, h) = (m.w + left + right, m.h + top + bottom);
-    let mut out = Mat { dims: m.dims.max(2), w, h, d: m.d, c: m.c, data: vec![v; w * h * m.d * m.c] };
+    let mut out = Mat {
+        dims: m.dims.max(2),
+        w,
+        h,
+        d: m.d,
+        c: m.c,
+        data: Buf::filled(w * h * m.d * m.c, v),
+    };
     if m.dims == 1 {
         out.dims = 2;
     }
     let planes = m.d * m.c;
-    out.data.par_chunks_mut(w * h).enumerate().take(planes).for_each(|(q, o)| {
-        let src = &m.data[q * m.w * m.h..(q + 1) * m.w * m.h];
-        for y in 0..m.h {
-            o[(y + top) * w + left..(y + top) * w + left + m.w].copy_from_slice(&src[y * m.w..(y + 1) * m.w]);
-        }
-    });
+    par::chunks_mut(&mut out.data, w * h, |q, o| {
+            if q >= planes {
+                return;
+            }
+            let src = &m.data[q * m.w * m.h..(q + 1) * m.w * m.h];
+            for y in 0..m.h {
+                o[(y + top) * w + left..(y + top) * w + left + m.w]
+                    .copy_from_slice(&src[y * m.w..(y + 1) * m.w]);
+            }
+        });
     out
 }
 
 /// Convolve channels `c0..c0+nc` of the padded input `xp` with packed weights
 /// (rows = output channels, columns = (c, ky, kx)) into `out` (rows x outh*outw).
-pub fn conv_gemm(xp: &Mat, p: &ConvParams, c0: usize, nc: usize, a: &super::gemm::PackedA, out: &mut [f32], outw: usize, outh: usize) {
-    use super::gemm::gemm as pgemm;
+pub fn conv_gemm(
+    xp: &Mat,
+    p: &ConvParams,
+    c0: usize,
+    nc: usize,
+    a: &super::gemm::PackedA,
+    out: &mut [f32],
+    outw: usize,
+    outh: usize,
+) {
+    out.copy_from_slice(&conv_gemm_new(xp, p, c0, nc, a, outw, outh));
+}
+
+/// Like [`conv_gemm`], returning a new (rows x outh*outw) buffer.
+pub fn conv_gemm_new(
+    xp: &Mat,
+    p: &ConvParams,
+    c0: usize,
+    nc: usize,
+    a: &super::gemm::PackedA,
+    outw: usize,
+    outh: usize,
+) -> Vec<f32> {
+    use super::gemm::gemm_new;
     let kk = p.kh * p.kw;
     let n = outw * outh;
     if p.sw == 1 && p.sh == 1 {
@@ -164,16 +238,11 @@ pub fn conv_gemm(xp: &Mat, p: &ConvParams, c0: usize, nc: usize, a: &super::gemm
             })
             .collect();
         if wp == outw {
-            pgemm(a, &xp.data, &offs, n, out, n);
+            gemm_new(a, &xp.data, &offs, n)
         } else {
             let nf = (outh - 1) * wp + outw;
-            let mut tmp = vec![0.0f32; a.m * nf];
-            pgemm(a, &xp.data, &offs, nf, &mut tmp, nf);
-            out.par_chunks_mut(n).zip(tmp.par_chunks(nf)).for_each(|(o, t)| {
-                for y in 0..outh {
-                    o[y * outw..(y + 1) * outw].copy_from_slice(&t[y * wp..y * wp + outw]);
-                }
-            });
+            let tmp = Buf::from(gemm_new(a, &xp.data, &offs, nf));
+            compact(&tmp, nf, wp, outw, outh, a.m)
         }
     } else {
         // Strided: split the padded input into sh*sw phase planes, after
@@ -181,8 +250,8 @@ pub fn conv_gemm(xp: &Mat, p: &ConvParams, c0: usize, nc: usize, a: &super::gemm
         let (sh, sw) = (p.sh, p.sw);
         let (hq, wq) = ((xp.h + sh - 1) / sh, (xp.w + sw - 1) / sw);
         let plane = hq * wq;
-        let mut ph = vec![0.0f32; sh * sw * nc * plane];
-        ph.par_chunks_mut(plane).enumerate().for_each(|(i, dst)| {
+        let mut ph = Buf::filled(sh * sw * nc * plane, 0.0);
+        par::chunks_mut(&mut ph, plane, |i, dst| {
             let (phase, c) = (i / nc, i % nc);
             let (py, px) = (phase / sw, phase % sw);
             let src = xp.channel(c0 + c);
@@ -209,14 +278,28 @@ pub fn conv_gemm(xp: &Mat, p: &ConvParams, c0: usize, nc: usize, a: &super::gemm
             })
             .collect();
         let nf = (outh - 1) * wq + outw;
-        let mut tmp = vec![0.0f32; a.m * nf];
-        pgemm(a, &ph, &offs, nf, &mut tmp, nf);
-        out.par_chunks_mut(n).zip(tmp.par_chunks(nf)).for_each(|(o, t)| {
-            for y in 0..outh {
-                o[y * outw..(y + 1) * outw].copy_from_slice(&t[y * wq..y * wq + outw]);
-            }
-        });
+        let tmp = Buf::from(gemm_new(a, &ph, &offs, nf));
+        compact(&tmp, nf, wq, outw, outh, a.m)
     }
+}
+
+/// Keep the first `outw` of every `stride` columns of each row of `tmp`.
+fn compact(
+    tmp: &[f32],
+    nf: usize,
+    stride: usize,
+    outw: usize,
+    outh: usize,
+    rows: usize,
+) -> Vec<f32> {
+    let mut out = crate::ncnn::mat::take_vec(rows * outw * outh);
+    for r in 0..rows {
+        let t = &tmp[r * nf..(r + 1) * nf];
+        for y in 0..outh {
+            out.extend_from_slice(&t[y * stride..y * stride + outw]);
+        }
+    }
+    out
 }
 
 /// c[m x n] = a[m x k] * b[k x n], threaded over rows of c.
@@ -224,9 +307,9 @@ pub fn gemm(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize) {
     if m == 0 || n == 0 {
         return;
     }
-    let threads = rayon::current_num_threads().max(1);
+    let threads = par::threads();
     let rows = ((m + threads - 1) / threads).max(1);
-    c.par_chunks_mut(rows * n).enumerate().for_each(|(i, cc)| {
+    par::chunks_mut(c, rows * n, |i, cc| {
         let r0 = i * rows;
         let mr = cc.len() / n;
         unsafe {
@@ -252,7 +335,7 @@ pub fn gemm(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize) {
 
 /// Add per-row bias and apply the fused activation to an (rows x n) output.
 pub fn finish(out: &mut [f32], n: usize, bias: &[f32], act: &Activation) {
-    out.par_chunks_mut(n).enumerate().for_each(|(r, row)| {
+    par::chunks_mut(out, n, |r, row| {
         if let Some(b) = bias.get(r) {
             row.iter_mut().for_each(|x| *x += b);
         }

@@ -1,7 +1,7 @@
 //! Convolution: GEMM over shifted views of the padded input, explicit or SAME padding, dilation, bias and
 //! fused activation. Weights are [out][in][kh][kw].
 
-use super::conv_common::{conv_gemm, finish, ConvParams};
+use super::conv_common::{conv_gemm_new, finish, ConvParams};
 use super::gemm::PackedA;
 use crate::ncnn::layer::one;
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
@@ -15,7 +15,11 @@ pub struct Convolution {
 
 impl Convolution {
     pub fn new(pd: &ParamDict) -> anyhow::Result<Convolution> {
-        Ok(Convolution { p: ConvParams::new(pd, false)?, packed: PackedA::default(), bias: vec![] })
+        Ok(Convolution {
+            p: ConvParams::new(pd, false)?,
+            packed: PackedA::default(),
+            bias: vec![],
+        })
     }
 }
 
@@ -33,13 +37,23 @@ impl Layer for Convolution {
         let p = &self.p;
         let inch = p.in_channels();
         if x.dims != 3 || x.c != inch {
-            ncnn_bail!("expects a 3-d input with {inch} channels, got a blob of shape {}", x.describe());
+            ncnn_bail!(
+                "expects a 3-d input with {inch} channels, got a blob of shape {}",
+                x.describe()
+            );
         }
         let xp = p.pad(&x);
         let (outw, outh) = p.out_size(&xp)?;
         let n = outw * outh;
-        let mut out = Mat::new_3d(outw, outh, p.num_output);
-        conv_gemm(&xp, p, 0, inch, &self.packed, &mut out.data, outw, outh);
+        let data = conv_gemm_new(&xp, p, 0, inch, &self.packed, outw, outh);
+        let mut out = Mat {
+            dims: 3,
+            w: outw,
+            h: outh,
+            d: 1,
+            c: p.num_output,
+            data: data.into(),
+        };
         finish(&mut out.data, n, &self.bias, &p.act);
         Ok(vec![out])
     }

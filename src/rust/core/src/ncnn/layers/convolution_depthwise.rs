@@ -6,7 +6,7 @@ use super::gemm::PackedA;
 use crate::ncnn::layer::one;
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
 use crate::ncnn_bail;
-use rayon::prelude::*;
+use crate::ncnn::par;
 
 pub struct ConvolutionDepthWise {
     p: ConvParams,
@@ -18,7 +18,12 @@ pub struct ConvolutionDepthWise {
 
 impl ConvolutionDepthWise {
     pub fn new(pd: &ParamDict) -> anyhow::Result<ConvolutionDepthWise> {
-        Ok(ConvolutionDepthWise { p: ConvParams::new(pd, true)?, weight: vec![], packed: vec![], bias: vec![] })
+        Ok(ConvolutionDepthWise {
+            p: ConvParams::new(pd, true)?,
+            weight: vec![],
+            packed: vec![],
+            bias: vec![],
+        })
     }
 }
 
@@ -30,7 +35,9 @@ impl Layer for ConvolutionDepthWise {
         let ocg = p.num_output / g;
         let per = p.weight_data_size / g;
         if ocg > 1 || per / ocg.max(1) > p.kh * p.kw {
-            self.packed = (0..g).map(|gi| PackedA::new(&self.weight[gi * per..(gi + 1) * per], ocg, per / ocg)).collect();
+            self.packed = (0..g)
+                .map(|gi| PackedA::new(&self.weight[gi * per..(gi + 1) * per], ocg, per / ocg))
+                .collect();
         }
         Ok(())
     }
@@ -57,7 +64,7 @@ impl Layer for ConvolutionDepthWise {
             let w = &self.weight;
             let cs = xp.cstep();
             let fast = avx2();
-            out.data.par_chunks_mut(n).enumerate().for_each(|(q, o)| {
+            par::chunks_mut(&mut out.data, n, |q, o| {
                 let src = &xp.data[q * cs..(q + 1) * cs];
                 let k = &w[q * kk..(q + 1) * kk];
                 if fast {
@@ -69,7 +76,16 @@ impl Layer for ConvolutionDepthWise {
             });
         } else {
             for gi in 0..g {
-                conv_gemm(&xp, p, gi * icg, icg, &self.packed[gi], &mut out.data[gi * ocg * n..(gi + 1) * ocg * n], outw, outh);
+                conv_gemm(
+                    &xp,
+                    p,
+                    gi * icg,
+                    icg,
+                    &self.packed[gi],
+                    &mut out.data[gi * ocg * n..(gi + 1) * ocg * n],
+                    outw,
+                    outh,
+                );
             }
         }
         finish(&mut out.data, n, &self.bias, &p.act);
@@ -91,7 +107,15 @@ fn avx2() -> bool {
 /// One channel of a depthwise convolution: for each kernel tap, a whole
 /// output row gets the tap times a (strided) input row.
 #[inline(always)]
-fn dw_channel(src: &[f32], w: usize, k: &[f32], p: &ConvParams, o: &mut [f32], outw: usize, outh: usize) {
+fn dw_channel(
+    src: &[f32],
+    w: usize,
+    k: &[f32],
+    p: &ConvParams,
+    o: &mut [f32],
+    outw: usize,
+    outh: usize,
+) {
     // Columns split into stride phases, so every tap reads a contiguous run.
     let sw = p.sw;
     let wq = (w + sw - 1) / sw;
@@ -101,9 +125,13 @@ fn dw_channel(src: &[f32], w: usize, k: &[f32], p: &ConvParams, o: &mut [f32], o
         (src, w)
     } else {
         let mut v = vec![0.0f32; sw * h * wq];
-        for y in 0..h {
-            for x in 0..w {
-                v[((x % sw) * h + y) * wq + x / sw] = src[y * w + x];
+        for px in 0..sw {
+            for y in 0..h {
+                let row = &src[y * w + px..(y + 1) * w];
+                let dst = &mut v[(px * h + y) * wq..(px * h + y + 1) * wq];
+                dst.iter_mut()
+                    .zip(row.iter().step_by(sw))
+                    .for_each(|(d, s)| *d = *s);
             }
         }
         phased = v;
@@ -127,11 +155,27 @@ fn dw_channel(src: &[f32], w: usize, k: &[f32], p: &ConvParams, o: &mut [f32], o
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn dw_channel_avx2(src: &[f32], w: usize, k: &[f32], p: &ConvParams, o: &mut [f32], outw: usize, outh: usize) {
+unsafe fn dw_channel_avx2(
+    src: &[f32],
+    w: usize,
+    k: &[f32],
+    p: &ConvParams,
+    o: &mut [f32],
+    outw: usize,
+    outh: usize,
+) {
     dw_channel(src, w, k, p, o, outw, outh)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn dw_channel_avx2(src: &[f32], w: usize, k: &[f32], p: &ConvParams, o: &mut [f32], outw: usize, outh: usize) {
+unsafe fn dw_channel_avx2(
+    src: &[f32],
+    w: usize,
+    k: &[f32],
+    p: &ConvParams,
+    o: &mut [f32],
+    outw: usize,
+    outh: usize,
+) {
     dw_channel(src, w, k, p, o, outw, outh)
 }

@@ -9,7 +9,9 @@ pub struct Dropout {
 
 impl Dropout {
     pub fn new(pd: &ParamDict) -> anyhow::Result<Dropout> {
-        Ok(Dropout { scale: pd.float(0, 1.0) })
+        Ok(Dropout {
+            scale: pd.float(0, 1.0),
+        })
     }
 }
 

@@ -14,7 +14,10 @@ impl Eltwise {
         if !(0..=2).contains(&op) {
             ncnn_bail!("Eltwise op {op} is not 0 (prod), 1 (sum) or 2 (max)");
         }
-        Ok(Eltwise { op, coeffs: pd.floats(1) })
+        Ok(Eltwise {
+            op,
+            coeffs: pd.floats(1),
+        })
     }
 }
 
@@ -28,11 +31,19 @@ impl Layer for Eltwise {
         }
         for b in &bottoms[1..] {
             if !b.shape_eq(&bottoms[0]) {
-                ncnn_bail!("Eltwise bottoms differ in shape: {} and {}", bottoms[0].describe(), b.describe());
+                ncnn_bail!(
+                    "Eltwise bottoms differ in shape: {} and {}",
+                    bottoms[0].describe(),
+                    b.describe()
+                );
             }
         }
         if self.op == 1 && !self.coeffs.is_empty() && self.coeffs.len() != bottoms.len() {
-            ncnn_bail!("Eltwise has {} coefficients for {} bottoms", self.coeffs.len(), bottoms.len());
+            ncnn_bail!(
+                "Eltwise has {} coefficients for {} bottoms",
+                self.coeffs.len(),
+                bottoms.len()
+            );
         }
         let coef = |i: usize| self.coeffs.get(i).copied().unwrap_or(1.0);
         let mut out = bottoms[0].clone();
@@ -41,7 +52,7 @@ impl Layer for Eltwise {
         }
         for (i, b) in bottoms.iter().enumerate().skip(1) {
             let c = coef(i);
-            for (o, v) in out.data.iter_mut().zip(&b.data) {
+            for (o, v) in out.data.iter_mut().zip(b.data.iter()) {
                 match self.op {
                     0 => *o *= v,
                     1 => *o += if self.coeffs.is_empty() { *v } else { v * c },

@@ -3,7 +3,7 @@
 //! B is the im2col matrix of a stride-1 convolution without building it.
 //! A (the weights) is packed once into blocks of MR rows.
 
-use rayon::prelude::*;
+use crate::ncnn::par;
 
 pub const MR: usize = 4;
 pub const NR: usize = 16;
@@ -45,18 +45,46 @@ struct SendPtr(*mut f32);
 unsafe impl Send for SendPtr {}
 unsafe impl Sync for SendPtr {}
 
+/// A new m x n matrix A * B (every element written by the GEMM, so the
+/// buffer is never zero-filled first).
+pub fn gemm_new(a: &PackedA, base: &[f32], offs: &[usize], n: usize) -> Vec<f32> {
+    let len = a.m * n;
+    let mut c: Vec<f32> = crate::ncnn::mat::take_vec(len);
+    // SAFETY: gemm_raw writes all m*n elements before the length is set.
+    unsafe {
+        gemm_raw(a, base, offs, n, c.as_mut_ptr(), len, n);
+        c.set_len(len);
+    }
+    c
+}
+
 /// c (m rows of stride `ldc`, n columns) = A * B.
 pub fn gemm(a: &PackedA, base: &[f32], offs: &[usize], n: usize, c: &mut [f32], ldc: usize) {
+    // SAFETY: c is a valid, exclusively borrowed buffer of c.len() elements.
+    unsafe { gemm_raw(a, base, offs, n, c.as_mut_ptr(), c.len(), ldc) }
+}
+
+/// # Safety
+/// `c` must be valid for writes of `clen` elements.
+unsafe fn gemm_raw(
+    a: &PackedA,
+    base: &[f32],
+    offs: &[usize],
+    n: usize,
+    c: *mut f32,
+    clen: usize,
+    ldc: usize,
+) {
     assert_eq!(offs.len(), a.k);
-    assert!(c.len() >= (a.m.max(1) - 1) * ldc + n);
+    assert!(clen >= (a.m.max(1) - 1) * ldc + n);
     if n > 0 {
         let maxoff = offs.iter().copied().max().unwrap_or(0);
         assert!(maxoff + n <= base.len(), "B rows out of bounds");
     }
-    let cp = SendPtr(c.as_mut_ptr());
+    let cp = SendPtr(c);
     let chunks = (n + NC - 1) / NC;
     let fast = has_avx2_fma();
-    (0..chunks).into_par_iter().for_each(|ci| {
+    par::range(chunks, |ci| {
         let cp = cp;
         let n0 = ci * NC;
         let n1 = (n0 + NC).min(n);
@@ -94,7 +122,16 @@ fn has_avx2_fma() -> bool {
     }
 }
 
-unsafe fn kernel_generic(ab: &[f32], base: &[f32], offs: &[usize], j: usize, w: usize, c: *mut f32, ldc: usize, rows: usize) {
+unsafe fn kernel_generic(
+    ab: &[f32],
+    base: &[f32],
+    offs: &[usize],
+    j: usize,
+    w: usize,
+    c: *mut f32,
+    ldc: usize,
+    rows: usize,
+) {
     let mut acc = [[0.0f32; NR]; MR];
     for (kk, &o) in offs.iter().enumerate() {
         let brow = &base[o + j..o + j + w];
@@ -114,7 +151,15 @@ unsafe fn kernel_generic(ab: &[f32], base: &[f32], offs: &[usize], j: usize, w: 
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn kernel_avx2(ab: &[f32], base: *const f32, offs: &[usize], j: usize, c: *mut f32, ldc: usize, rows: usize) {
+unsafe fn kernel_avx2(
+    ab: &[f32],
+    base: *const f32,
+    offs: &[usize],
+    j: usize,
+    c: *mut f32,
+    ldc: usize,
+    rows: usize,
+) {
     use std::arch::x86_64::*;
     let mut c00 = _mm256_setzero_ps();
     let mut c01 = _mm256_setzero_ps();
@@ -151,7 +196,15 @@ unsafe fn kernel_avx2(ab: &[f32], base: *const f32, offs: &[usize], j: usize, c:
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn kernel_avx2(ab: &[f32], base: *const f32, offs: &[usize], j: usize, c: *mut f32, ldc: usize, rows: usize) {
+unsafe fn kernel_avx2(
+    ab: &[f32],
+    base: *const f32,
+    offs: &[usize],
+    j: usize,
+    c: *mut f32,
+    ldc: usize,
+    rows: usize,
+) {
     let _ = (ab, base, offs, j, c, ldc, rows);
     unreachable!()
 }
@@ -164,7 +217,9 @@ mod tests {
     fn matches_naive_product() {
         for (m, k, n) in [(1, 1, 1), (5, 7, 33), (16, 27, 300), (3, 2, 16)] {
             let a: Vec<f32> = (0..m * k).map(|i| ((i * 13 % 7) as f32) - 3.0).collect();
-            let b: Vec<f32> = (0..k * n + 5).map(|i| ((i * 5 % 11) as f32) * 0.5).collect();
+            let b: Vec<f32> = (0..k * n + 5)
+                .map(|i| ((i * 5 % 11) as f32) * 0.5)
+                .collect();
             let offs: Vec<usize> = (0..k).map(|r| r * n + r % 3).collect();
             let pa = PackedA::new(&a, m, k);
             let mut c = vec![0.0f32; m * n];
@@ -175,6 +230,34 @@ mod tests {
                     assert!((c[i * n + j] - s).abs() < 1e-3, "{m}x{k}x{n} at {i},{j}");
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod speed {
+    use super::*;
+
+    /// Manual throughput check: `cargo test --release gemm_speed -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn gemm_speed() {
+        let (m, c, w, h) = (32usize, 32usize, 114usize, 114usize);
+        let k = c * 9;
+        let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32).collect();
+        let x: Vec<f32> = (0..c * w * h).map(|i| (i % 5) as f32).collect();
+        let offs: Vec<usize> = (0..k).map(|r| (r / 9) * w * h + ((r / 3) % 3) * w + r % 3).collect();
+        let n = 111 * w + 112;
+        let pa = PackedA::new(&a, m, k);
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            let reps = 10;
+            for _ in 0..reps {
+                pool.install(|| gemm_new(&pa, &x, &offs, n));
+            }
+            let s = t.elapsed().as_secs_f64() / reps as f64;
+            println!("{:.2} ms, {:.1} GFLOP/s", s * 1e3, 2.0 * (m * k * n) as f64 / s / 1e9);
         }
     }
 }

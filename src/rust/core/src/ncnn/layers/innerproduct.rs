@@ -39,7 +39,11 @@ impl InnerProduct {
 impl Layer for InnerProduct {
     fn load_model(&mut self, mb: &mut ModelBin) -> anyhow::Result<()> {
         self.weight = mb.tagged(self.weight_data_size, "inner product weights")?;
-        self.bias = if self.bias_term { mb.raw(self.num_output, "inner product bias")? } else { vec![] };
+        self.bias = if self.bias_term {
+            mb.raw(self.num_output, "inner product bias")?
+        } else {
+            vec![]
+        };
         Ok(())
     }
 
@@ -57,14 +61,21 @@ impl Layer for InnerProduct {
             }
             gemm(&x.data, &wt, &mut out.data, x.h, k, self.num_output);
             for row in out.data.chunks_mut(self.num_output) {
-                for (v, b) in row.iter_mut().zip(self.bias.iter().chain(std::iter::repeat(&0.0))) {
+                for (v, b) in row
+                    .iter_mut()
+                    .zip(self.bias.iter().chain(std::iter::repeat(&0.0)))
+                {
                     *v = self.act.apply1(*v + b);
                 }
             }
             return Ok(vec![out]);
         }
         if x.total() != k {
-            ncnn_bail!("expects {k} input values, got a blob of shape {} ({} values)", x.describe(), x.total());
+            ncnn_bail!(
+                "expects {k} input values, got a blob of shape {} ({} values)",
+                x.describe(),
+                x.total()
+            );
         }
         let mut out = Mat::new_1d(self.num_output);
         gemm(&self.weight, &x.data, &mut out.data, self.num_output, k, 1);

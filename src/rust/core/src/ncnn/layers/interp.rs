@@ -3,7 +3,7 @@
 use crate::ncnn::layer::one;
 use crate::ncnn::{Layer, Mat, Opt, ParamDict};
 use crate::ncnn_bail;
-use rayon::prelude::*;
+use crate::ncnn::par;
 
 pub struct Interp {
     kind: i32,
@@ -39,7 +39,11 @@ impl Interp {
         (0..out)
             .map(|o| match self.kind {
                 1 => {
-                    let s = if fixed { n as f32 / out as f32 } else { 1.0 / scale_param };
+                    let s = if fixed {
+                        n as f32 / out as f32
+                    } else {
+                        1.0 / scale_param
+                    };
                     vec![(((o as f32 * s) as usize).min(n - 1), 1.0)]
                 }
                 _ => {
@@ -48,7 +52,11 @@ impl Interp {
                     } else {
                         n as f64 / out as f64
                     };
-                    let f = if self.align { (o as f64 * scale) as f32 } else { ((o as f64 + 0.5) * scale - 0.5) as f32 };
+                    let f = if self.align {
+                        (o as f64 * scale) as f32
+                    } else {
+                        ((o as f64 + 0.5) * scale - 0.5) as f32
+                    };
                     let s = f.floor();
                     let t = f - s;
                     let s = s as i64;
@@ -63,11 +71,17 @@ impl Interp {
                     } else {
                         let a = -0.75f32;
                         let x = t;
-                        let c0 = ((a * (x + 1.0) - 5.0 * a) * (x + 1.0) + 8.0 * a) * (x + 1.0) - 4.0 * a;
+                        let c0 =
+                            ((a * (x + 1.0) - 5.0 * a) * (x + 1.0) + 8.0 * a) * (x + 1.0) - 4.0 * a;
                         let c1 = ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
                         let c2 = ((a + 2.0) * (1.0 - x) - (a + 3.0)) * (1.0 - x) * (1.0 - x) + 1.0;
                         let c3 = 1.0 - c0 - c1 - c2;
-                        vec![(clamp(s - 1), c0), (clamp(s), c1), (clamp(s + 1), c2), (clamp(s + 2), c3)]
+                        vec![
+                            (clamp(s - 1), c0),
+                            (clamp(s), c1),
+                            (clamp(s + 1), c2),
+                            (clamp(s + 2), c3),
+                        ]
                     }
                 }
             })
@@ -89,27 +103,30 @@ impl Layer for Interp {
             ((w as f32 * self.ws) as usize, (h as f32 * self.hs) as usize)
         };
         if ow == 0 || oh == 0 || w == 0 || h == 0 {
-            ncnn_bail!("Interp output size {ow}x{oh} from {} is empty", x.describe());
+            ncnn_bail!(
+                "Interp output size {ow}x{oh} from {} is empty",
+                x.describe()
+            );
         }
         let tx = self.taps(w, ow, self.ws, fixed);
         let ty = self.taps(h, oh, self.hs, fixed);
         let mut out = Mat::new_3d(ow, oh, c);
-        out.data.par_chunks_mut(ow * oh).enumerate().for_each(|(q, o)| {
-            let src = x.channel(q);
-            for (i, ry) in ty.iter().enumerate() {
-                for (j, rx) in tx.iter().enumerate() {
-                    let mut s = 0.0f32;
-                    for &(sy, wy) in ry {
-                        let mut r = 0.0f32;
-                        for &(sx, wx) in rx {
-                            r += src[sy * w + sx] * wx;
+        par::chunks_mut(&mut out.data, ow * oh, |q, o| {
+                let src = x.channel(q);
+                for (i, ry) in ty.iter().enumerate() {
+                    for (j, rx) in tx.iter().enumerate() {
+                        let mut s = 0.0f32;
+                        for &(sy, wy) in ry {
+                            let mut r = 0.0f32;
+                            for &(sx, wx) in rx {
+                                r += src[sy * w + sx] * wx;
+                            }
+                            s += r * wy;
                         }
-                        s += r * wy;
+                        o[i * ow + j] = s;
                     }
-                    o[i * ow + j] = s;
                 }
-            }
-        });
+            });
         Ok(vec![out])
     }
 }

@@ -19,7 +19,13 @@ impl Lrn {
         if size <= 0 {
             ncnn_bail!("LRN local_size must be positive, got {size}");
         }
-        Ok(Lrn { region: pd.int(0, 0), size: size as usize, alpha: pd.float(2, 1.0), beta: pd.float(3, 0.75), bias: pd.float(4, 1.0) })
+        Ok(Lrn {
+            region: pd.int(0, 0),
+            size: size as usize,
+            alpha: pd.float(2, 1.0),
+            beta: pd.float(3, 0.75),
+            bias: pd.float(4, 1.0),
+        })
     }
 }
 

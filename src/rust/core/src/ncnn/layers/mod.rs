@@ -28,7 +28,9 @@ pub mod slice;
 pub mod softmax;
 pub mod split;
 
-fn boxed<L: crate::ncnn::Layer + Send + Sync + 'static>(r: anyhow::Result<L>) -> anyhow::Result<Builtin> {
+fn boxed<L: crate::ncnn::Layer + Send + Sync + 'static>(
+    r: anyhow::Result<L>,
+) -> anyhow::Result<Builtin> {
     r.map(|l| Box::new(l) as Builtin)
 }
 

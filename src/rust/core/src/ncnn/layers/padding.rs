@@ -41,7 +41,10 @@ impl Padding {
             channel_values: vec![],
         };
         if !(0..=2).contains(&p.kind) {
-            ncnn_bail!("Padding type {} is not 0 (constant), 1 (replicate) or 2 (reflect)", p.kind);
+            ncnn_bail!(
+                "Padding type {} is not 0 (constant), 1 (replicate) or 2 (reflect)",
+                p.kind
+            );
         }
         Ok(p)
     }
@@ -81,17 +84,44 @@ impl Layer for Padding {
         if x.dims == 4 {
             ncnn_bail!("Padding of 4-d blobs is not supported");
         }
-        if self.kind == 2 && (self.left >= x.w.max(1) || self.right >= x.w.max(1) || (x.dims >= 2 && (self.top >= x.h || self.bottom >= x.h))) {
-            ncnn_bail!("reflect padding must be smaller than the input extent ({})", x.describe());
+        if self.kind == 2
+            && (self.left >= x.w.max(1)
+                || self.right >= x.w.max(1)
+                || (x.dims >= 2 && (self.top >= x.h || self.bottom >= x.h)))
+        {
+            ncnn_bail!(
+                "reflect padding must be smaller than the input extent ({})",
+                x.describe()
+            );
         }
-        let (front, behind) = if x.dims == 3 { (self.front, self.behind) } else { (0, 0) };
-        let (top, bottom) = if x.dims >= 2 { (self.top, self.bottom) } else { (0, 0) };
-        let (w, h, c) = (x.w + self.left + self.right, x.h + top + bottom, x.c + front + behind);
-        let mut data = vec![0.0f32; w * h * c];
+        let (front, behind) = if x.dims == 3 {
+            (self.front, self.behind)
+        } else {
+            (0, 0)
+        };
+        let (top, bottom) = if x.dims >= 2 {
+            (self.top, self.bottom)
+        } else {
+            (0, 0)
+        };
+        let (w, h, c) = (
+            x.w + self.left + self.right,
+            x.h + top + bottom,
+            x.c + front + behind,
+        );
+        let mut data = crate::ncnn::mat::Buf::filled(w * h * c, 0.0);
         for q in 0..c {
             let sq = q as i64 - front as i64;
-            let fill = if self.per_channel > 0 { self.channel_values.get(q).copied().unwrap_or(self.value) } else { self.value };
-            let sq = if sq < 0 || sq >= x.c as i64 { None } else { Some(sq as usize) };
+            let fill = if self.per_channel > 0 {
+                self.channel_values.get(q).copied().unwrap_or(self.value)
+            } else {
+                self.value
+            };
+            let sq = if sq < 0 || sq >= x.c as i64 {
+                None
+            } else {
+                Some(sq as usize)
+            };
             for y in 0..h {
                 let sy = src_index(y as i64 - top as i64, x.h, self.kind);
                 for xx in 0..w {
@@ -103,6 +133,13 @@ impl Layer for Padding {
                 }
             }
         }
-        Ok(vec![Mat { dims: x.dims, w, h, d: 1, c, data }])
+        Ok(vec![Mat {
+            dims: x.dims,
+            w,
+            h,
+            d: 1,
+            c,
+            data,
+        }])
     }
 }

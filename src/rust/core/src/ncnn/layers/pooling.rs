@@ -4,7 +4,7 @@
 use crate::ncnn::layer::one;
 use crate::ncnn::{Layer, Mat, Opt, ParamDict};
 use crate::ncnn_bail;
-use rayon::prelude::*;
+use crate::ncnn::par;
 
 pub struct Pooling {
     kind: i32,
@@ -58,7 +58,13 @@ impl Pooling {
             ncnn_bail!("pooling_type {} is not 0 (max) or 1 (average)", p.kind);
         }
         if !p.global && !p.adaptive && (p.kw == 0 || p.kh == 0 || p.sw == 0 || p.sh == 0) {
-            ncnn_bail!("kernel and stride must be positive (kernel {}x{}, stride {}x{})", p.kw, p.kh, p.sw, p.sh);
+            ncnn_bail!(
+                "kernel and stride must be positive (kernel {}x{}, stride {}x{})",
+                p.kw,
+                p.kh,
+                p.sw,
+                p.sh
+            );
         }
         if !(0..=3).contains(&p.pad_mode) {
             ncnn_bail!("pad_mode {} is not 0 to 3", p.pad_mode);
@@ -66,7 +72,16 @@ impl Pooling {
         Ok(p)
     }
 
-    fn reduce(&self, x: &[f32], w: usize, y0: usize, y1: usize, x0: usize, x1: usize, div: usize) -> f32 {
+    fn reduce(
+        &self,
+        x: &[f32],
+        w: usize,
+        y0: usize,
+        y1: usize,
+        x0: usize,
+        x1: usize,
+        div: usize,
+    ) -> f32 {
         if self.kind == 0 {
             let mut m = f32::NEG_INFINITY;
             for y in y0..y1 {
@@ -96,24 +111,28 @@ impl Layer for Pooling {
         let (w, h, c) = (x.w, x.h, x.c);
         if self.global {
             let mut out = Mat::new_1d(c);
-            out.data.par_iter_mut().enumerate().for_each(|(q, o)| {
-                *o = self.reduce(x.channel(q), w, 0, h, 0, w, w * h);
+            par::chunks_mut(&mut out.data, 1, |q, o| {
+                o[0] = self.reduce(x.channel(q), w, 0, h, 0, w, w * h);
             });
             return Ok(vec![out]);
         }
         if self.adaptive {
-            let (ow, oh) = (if self.out_w == 0 { w } else { self.out_w }, if self.out_h == 0 { h } else { self.out_h });
+            let (ow, oh) = (
+                if self.out_w == 0 { w } else { self.out_w },
+                if self.out_h == 0 { h } else { self.out_h },
+            );
             let mut out = Mat::new_3d(ow, oh, c);
-            out.data.par_chunks_mut(ow * oh).enumerate().for_each(|(q, o)| {
-                let src = x.channel(q);
-                for i in 0..oh {
-                    let (y0, y1) = (i * h / oh, ((i + 1) * h + oh - 1) / oh);
-                    for j in 0..ow {
-                        let (x0, x1) = (j * w / ow, ((j + 1) * w + ow - 1) / ow);
-                        o[i * ow + j] = self.reduce(src, w, y0, y1, x0, x1, (y1 - y0) * (x1 - x0));
+            par::chunks_mut(&mut out.data, ow * oh, |q, o| {
+                    let src = x.channel(q);
+                    for i in 0..oh {
+                        let (y0, y1) = (i * h / oh, ((i + 1) * h + oh - 1) / oh);
+                        for j in 0..ow {
+                            let (x0, x1) = (j * w / ow, ((j + 1) * w + ow - 1) / ow);
+                            o[i * ow + j] =
+                                self.reduce(src, w, y0, y1, x0, x1, (y1 - y0) * (x1 - x0));
+                        }
                     }
-                }
-            });
+                });
             return Ok(vec![out]);
         }
         let (kw, kh, sw, sh) = (self.kw, self.kh, self.sw, self.sh);
@@ -146,7 +165,13 @@ impl Layer for Pooling {
         let ww = w + pl + pr + tail_w;
         let hh = h + pt + pb + tail_h;
         if ww < kw || hh < kh {
-            ncnn_bail!("input {}x{} (w x h, padded) is smaller than the {}x{} kernel", ww, hh, kw, kh);
+            ncnn_bail!(
+                "input {}x{} (w x h, padded) is smaller than the {}x{} kernel",
+                ww,
+                hh,
+                kw,
+                kh
+            );
         }
         let (ow, oh) = ((ww - kw) / sw + 1, (hh - kh) / sh + 1);
         let mut out = Mat::new_3d(ow, oh, c);
@@ -154,43 +179,58 @@ impl Layer for Pooling {
         let include_pad = self.include_pad || self.pad_mode >= 2;
         let is_max = self.kind == 0;
         // Rows/columns of each window inside the input, and the averaging counts.
-        let span = |i: usize, s: usize, k: usize, p0: usize, n: usize, p1: usize| -> (usize, usize, usize) {
+        let span = |i: usize,
+                    s: usize,
+                    k: usize,
+                    p0: usize,
+                    n: usize,
+                    p1: usize|
+         -> (usize, usize, usize) {
             let (b0, b1) = (i * s, i * s + k);
             let lo = b0.max(p0).min(p0 + n) - p0;
             let hi = b1.max(p0).min(p0 + n) - p0;
-            let cnt = if include_pad { b1.min(p0 + n + p1) - b0.min(p0 + n + p1) } else { hi - lo };
+            let cnt = if include_pad {
+                b1.min(p0 + n + p1) - b0.min(p0 + n + p1)
+            } else {
+                hi - lo
+            };
             (lo, hi, cnt)
         };
-        let rows: Vec<(usize, usize, usize)> = (0..oh).map(|i| span(i, sh, kh, pt, h, pb)).collect();
-        let cols: Vec<(usize, usize, usize)> = (0..ow).map(|j| span(j, sw, kw, pl, w, pr)).collect();
+        let rows: Vec<(usize, usize, usize)> =
+            (0..oh).map(|i| span(i, sh, kh, pt, h, pb)).collect();
+        let cols: Vec<(usize, usize, usize)> =
+            (0..ow).map(|j| span(j, sw, kw, pl, w, pr)).collect();
         let init = if is_max { f32::NEG_INFINITY } else { 0.0 };
-        out.data.par_chunks_mut(ow * oh).enumerate().for_each(|(q, o)| {
-            let src = x.channel(q);
-            let mut acc = vec![init; w];
-            for (i, &(y0, y1, cy)) in rows.iter().enumerate() {
-                // reduce the window's rows, then the columns
-                acc.iter_mut().for_each(|v| *v = init);
-                for y in y0..y1 {
-                    let r = &src[y * w..(y + 1) * w];
-                    if is_max {
-                        acc.iter_mut().zip(r).for_each(|(a, v)| *a = if *v > *a { *v } else { *a });
-                    } else {
-                        acc.iter_mut().zip(r).for_each(|(a, v)| *a += v);
+        par::chunks_mut(&mut out.data, ow * oh, |q, o| {
+                let src = x.channel(q);
+                let mut acc = vec![init; w];
+                for (i, &(y0, y1, cy)) in rows.iter().enumerate() {
+                    // reduce the window's rows, then the columns
+                    acc.iter_mut().for_each(|v| *v = init);
+                    for y in y0..y1 {
+                        let r = &src[y * w..(y + 1) * w];
+                        if is_max {
+                            acc.iter_mut()
+                                .zip(r)
+                                .for_each(|(a, v)| *a = if *v > *a { *v } else { *a });
+                        } else {
+                            acc.iter_mut().zip(r).for_each(|(a, v)| *a += v);
+                        }
+                    }
+                    let orow = &mut o[i * ow..(i + 1) * ow];
+                    for (j, &(x0, x1, cx)) in cols.iter().enumerate() {
+                        let win = &acc[x0..x1];
+                        orow[j] = if is_max {
+                            win.iter()
+                                .fold(f32::NEG_INFINITY, |m, v| if *v > m { *v } else { m })
+                        } else if win.is_empty() || y1 == y0 {
+                            0.0
+                        } else {
+                            win.iter().sum::<f32>() / (cy * cx).max(1) as f32
+                        };
                     }
                 }
-                let orow = &mut o[i * ow..(i + 1) * ow];
-                for (j, &(x0, x1, cx)) in cols.iter().enumerate() {
-                    let win = &acc[x0..x1];
-                    orow[j] = if is_max {
-                        win.iter().fold(f32::NEG_INFINITY, |m, v| if *v > m { *v } else { m })
-                    } else if win.is_empty() || y1 == y0 {
-                        0.0
-                    } else {
-                        win.iter().sum::<f32>() / (cy * cx).max(1) as f32
-                    };
-                }
-            }
-        });
+            });
         Ok(vec![out])
     }
 }

@@ -15,7 +15,10 @@ impl PRelu {
         if n <= 0 {
             ncnn_bail!("PReLU num_slope must be positive, got {n}");
         }
-        Ok(PRelu { n: n as usize, slope: vec![] })
+        Ok(PRelu {
+            n: n as usize,
+            slope: vec![],
+        })
     }
 }
 
@@ -28,11 +31,23 @@ impl Layer for PRelu {
         let mut x = one(bottoms, "PReLU")?;
         let (c, n) = channel_layout(&x);
         if self.n != 1 && self.n != c {
-            ncnn_bail!("has {} slopes but the input {} has {c} channels", self.n, x.describe());
+            ncnn_bail!(
+                "has {} slopes but the input {} has {c} channels",
+                self.n,
+                x.describe()
+            );
         }
         for (q, ch) in x.data.chunks_mut(n).enumerate() {
-            let s = if self.n == 1 { self.slope[0] } else { self.slope[q] };
-            ch.iter_mut().for_each(|v| if *v < 0.0 { *v *= s });
+            let s = if self.n == 1 {
+                self.slope[0]
+            } else {
+                self.slope[q]
+            };
+            ch.iter_mut().for_each(|v| {
+                if *v < 0.0 {
+                    *v *= s
+                }
+            });
         }
         Ok(vec![x])
     }

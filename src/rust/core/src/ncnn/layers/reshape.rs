@@ -15,7 +15,12 @@ pub struct Reshape {
 
 impl Reshape {
     pub fn new(pd: &ParamDict) -> anyhow::Result<Reshape> {
-        let (w, h, d, c) = (pd.int(0, -233), pd.int(1, -233), pd.int(11, -233), pd.int(2, -233));
+        let (w, h, d, c) = (
+            pd.int(0, -233),
+            pd.int(1, -233),
+            pd.int(11, -233),
+            pd.int(2, -233),
+        );
         if pd.int(3, 0) != 0 {
             ncnn_bail!("Reshape with permute=1 is not supported; regenerate the param with a current converter");
         }
@@ -65,12 +70,21 @@ impl Layer for Reshape {
         let known: usize = shape.iter().product();
         if let Some(k) = infer {
             if known == 0 || total % known != 0 {
-                ncnn_bail!("cannot reshape {} ({} values) to {:?}", x.describe(), total, want);
+                ncnn_bail!(
+                    "cannot reshape {} ({} values) to {:?}",
+                    x.describe(),
+                    total,
+                    want
+                );
             }
             shape[k] = total / known;
         }
         if shape.iter().product::<usize>() != total {
-            ncnn_bail!("cannot reshape {} ({total} values) to extents {:?}", x.describe(), shape);
+            ncnn_bail!(
+                "cannot reshape {} ({total} values) to extents {:?}",
+                x.describe(),
+                shape
+            );
         }
         Ok(vec![Mat::from_shape(&shape, x.data)?])
     }

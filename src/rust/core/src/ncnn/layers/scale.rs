@@ -18,7 +18,12 @@ impl Scale {
         if size <= 0 && size != -233 {
             ncnn_bail!("Scale scale_data_size must be positive or -233, got {size}");
         }
-        Ok(Scale { size, bias_term: pd.int(1, 0) != 0, scale: vec![], bias: vec![] })
+        Ok(Scale {
+            size,
+            bias_term: pd.int(1, 0) != 0,
+            scale: vec![],
+            bias: vec![],
+        })
     }
 }
 
@@ -33,7 +38,9 @@ impl Layer for Scale {
                 self.bias = mb.raw(self.size as usize, "scale bias")?;
             }
         } else if self.bias_term {
-            ncnn_bail!("Scale with a second input (scale_data_size -233) and a bias is not supported");
+            ncnn_bail!(
+                "Scale with a second input (scale_data_size -233) and a bias is not supported"
+            );
         }
         Ok(())
     }
@@ -41,9 +48,12 @@ impl Layer for Scale {
     fn forward(&self, mut bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let scale = if self.size == -233 {
             if bottoms.len() != 2 {
-                ncnn_bail!("Scale with scale_data_size -233 needs two bottoms, got {}", bottoms.len());
+                ncnn_bail!(
+                    "Scale with scale_data_size -233 needs two bottoms, got {}",
+                    bottoms.len()
+                );
             }
-            bottoms.pop().unwrap().data
+            bottoms.pop().unwrap().data.into_vec()
         } else {
             if bottoms.len() != 1 {
                 ncnn_bail!("Scale takes one bottom, got {}", bottoms.len());
@@ -53,7 +63,11 @@ impl Layer for Scale {
         let mut x = bottoms.pop().unwrap();
         let (c, n) = channel_layout(&x);
         if c != scale.len() {
-            ncnn_bail!("has {} scale values but the input {} has {c} channels", scale.len(), x.describe());
+            ncnn_bail!(
+                "has {} scale values but the input {} has {c} channels",
+                scale.len(),
+                x.describe()
+            );
         }
         for (q, ch) in x.data.chunks_mut(n).enumerate() {
             let s = scale[q];

@@ -15,7 +15,10 @@ impl ShuffleChannel {
         if g <= 0 {
             ncnn_bail!("ShuffleChannel group must be positive, got {g}");
         }
-        Ok(ShuffleChannel { group: g as usize, reverse: pd.int(1, 0) != 0 })
+        Ok(ShuffleChannel {
+            group: g as usize,
+            reverse: pd.int(1, 0) != 0,
+        })
     }
 }
 
@@ -23,10 +26,18 @@ impl Layer for ShuffleChannel {
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, "ShuffleChannel")?;
         if x.dims != 3 || x.c % self.group != 0 {
-            ncnn_bail!("expects a 3-d input whose channels divide by group {}, got {}", self.group, x.describe());
+            ncnn_bail!(
+                "expects a 3-d input whose channels divide by group {}, got {}",
+                self.group,
+                x.describe()
+            );
         }
         let c = x.c;
-        let g = if self.reverse { c / self.group } else { self.group };
+        let g = if self.reverse {
+            c / self.group
+        } else {
+            self.group
+        };
         let per = c / g;
         let n = x.cstep();
         let mut out = x.clone();

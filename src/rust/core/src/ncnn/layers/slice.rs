@@ -13,7 +13,11 @@ pub struct Slice {
 
 impl Slice {
     pub fn new(pd: &ParamDict) -> anyhow::Result<Slice> {
-        Ok(Slice { slices: pd.ints(0), axis: pd.int(1, 0), indices: pd.ints(2) })
+        Ok(Slice {
+            slices: pd.ints(0),
+            axis: pd.int(1, 0),
+            indices: pd.ints(2),
+        })
     }
 }
 
@@ -32,25 +36,44 @@ impl Layer for Slice {
             for i in 0..ntop {
                 let end = if i < self.indices.len() {
                     let v = self.indices[i] as i64;
-                    if v < 0 { v + n } else { v.min(n) }
+                    if v < 0 {
+                        v + n
+                    } else {
+                        v.min(n)
+                    }
                 } else {
                     n
                 };
                 if end < start {
-                    ncnn_bail!("Slice indices {:?} are not increasing within extent {n}", self.indices);
+                    ncnn_bail!(
+                        "Slice indices {:?} are not increasing within extent {n}",
+                        self.indices
+                    );
                 }
                 sizes.push((end - start) as usize);
                 start = end;
             }
         } else {
             if self.slices.len() != ntop {
-                ncnn_bail!("Slice has {} slice sizes for {} tops", self.slices.len(), ntop);
+                ncnn_bail!(
+                    "Slice has {} slice sizes for {} tops",
+                    self.slices.len(),
+                    ntop
+                );
             }
             let mut used = 0i64;
             for (i, &s) in self.slices.iter().enumerate() {
-                let s = if s == -233 { (n - used) / (ntop - i) as i64 } else { s as i64 };
+                let s = if s == -233 {
+                    (n - used) / (ntop - i) as i64
+                } else {
+                    s as i64
+                };
                 if s < 0 || used + s > n {
-                    ncnn_bail!("Slice sizes {:?} do not fit extent {n} of axis {}", self.slices, self.axis);
+                    ncnn_bail!(
+                        "Slice sizes {:?} do not fit extent {n} of axis {}",
+                        self.slices,
+                        self.axis
+                    );
                 }
                 sizes.push(s as usize);
                 used += s;

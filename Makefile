@@ -52,9 +52,11 @@ test-rust:
 # GGMLR_REQUIRE_VULKAN turns a missing Vulkan device into a test failure.
 # The residency specification (../shared/spec) runs unchanged beside the
 # package's own tests when it is there.
+# It runs a second time with a Vulkan backend holding the residency pools.
 test-r:
 	GGMLR_REQUIRE_VULKAN=1 $(RSCRIPT) tools/run-tests.R tests/testthat \
-	  $$( [ -f $(SPEC_DIR)/test-ag-residency-scopes.R ] && echo $(SPEC_DIR) )
+	  $$( [ -f $(SPEC_DIR)/test-ag-residency-scopes.R ] && \
+	      echo $(SPEC_DIR) --vulkan-backend=$(SPEC_DIR) )
 
 demo: setup
 	$(RSCRIPT) inst/examples/demo.R

@@ -253,6 +253,22 @@ rs_vulkan_device_memory <- function(device) .Call(wrap__rs_vulkan_device_memory,
 rs_vulkan_device_caps <- function(device) .Call(wrap__rs_vulkan_device_caps, device)
 
 #' @noRd
+rs_vulkan_context_open <- function(device) .Call(wrap__rs_vulkan_context_open, device)
+
+#' @noRd
+rs_vulkan_init <- function(device) .Call(wrap__rs_vulkan_init, device)
+
+#' @noRd
+rs_vulkan_is_backend <- function(b) .Call(wrap__rs_vulkan_is_backend, b)
+
+#' Index of the best device: discrete, then integrated, virtual, CPU-type; -1 when none.
+#' @noRd
+rs_vulkan_best_device <- function() .Call(wrap__rs_vulkan_best_device)
+
+#' @noRd
+rs_vulkan_backend_stats <- function(b) .Call(wrap__rs_vulkan_backend_stats, b)
+
+#' @noRd
 rs_ncnn_net_new <- function(num_threads, light_mode, helper) .Call(wrap__rs_ncnn_net_new, num_threads, light_mode, helper)
 
 #' @noRd

@@ -1,8 +1,15 @@
 # The op suite runs on every backend listed here (name = constructor).
-# Device backends add themselves, e.g.
-#   if (ggml_vulkan_available()) backends$vulkan <- function() ggml_vulkan_init(0)
+# Vulkan joins wherever a device exists; with GGMLR_REQUIRE_VULKAN set, its
+# absence fails the suite (see helper-vulkan.R) instead of shrinking it.
 op_backends <- function() {
   backends <- list(cpu = function() ggml_backend_cpu_init())
+  if (ggml_vulkan_available()) {
+    backends$vulkan <- function() ggml_vulkan_init(0L)
+  } else if (nzchar(Sys.getenv("GGMLR_REQUIRE_VULKAN"))) {
+    backends$vulkan <- function() {
+      stop("GGMLR_REQUIRE_VULKAN is set but no Vulkan device was found: ", ggml_vulkan_status())
+    }
+  }
   backends
 }
 
@@ -28,7 +35,7 @@ ne_of <- function(x) if (is.null(dim(x))) length(x) else dim(x)
 run_graph <- function(make_backend, inputs, build, types = list(), threads = NULL) {
   backend <- make_backend()
   on.exit(ggml_backend_free(backend), add = TRUE)
-  if (!is.null(threads)) ggml_backend_cpu_set_n_threads(backend, threads)
+  if (!is.null(threads) && !ggml_vulkan_is_backend(backend)) ggml_backend_cpu_set_n_threads(backend, threads)
   ctx <- ggml_init(256 * ggml_tensor_overhead(), no_alloc = TRUE)
   on.exit(ggml_free(ctx), add = TRUE, after = FALSE)
   t <- lapply(names(inputs), function(nm) {

@@ -258,8 +258,7 @@ test_that("ag_memory_limit() gets and sets the budget", {
 
 test_that("residency works on a Vulkan backend", {
   skip_if_no_vulkan()
-  skip_if_not(exists("ggml_vulkan_init", envir = ns), "Vulkan backends arrive with the Vulkan backend")
-  with_backend(get("ggml_vulkan_init", envir = ns)(0L))
+  with_backend(ggml_vulkan_init(0L))
   w <- upload(matrix(1:6, 2, 3), scope = "persistent")
   reset(scope = "pass")
   expect_equal(ggml_backend_tensor_get_data(w), as.numeric(1:6))

@@ -61,7 +61,12 @@ fn to_f32(bits: u32, d: u32) -> f32 {
 fn from_f32(v: f32, d: u32) -> u32 {
     if (d == DT_F32) { return bitcast<u32>(v); }
     if (d == DT_F16) { return pack2x16float(vec2<f32>(v, 0.0)) & 0xffffu; }
-    if (d == DT_I32) { return bitcast<u32>(i32(v)); }
+    if (d == DT_I32) {
+        // Round half away from zero, as the CPU backend does.
+        let t = trunc(v);
+        let r = select(t, t + sign(v), abs(v - t) >= 0.5);
+        return bitcast<u32>(i32(r));
+    }
     let b = bitcast<u32>(v);
     if ((b & 0x7fffffffu) > 0x7f800000u) { return (b >> 16u) | 0x40u; }
     return (b + 0x7fffu + ((b >> 16u) & 1u)) >> 16u;

@@ -191,7 +191,13 @@ fn apply(i: u32) {
         // get_rows: row index from the i32 source 1
         case 8u: {
             let r = bitcast<i32>(raw1(idx(1u, vec4<u32>(c.y, c.z, c.w, 0u))));
-            copy0(de, idx(0u, vec4<u32>(c.x, u32(r), c.z, c.w)));
+            // Indices computed inside the graph are not checked on the host:
+            // out-of-range rows read as zeros rather than outside the buffer.
+            if (r < 0 || u32(r) >= ne(0u, 1u)) {
+                st(de, 0.0);
+            } else {
+                copy0(de, idx(0u, vec4<u32>(c.x, u32(r), c.z, c.w)));
+            }
         }
         // diag_mask_inf with n_past in word 56
         case 9u: {

@@ -11,9 +11,10 @@
 
 use crate::cpu::CpuBackend;
 use crate::graph::Node;
+use crate::vulkan::VkContext;
 use crate::vulkan_probe;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackendKind {
@@ -25,6 +26,10 @@ pub enum BackendKind {
 #[derive(Debug)]
 pub enum BackendImpl {
     Cpu(CpuBackend),
+    /// A Vulkan device; the context is shared by every backend on that device
+    /// and released when the last backend and buffer using it are gone
+    /// (`free` drops the backend's reference at once).
+    Vulkan(Mutex<Option<Arc<VkContext>>>),
 }
 
 /// A compute backend as seen by users.
@@ -46,6 +51,34 @@ impl Backend {
         }
     }
 
+    /// A backend on Vulkan device `device` (0-based), named "Vulkan<device>".
+    pub fn vulkan(device: usize) -> crate::Result<Backend> {
+        Ok(Backend::on_vulkan_context(device, VkContext::get(device)?))
+    }
+
+    /// A Vulkan backend on a given context (tests use unshared ones).
+    pub(crate) fn on_vulkan_context(device: usize, ctx: Arc<VkContext>) -> Backend {
+        Backend {
+            kind: BackendKind::Vulkan { device },
+            name: format!("Vulkan{device}"),
+            freed: AtomicBool::new(false),
+            imp: BackendImpl::Vulkan(Mutex::new(Some(ctx))),
+        }
+    }
+
+    /// True for Vulkan backends (freed or not).
+    pub fn is_vulkan(&self) -> bool {
+        matches!(self.imp, BackendImpl::Vulkan(_))
+    }
+
+    /// The Vulkan context of a live Vulkan backend.
+    pub fn vulkan_context(&self) -> Option<Arc<VkContext>> {
+        match &self.imp {
+            BackendImpl::Vulkan(c) => c.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            BackendImpl::Cpu(_) => None,
+        }
+    }
+
     pub fn kind(&self) -> BackendKind {
         self.kind
     }
@@ -61,6 +94,9 @@ impl Backend {
     /// Release the backend; later use is an error, freeing twice is harmless.
     pub fn free(&self) {
         self.freed.store(true, Ordering::SeqCst);
+        if let BackendImpl::Vulkan(c) = &self.imp {
+            c.lock().unwrap_or_else(|e| e.into_inner()).take();
+        }
     }
 
     pub fn is_freed(&self) -> bool {
@@ -82,12 +118,17 @@ impl Backend {
         self.check_live()?;
         match &self.imp {
             BackendImpl::Cpu(c) => c.set_n_threads(n),
+            BackendImpl::Vulkan(_) => anyhow::bail!(
+                "backend '{}' is a Vulkan backend; threads can only be set on a CPU backend",
+                self.name
+            ),
         }
     }
 
     pub fn n_threads(&self) -> usize {
         match &self.imp {
             BackendImpl::Cpu(c) => c.n_threads(),
+            BackendImpl::Vulkan(_) => 1,
         }
     }
 
@@ -96,6 +137,10 @@ impl Backend {
         self.check_live()?;
         match &self.imp {
             BackendImpl::Cpu(c) => c.compute(nodes),
+            BackendImpl::Vulkan(_) => {
+                let ctx = self.vulkan_context().ok_or_else(|| self.check_live().unwrap_err())?;
+                crate::vulkan_backend::compute(&ctx, &self.name, nodes)
+            }
         }
     }
 }

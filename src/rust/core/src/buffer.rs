@@ -60,6 +60,8 @@ impl BufferTag {
 pub enum BufferMem {
     /// Host memory, 4-byte aligned (so f32/i32 data can be read in place).
     Host(Box<[u32]>),
+    /// Memory on a Vulkan device (freed when dropped).
+    Vulkan(crate::vulkan::VkBuffer),
     /// Released by `free`.
     Freed,
 }
@@ -69,14 +71,14 @@ impl BufferMem {
     pub fn host_bytes(&self) -> Option<&[u8]> {
         match self {
             BufferMem::Host(w) => Some(words_as_bytes(w)),
-            BufferMem::Freed => None,
+            BufferMem::Vulkan(_) | BufferMem::Freed => None,
         }
     }
 
     pub fn host_bytes_mut(&mut self) -> Option<&mut [u8]> {
         match self {
             BufferMem::Host(w) => Some(words_as_bytes_mut(w)),
-            BufferMem::Freed => None,
+            BufferMem::Vulkan(_) | BufferMem::Freed => None,
         }
     }
 
@@ -151,6 +153,15 @@ impl Buffer {
                 }
                 v.resize(words, 0);
                 BufferMem::Host(v.into_boxed_slice())
+            }
+            BackendImpl::Vulkan(_) => {
+                let ctx = backend.vulkan_context().ok_or_else(|| backend.check_live().unwrap_err())?;
+                let ctx = &ctx;
+                let vb = ctx.alloc(bytes).map_err(|e| {
+                    e.context(format!("allocating a {} {} buffer on backend '{}'", fmt_bytes(bytes), tag.name(), backend.name()))
+                })?;
+                zero_fill(ctx, &vb, bytes)?;
+                BufferMem::Vulkan(vb)
             }
         };
         let buf = Buffer {
@@ -278,6 +289,7 @@ impl Buffer {
                 let bytes = g.host_bytes_mut().expect("host memory");
                 bytes[offset..offset + data.len()].copy_from_slice(data);
             }
+            BufferMem::Vulkan(vb) => vb.context().write(vb, offset, data).map_err(|e| e.context(what.to_string()))?,
             BufferMem::Freed => unreachable!(),
         }
         ledger::uploaded(data.len(), self.tag);
@@ -297,11 +309,24 @@ impl Buffer {
             BufferMem::Host(_) => {
                 out.copy_from_slice(&g.host_bytes().expect("host memory")[offset..offset + out.len()])
             }
+            BufferMem::Vulkan(vb) => vb.context().read(vb, offset, out).map_err(|e| e.context(what.to_string()))?,
             BufferMem::Freed => unreachable!(),
         }
         ledger::downloaded(out.len(), self.tag);
         Ok(())
     }
+}
+
+/// New buffers start zeroed, as host ones do (written in 4 MiB pieces).
+fn zero_fill(ctx: &crate::vulkan::VkContext, vb: &crate::vulkan::VkBuffer, bytes: usize) -> crate::Result<()> {
+    let zeros = vec![0u8; bytes.min(4 << 20)];
+    let mut at = 0;
+    while at < bytes {
+        let n = zeros.len().min(bytes - at);
+        ctx.write(vb, at, &zeros[..n])?;
+        at += n;
+    }
+    Ok(())
 }
 
 /// Read locks on a set of buffers, each locked once (however often it

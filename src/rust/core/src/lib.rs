@@ -28,6 +28,7 @@ pub mod ops;
 pub mod residency;
 pub mod tensor;
 pub mod vulkan;
+pub mod vulkan_backend;
 pub mod vulkan_probe;
 
 pub use error::{Classed, Result};

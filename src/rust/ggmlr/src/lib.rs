@@ -15,6 +15,7 @@ mod ops;
 mod residency;
 mod tensor;
 mod vulkan;
+mod vulkan_backend;
 mod ncnn;
 mod ncnn_custom;
 
@@ -54,5 +55,6 @@ extendr_module! {
     use ops;
     use residency;
     use vulkan;
+    use vulkan_backend;
     use ncnn;
 }

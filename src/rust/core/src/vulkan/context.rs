@@ -58,6 +58,12 @@ impl VkContext {
         Ok(ctx)
     }
 
+    /// True while the shared context of `device` exists, i.e. some backend
+    /// or buffer still uses it.
+    pub fn is_open(device: usize) -> bool {
+        CONTEXTS.get().is_some_and(|m| lock(m).get(&device).is_some_and(|w| w.strong_count() > 0))
+    }
+
     /// A context of its own (not shared through `get`), for tests that
     /// change its settings.
     #[doc(hidden)]

@@ -37,3 +37,29 @@ check_op <- function(ag_fn, r_fn, inputs, grad = rep(TRUE, length(inputs)),
 }
 
 rmat <- function(r, c, lo = -1, hi = 1) matrix(stats::runif(r * c, lo, hi), r, c)
+
+# The iris task of the acceptance tests: a fixed 120/30 split (40 per class
+# for training), features standardised with the training statistics, samples
+# as columns; and the 4-64-32-3 classifier with batch norm and dropout,
+# trained with Adam at batch 32 for 30 epochs.
+iris_task <- function() {
+  set.seed(1)
+  X <- as.matrix(iris[, 1:4])
+  y <- as.integer(iris$Species) - 1L
+  tr <- unlist(lapply(split(seq_len(150), iris$Species), function(i) sample(i, 40)))
+  va <- setdiff(seq_len(150), tr)
+  mu <- colMeans(X[tr, ]); s <- apply(X[tr, ], 2, sd)
+  list(x = t(sweep(sweep(X, 2, mu), 2, s, "/")), y = y, tr = tr, va = va)
+}
+
+iris_fit <- function(d) {
+  model <- ag_sequential(
+    ag_linear(4, 64), ag_batch_norm(64), list(forward = ag_relu), ag_dropout(0.3),
+    ag_linear(64, 32), ag_batch_norm(32), list(forward = ag_relu), ag_dropout(0.3),
+    ag_linear(32, 3))
+  h <- ag_fit(model, d$x[, d$tr], d$y[d$tr],
+              optimizer = optimizer_adam(model$parameters(), lr = 0.02),
+              epochs = 30, batch_size = 32, validation = list(d$x[, d$va], d$y[d$va]),
+              verbose = FALSE)
+  list(model = model, history = h)
+}

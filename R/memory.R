@@ -5,7 +5,8 @@
 #' activations and gradients, freed at every tape reset; "persistent":
 #' resident weights and optimizer state) and of buffers allocated directly
 #' (`user`), the peak, and the bytes and calls of uploads (host to buffer) and
-#' downloads.
+#' downloads. `ncnn_cache_bytes` is host memory of finished ncnn blobs kept
+#' for reuse by the next inference (at most 256 MB).
 #'
 #' @return A one-row data frame.
 #' @seealso [ag_memory_limit()]

@@ -210,3 +210,20 @@ test_that("light mode releases used blobs; light_mode = FALSE keeps them", {
     expect_equal(as.vector(ex$extract("y")), c(0, 0, 1))
   }
 })
+
+test_that("memory of finished blobs kept for reuse is reported by ag_memory_stats()", {
+  net <- ncnn_net(num_threads = 1)
+  net$load_param_mem("7767517\n3 3\nInput data 0 1 data\nReLU r1 1 1 data a\nReLU r2 1 1 a out\n")
+  net$load_model(ncnn_datareader_empty())
+  ex <- net$create_extractor()
+  # 64 x 64 x 4 floats: 64 KiB per blob, large enough to be recycled.
+  x <- array(rnorm(64 * 64 * 4), c(64, 64, 4))
+  ex$input("data", x)
+  expect_equal(as.vector(ex$extract("out")), as.vector(pmax(x, 0)), tolerance = 1e-6)
+  rm(ex)
+  gc()
+  s <- ag_memory_stats()
+  expect_true("ncnn_cache_bytes" %in% names(s))
+  expect_gte(s$ncnn_cache_bytes, 64 * 64 * 4 * 4)
+  expect_lte(s$ncnn_cache_bytes, 256 * 1024^2)
+})

@@ -167,6 +167,7 @@ fn rs_ledger_stats() -> Robj {
             pass_upload_bytes = by(&s.upload_bytes, BufferTag::Pass),
             pass_download_bytes = by(&s.download_bytes, BufferTag::Pass),
             persistent_download_bytes = by(&s.download_bytes, BufferTag::Persistent),
+            ncnn_cache_bytes = ggmlr_core::ncnn::mat::cache_bytes() as f64,
             allocations = s.allocations as f64,
             refusals = s.refusals as f64,
             limit = s.limit

@@ -12,6 +12,11 @@ const CACHE_ENTRIES: usize = 64;
 /// Buffers smaller than this go straight to the allocator.
 const CACHE_MIN: usize = 4096;
 
+/// Bytes of freed blob memory held for reuse (reported by `ag_memory_stats()`).
+pub fn cache_bytes() -> usize {
+    CACHE.lock().map(|c| c.1 * std::mem::size_of::<f32>()).unwrap_or(0)
+}
+
 /// An empty vector with room for at least `n` floats, reused when possible.
 pub fn take_vec(n: usize) -> Vec<f32> {
     if n >= CACHE_MIN {

@@ -46,10 +46,13 @@
 
 # Installs the active bindings (called from .onLoad).
 .ag_residency_on_load <- function(env = .ag_device_state) {
-  bind <- function(name, getter) {
+  active <- function(name, fun) {
     if (exists(name, envir = env, inherits = FALSE)) rm(list = name, envir = env)
+    makeActiveBinding(name, fun, env)
+  }
+  bind <- function(name, getter) {
     setter <- .ag_read_only(name)
-    makeActiveBinding(name, function(v) if (missing(v)) getter() else setter(v), env)
+    active(name, function(v) if (missing(v)) getter() else setter(v))
   }
   for (scope in .ag_scopes) {
     local({
@@ -61,18 +64,16 @@
       bind(paste0(pre, "ctx_gen"), function() .rs(rs_res_gen(s)))
     })
   }
-  if (exists("backend", envir = env, inherits = FALSE)) rm(list = "backend", envir = env)
-  makeActiveBinding("backend", function(v) {
+  active("backend", function(v) {
     if (missing(v)) return(.ag_res_private$backend)
     if (!is.null(v)) .check_backend(v)
     .rs(rs_res_set_backend(v))
     .ag_res_private$backend <- v
     invisible(v)
-  }, env)
-  if (exists("mem_limit", envir = env, inherits = FALSE)) rm(list = "mem_limit", envir = env)
-  makeActiveBinding("mem_limit", function(v) {
+  })
+  active("mem_limit", function(v) {
     if (missing(v)) .rs(rs_ledger_limit(NULL)) else .ag_tape_mem_limit(v)
-  }, env)
+  })
   invisible(env)
 }
 
@@ -167,8 +168,11 @@
   if (!is.null(ptr) && !inherits(ptr, "ggml_tensor")) {
     .abort("`ptr` must be a ggml_tensor or NULL.")
   }
-  structure(list(ptr = ptr, shape = as.integer(shape), scope = scope,
-                 gen = .ag_scope_gen(scope)),
+  .ag_new_handle(ptr, shape, scope, .ag_scope_gen(scope))
+}
+
+.ag_new_handle <- function(ptr, shape, scope, gen) {
+  structure(list(ptr = ptr, shape = as.integer(shape), scope = scope, gen = gen),
             class = "ag_handle")
 }
 
@@ -229,7 +233,5 @@ print.ag_handle <- function(x, ...) {
 
 .ag_handle_of <- function(t) {
   if (is.null(t$ptr)) return(NULL)
-  structure(list(ptr = t$ptr, shape = as.integer(t$shape), scope = .ag_tensor_scope(t),
-                 gen = t$ctx_gen),
-            class = "ag_handle")
+  .ag_new_handle(t$ptr, t$shape, .ag_tensor_scope(t), t$ctx_gen)
 }

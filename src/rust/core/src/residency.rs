@@ -138,6 +138,17 @@ impl Residency {
         self.backend.as_ref()
     }
 
+    /// The installed backend, or an error saying how to install one.
+    fn require_backend(&self) -> crate::Result<Arc<Backend>> {
+        match &self.backend {
+            Some(b) => Ok(b.clone()),
+            None => bail!(
+                "no compute backend is installed for residency: set .ag_device_state$backend \
+                 (e.g. to ggml_backend_cpu_init()) or call ag_device(\"gpu\") first"
+            ),
+        }
+    }
+
     /// Install the backend new pool buffers are allocated on (or none).
     pub fn set_backend(&mut self, backend: Option<Arc<Backend>>) {
         self.backend = backend;
@@ -204,12 +215,7 @@ impl Residency {
     /// the installed backend, appended to the pool's buffers. `None` when
     /// there was nothing to allocate.
     pub fn ctx_flush(&mut self, ctx: &Context, scope: Scope) -> crate::Result<Option<Arc<Buffer>>> {
-        let Some(backend) = self.backend.clone() else {
-            bail!(
-                "no compute backend is installed for residency: set .ag_device_state$backend \
-                 (e.g. to ggml_backend_cpu_init()) or call ag_device(\"gpu\") first"
-            );
-        };
+        let backend = self.require_backend()?;
         let Some(buf) = ctx.alloc_tensors(&backend, scope.tag())? else {
             return Ok(None);
         };
@@ -234,11 +240,7 @@ impl Residency {
             nrow * ncol,
             data.len()
         );
-        ensure!(
-            self.backend.is_some(),
-            "no compute backend is installed for residency: set .ag_device_state$backend \
-             (e.g. to ggml_backend_cpu_init()) or call ag_device(\"gpu\") first"
-        );
+        self.require_backend()?;
         crate::ledger::check_budget((nrow * ncol * dtype.size()) as u64)?;
         let ctx = self.ctx_ensure(1, scope)?;
         let t = ctx.new_tensor(dtype, &[nrow, ncol])?;

@@ -181,6 +181,9 @@ impl Residency {
             );
             self.ctx_bytes = ((mb * 1024.0 * 1024.0) as usize).max(TENSOR_OVERHEAD);
         }
+        // Gradients still referenced that live in these pools go to the host first.
+        let tags: Vec<BufferTag> = scopes.iter().map(|s| s.tag()).collect();
+        crate::autograd::rescue_device_grads(&tags)?;
         for &scope in scopes {
             let pool = std::mem::take(self.pool_mut(scope));
             for b in &pool.buffers {

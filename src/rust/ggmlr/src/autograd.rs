@@ -5,13 +5,16 @@ use crate::conv::{scalar_str, xptr};
 use crate::guard;
 use anyhow::{anyhow, bail};
 use extendr_api::prelude::*;
-use ggmlr_core::autograd::{clip_factor, Mat, Op, OptKind, Optimizer, Tape, TensorRef};
+use ggmlr_core::autograd::optim::{scale_device, sq_norm_device};
+use ggmlr_core::autograd::value::set_cell;
+use ggmlr_core::autograd::{clip_factor, grad_cell, GradCell, GradIn, Mat, Op, OptKind, Optimizer, Storage, Tape, TensorRef};
 use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// The gradients of one backward pass, by tensor id: they stay in the engine
-/// until R reads one (the `ag_grads` environment's active bindings).
-type GradStore = RefCell<HashMap<u64, Mat>>;
+/// (on the device for "gpu") until R reads one (the `ag_grads`
+/// environment's active bindings), which downloads it.
+type GradStore = RefCell<HashMap<u64, GradCell>>;
 const STORE: &str = "gradient store";
 
 fn id_of(x: &Robj, what: &str) -> anyhow::Result<u64> {
@@ -115,9 +118,8 @@ fn rs_ag_set_value(h: Robj, data: Robj) -> Robj {
 fn rs_ag_grad(h: Robj) -> Robj {
     guard(|| {
         let t = handle(&h, "tensor")?;
-        let g = t.grad();
-        match g.as_ref() {
-            Some(m) => from_mat(m),
+        match t.grad()? {
+            Some(m) => from_mat(&m),
             None => Ok(().into()),
         }
     })
@@ -222,7 +224,7 @@ fn rs_ag_backward(loss: Robj) -> Robj {
         let t = handle(&loss, "loss")?;
         let res = TAPE.with(|tp| tp.borrow_mut().backward(&t))?;
         let ids: Vec<f64> = res.iter().map(|(t, _)| t.id as f64).collect();
-        let map: HashMap<u64, Mat> = res.into_iter().map(|(t, g)| (t.id, g)).collect();
+        let map: HashMap<u64, GradCell> = res.into_iter().map(|(t, g)| (t.id, grad_cell(g))).collect();
         let store: GradStore = RefCell::new(map);
         Ok(list!(ExternalPtr::new(store), ids).into())
     })
@@ -235,9 +237,9 @@ fn rs_ag_store_get(store: Robj, id: Robj) -> Robj {
     guard(|| {
         let s: &GradStore = xptr(&store, "grads", STORE)?;
         let id = id_of(&id, "id")?;
-        let m = s.borrow();
-        match m.get(&id) {
-            Some(g) => from_mat(g),
+        let g = s.borrow().get(&id).map(|c| c.borrow().clone());
+        match g {
+            Some(g) => from_mat(&g.to_host()?),
             None => Ok(().into()),
         }
     })
@@ -254,7 +256,27 @@ fn rs_ag_store_set(store: Robj, id: Robj, value: Robj) -> Robj {
             s.borrow_mut().remove(&id);
         } else {
             let g = to_mat(&value, "gradient")?;
-            s.borrow_mut().insert(id, g);
+            s.borrow_mut().insert(id, grad_cell(Storage::Host(g)));
+        }
+        Ok(().into())
+    })
+}
+
+/// Drops the device gradients of `params` from a store (the optimizer's
+/// `zero_grad()` after it stepped with them), so that the next reset of the
+/// pass pool need not copy them to the host.
+/// @noRd
+#[extendr]
+fn rs_ag_store_release(store: Robj, params: Robj) -> Robj {
+    guard(|| {
+        let s: &GradStore = xptr(&store, "grads", STORE)?;
+        let pl = params.as_list().ok_or_else(|| anyhow!("params must be a list"))?;
+        let mut map = s.borrow_mut();
+        for p in pl.values() {
+            let id = handle(&p, "parameter")?.id;
+            if map.get(&id).is_some_and(|c| c.borrow().device().is_some()) {
+                map.remove(&id);
+            }
         }
         Ok(().into())
     })
@@ -304,7 +326,7 @@ fn rs_ag_opt_step(opt: Robj, params: Robj, names: Robj, grads: Robj, lr: Robj) -
         let ps = pl.values().map(|p| handle(&p, "parameter")).collect::<anyhow::Result<Vec<_>>>()?;
         let nm: Vec<String> = names.as_str_vector().map(|v| v.iter().map(|s| s.to_string()).collect()).unwrap_or_default();
         let gvals: Vec<Robj> = gl.values().collect();
-        let mut gs: Vec<Option<&[f64]>> = Vec::with_capacity(gvals.len());
+        let mut gs: Vec<Option<GradIn>> = Vec::with_capacity(gvals.len());
         for (i, g) in gvals.iter().enumerate() {
             if g.is_null() {
                 gs.push(None);
@@ -312,7 +334,7 @@ fn rs_ag_opt_step(opt: Robj, params: Robj, names: Robj, grads: Robj, lr: Robj) -
                 let s = g.as_real_slice().ok_or_else(|| {
                     anyhow!("the gradient of parameter '{}' must be a numeric matrix", nm.get(i).map(String::as_str).unwrap_or("?"))
                 })?;
-                gs.push(Some(s));
+                gs.push(Some(GradIn::Host(s)));
             }
         }
         let lr = lr.as_real().ok_or_else(|| anyhow!("`lr` must be a number"))?;
@@ -331,8 +353,19 @@ fn rs_ag_opt_step_store(opt: Robj, params: Robj, names: Robj, store: Robj, lr: R
         let pl = params.as_list().ok_or_else(|| anyhow!("params must be a list"))?;
         let ps = pl.values().map(|p| handle(&p, "parameter")).collect::<anyhow::Result<Vec<_>>>()?;
         let nm: Vec<String> = names.as_str_vector().map(|v| v.iter().map(|s| s.to_string()).collect()).unwrap_or_default();
-        let map = s.borrow();
-        let gs: Vec<Option<&[f64]>> = ps.iter().map(|p| map.get(&p.id).map(|g| g.data.as_slice())).collect();
+        let held: Vec<Option<Storage>> = {
+            let map = s.borrow();
+            ps.iter().map(|p| map.get(&p.id).map(|c| c.borrow().clone())).collect()
+        };
+        let gs: Vec<Option<GradIn>> = held
+            .iter()
+            .map(|g| {
+                g.as_ref().map(|g| match g {
+                    Storage::Host(m) => GradIn::Host(&m.data),
+                    Storage::Device(d) => GradIn::Device(d),
+                })
+            })
+            .collect();
         let lr = lr.as_real().ok_or_else(|| anyhow!("`lr` must be a number"))?;
         o.borrow_mut().step(&ps, &nm, &gs, lr)?;
         Ok(().into())
@@ -352,15 +385,26 @@ fn rs_ag_clip_store(store: Robj, params: Robj, max_norm: Robj) -> Robj {
         if mx.is_nan() || mx < 0.0 {
             bail!("`max_norm` must be a non-negative number, not {mx}");
         }
-        let mut map = s.borrow_mut();
-        let (norm, f) = {
-            let slices: Vec<&[f64]> = ids.iter().filter_map(|id| map.get(id).map(|g| g.data.as_slice())).collect();
-            clip_factor(&slices, mx)
+        let cells: Vec<GradCell> = {
+            let map = s.borrow();
+            ids.iter().filter_map(|id| map.get(id).cloned()).collect()
         };
+        let vals: Vec<Storage> = cells.iter().map(|c| c.borrow().clone()).collect();
+        let devs: Vec<_> = vals.iter().filter_map(|v| v.device().cloned()).collect();
+        let hosts: Vec<&[f64]> = vals.iter().filter_map(|v| v.host().ok().map(|m| m.data.as_slice())).collect();
+        let (hnorm, _) = clip_factor(&hosts, mx);
+        let sq = hnorm * hnorm + if devs.is_empty() { 0.0 } else { sq_norm_device(&devs)? };
+        let norm = sq.sqrt();
+        let (_, f) = clip_factor(&[&[norm]], mx);
         if f < 1.0 {
-            for id in &ids {
-                if let Some(g) = map.get_mut(id) {
-                    g.data.iter_mut().for_each(|v| *v *= f);
+            let mut scaled = if devs.is_empty() { Vec::new() } else { scale_device(&devs, f)? }.into_iter();
+            for (c, v) in cells.iter().zip(vals) {
+                match v {
+                    Storage::Host(mut m) => {
+                        m.data.iter_mut().for_each(|x| *x *= f);
+                        set_cell(c, Storage::Host(m));
+                    }
+                    Storage::Device(_) => set_cell(c, Storage::Device(scaled.next().expect("a scaled gradient"))),
                 }
             }
         }
@@ -417,6 +461,7 @@ extendr_module! {
     fn rs_ag_backward;
     fn rs_ag_store_get;
     fn rs_ag_store_set;
+    fn rs_ag_store_release;
     fn rs_ag_zero_grad;
     fn rs_ag_opt_step_store;
     fn rs_ag_clip_store;

@@ -1,36 +1,39 @@
-//! The device path: values as engine tensors in the residency pools, and
-//! ops run as small ggml graphs on the residency backend (whatever backend is
-//! installed: the CPU backend, or a GPU backend once one is present).
+//! The device path: values as engine tensors in the residency pools, and the
+//! graph pieces that the device forward (`device_fwd.rs`) and backward
+//! (`device_bwd.rs`) rules are built from.
 //!
 //! Layout: an autograd `[rows, cols]` column-major matrix is a ggml tensor
-//! with `ne = [rows, cols]` (rows vary fastest), so no data is reordered.
-//! Ops with a graph here run on the device; the others run their host
-//! kernel on downloaded inputs and put the result back in the pass pool
-//! (see `forward`).
+//! with `ne = [rows, cols]` (rows vary fastest), so no data is reordered. A
+//! column of the matrix is a ggml "row": ggml's row-wise ops (`soft_max`,
+//! `sum_rows`, `get_rows`) work per column of the autograd matrix.
 
 use super::mat::Mat;
-use super::ops::{Act, Axis, Op};
+use super::ops::Act;
 use crate::context::Context;
 use crate::dtype::DType;
-use crate::graph::Graph;
 use crate::op::{Op as G, UnaryOp};
 use crate::residency::{self, Scope};
 use crate::tensor::Tensor as ETensor;
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use std::sync::Arc;
 
-/// Descriptors reserved in the pass pool's context for one op's graph.
-const GRAPH_SLOTS: usize = 32;
+pub use super::device_graph::{run_devs, Builder};
 
-/// A value on the device: an engine tensor `[rows, cols]` in a pool.
+type T = Arc<ETensor>;
+
+/// A value on the device: an engine tensor `[rows, cols]` in a pool (or a
+/// node of a graph being built).
 #[derive(Debug, Clone)]
 pub struct Dev {
-    pub t: Arc<ETensor>,
+    pub t: T,
     pub rows: usize,
     pub cols: usize,
 }
 
 impl Dev {
+    pub fn new(t: T, rows: usize, cols: usize) -> Dev {
+        Dev { t, rows, cols }
+    }
     /// Uploads `m` (as f32) into a new tensor of the pool `scope`.
     pub fn upload(m: &Mat, scope: Scope) -> Result<Dev> {
         Dev::upload_as(m, scope, DType::F32)
@@ -53,52 +56,98 @@ impl Dev {
     pub fn same_shape(&self, o: &Dev) -> bool {
         self.rows == o.rows && self.cols == o.cols
     }
-}
-
-/// Builds a graph in the pass pool with `f`, backs its new tensors with
-/// memory of the pass pool, and computes everything `f` returned (in order).
-pub fn run(f: impl FnOnce(&Context) -> Result<Vec<Arc<ETensor>>>) -> Result<Vec<Arc<ETensor>>> {
-    run_with(|c| Ok((f(c)?, Vec::new())))
-}
-
-/// As `run`; `f` also names constant leaves to fill (once they have memory).
-pub fn run_with(
-    f: impl FnOnce(&Context) -> Result<(Vec<Arc<ETensor>>, Vec<(Arc<ETensor>, f64)>)>,
-) -> Result<Vec<Arc<ETensor>>> {
-    let (ctx, backend) = {
-        let mut s = residency::state();
-        let backend = s.backend().cloned().ok_or_else(|| {
-            anyhow!(
-                "no compute backend is installed for the device: call ag_device(\"gpu\") \
-                 (it installs the best backend) before computing on \"gpu\""
-            )
-        })?;
-        (s.ctx_ensure(GRAPH_SLOTS, Scope::Pass)?, backend)
-    };
-    let (outs, consts) = f(&ctx)?;
-    residency::state().ctx_flush(&ctx, Scope::Pass)?;
-    for (t, v) in &consts {
-        crate::io::set_values(t, &vec![*v; t.nelements()], 0)?;
+    pub fn len(&self) -> usize {
+        self.rows * self.cols
     }
-    let mut g = Graph::new();
-    for o in &outs {
-        g.expand(o)?;
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
-    g.compute(&backend)?;
-    Ok(outs)
+    /// Whether the memory is in the pass pool (freed by its reset).
+    pub fn in_pass_pool(&self) -> bool {
+        self.t.resolve().map(|r| r.buf.tag() == Scope::Pass.tag()).unwrap_or(false)
+    }
 }
 
-fn unary(c: &Context, u: UnaryOp, x: &Arc<ETensor>) -> Result<Arc<ETensor>> {
+pub fn unary(c: &Context, u: UnaryOp, x: &T) -> Result<T> {
     c.op(G::Unary(u), &[x.clone()])
 }
 
-/// `a %*% b` for `a` `[m, k]`, `b` `[k, n]` (ggml: mul_mat(t(a), b)).
-pub fn matmul(c: &Context, a: &Arc<ETensor>, b: &Arc<ETensor>) -> Result<Arc<ETensor>> {
-    let at = c.op(G::Cont, &[c.transpose(a)?])?;
-    c.op(G::MulMat, &[at, b.clone()])
+pub fn bin(c: &Context, op: G, a: &T, b: &T) -> Result<T> {
+    c.op(op, &[a.clone(), b.clone()])
 }
 
-fn act(c: &Context, a: Act, z: Arc<ETensor>) -> Result<Arc<ETensor>> {
+pub fn scale(c: &Context, x: &T, s: f64) -> Result<T> {
+    c.op(G::Scale { s: s as f32 }, &[x.clone()])
+}
+
+/// `x`, contiguous (a copy only when it is a strided view).
+pub fn contig(c: &Context, x: &T) -> Result<T> {
+    if x.layout().is_contiguous() {
+        Ok(x.clone())
+    } else {
+        c.op(G::Cont, &[x.clone()])
+    }
+}
+
+/// `x` in f32 (weights may be stored in f16).
+pub fn f32_of(c: &Context, x: &T) -> Result<T> {
+    if x.dtype() == DType::F32 {
+        return Ok(x.clone());
+    }
+    let dst = c.new_tensor(DType::F32, &x.ne())?;
+    c.cpy(x, &dst)
+}
+
+/// `t(x)` as a contiguous matrix.
+pub fn transpose(c: &Context, x: &T) -> Result<T> {
+    c.op(G::Cont, &[c.transpose(x)?])
+}
+
+/// `a %*% b` for `a` `[m, k]`, `b` `[k, n]` (ggml: mul_mat(t(a), b)).
+pub fn matmul(c: &Context, a: &T, b: &T) -> Result<T> {
+    c.op(G::MulMat, &[transpose(c, a)?, b.clone()])
+}
+
+/// Per-row sums of a `[rows, cols]` matrix, as a `[rows, 1]` column.
+pub fn row_sums(c: &Context, x: &T, rows: usize) -> Result<T> {
+    let s = c.op(G::SumRows, &[transpose(c, x)?])?;
+    c.reshape(&s, &[rows, 1])
+}
+
+/// Per-column sums, as a `[1, cols]` row.
+pub fn col_sums(c: &Context, x: &T) -> Result<T> {
+    c.op(G::SumRows, &[contig(c, x)?])
+}
+
+/// The sum of every element, `[1, 1]`.
+pub fn total(c: &Context, x: &T) -> Result<T> {
+    let s = c.op(G::Sum, &[contig(c, x)?])?;
+    c.reshape(&s, &[1, 1])
+}
+
+/// A gradient `g` of a broadcast result, summed back to `[rows, cols]`.
+pub fn reduce_to(c: &Context, g: &Dev, rows: usize, cols: usize) -> Result<T> {
+    let mut t = g.t.clone();
+    if rows == 1 && g.rows != 1 {
+        t = col_sums(c, &t)?;
+    }
+    if cols == 1 && g.cols != 1 {
+        t = row_sums(c, &t, rows)?;
+    }
+    Ok(t)
+}
+
+/// `x` tiled to `[rows, cols]` (when it is smaller).
+pub fn expand(b: &mut Builder, c: &Context, x: &Dev, rows: usize, cols: usize) -> Result<T> {
+    if x.rows == rows && x.cols == cols {
+        return Ok(x.t.clone());
+    }
+    let shape = super::device_graph::blank(c, rows, cols)?;
+    let _ = b;
+    c.op(G::Repeat, &[x.t.clone(), shape])
+}
+
+pub fn act(c: &Context, a: Act, z: T) -> Result<T> {
     Ok(match a {
         Act::None => z,
         Act::Relu => unary(c, UnaryOp::Relu, &z)?,
@@ -107,154 +156,64 @@ fn act(c: &Context, a: Act, z: Arc<ETensor>) -> Result<Arc<ETensor>> {
     })
 }
 
-/// ggml broadcasts the second operand of an element-wise op when it tiles
-/// the first; the autograd ops also recycle the first. Only the first case
-/// (and equal shapes) runs on the device.
-fn tiles(a: &Dev, b: &Dev) -> bool {
-    (b.rows == a.rows || b.rows == 1) && (b.cols == a.cols || b.cols == 1)
+/// `g * act'(z)` from the activation's output `y`.
+pub fn act_grad(c: &Context, a: Act, g: &T, y: &T) -> Result<T> {
+    Ok(match a {
+        Act::None => g.clone(),
+        Act::Relu => bin(c, G::Mul, g, &unary(c, UnaryOp::Step, y)?)?,
+        Act::Sigmoid => {
+            let d = bin(c, G::Sub, y, &unary(c, UnaryOp::Sqr, y)?)?;
+            bin(c, G::Mul, g, &d)?
+        }
+        Act::Tanh => {
+            let gy2 = bin(c, G::Mul, g, &unary(c, UnaryOp::Sqr, y)?)?;
+            bin(c, G::Sub, g, &gy2)?
+        }
+    })
 }
 
-/// Whether `op` has a device graph (for some shapes of its inputs).
-pub fn has_graph(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::MatMul
-            | Op::Linear(_)
-            | Op::Add
-            | Op::Sub
-            | Op::Mul
-            | Op::Div
-            | Op::Scale(_)
-            | Op::Relu
-            | Op::Sigmoid
-            | Op::Tanh
-            | Op::Exp
-            | Op::Log
-            | Op::Sum(Axis::All)
-            | Op::Transpose
-    )
-}
-
-/// The forward of `op` as a graph on the device, when there is one; `None`
-/// means the op runs its host kernel (shapes are checked there).
-pub fn forward(op: &Op, xs: &[Dev]) -> Option<Result<Dev>> {
-    let (rows, cols, build): (usize, usize, Box<dyn FnOnce(&Context) -> Result<Arc<ETensor>>>) = match op {
-        Op::MatMul if xs[0].cols == xs[1].rows => {
-            let (a, b) = (xs[0].t.clone(), xs[1].t.clone());
-            (xs[0].rows, xs[1].cols, Box::new(move |c| matmul(c, &a, &b)))
-        }
-        Op::Linear(a) if xs[0].cols == xs[1].rows && xs[2].rows == xs[0].rows && xs[2].cols == 1 => {
-            let (w, x, b, a) = (xs[0].t.clone(), xs[1].t.clone(), xs[2].t.clone(), *a);
-            (xs[0].rows, xs[1].cols, Box::new(move |c| {
-                let z = matmul(c, &w, &x)?;
-                let z = c.op(G::Add, &[z, b])?;
-                act(c, a, z)
-            }))
-        }
-        Op::Add | Op::Sub | Op::Mul | Op::Div if tiles(&xs[0], &xs[1]) => {
-            let g = match op {
-                Op::Add => G::Add,
-                Op::Sub => G::Sub,
-                Op::Mul => G::Mul,
-                _ => G::Div,
-            };
-            let (a, b) = (xs[0].t.clone(), xs[1].t.clone());
-            (xs[0].rows, xs[0].cols, Box::new(move |c| c.op(g, &[a, b])))
-        }
-        Op::Scale(s) => {
-            let (a, s) = (xs[0].t.clone(), *s as f32);
-            (xs[0].rows, xs[0].cols, Box::new(move |c| c.op(G::Scale { s }, &[a])))
-        }
-        Op::Relu | Op::Sigmoid | Op::Tanh | Op::Exp | Op::Log => {
-            let u = match op {
-                Op::Relu => UnaryOp::Relu,
-                Op::Sigmoid => UnaryOp::Sigmoid,
-                Op::Tanh => UnaryOp::Tanh,
-                Op::Exp => UnaryOp::Exp,
-                _ => UnaryOp::Log,
-            };
-            let a = xs[0].t.clone();
-            (xs[0].rows, xs[0].cols, Box::new(move |c| unary(c, u, &a)))
-        }
-        Op::Sum(Axis::All) => {
-            let a = xs[0].t.clone();
-            (1, 1, Box::new(move |c| {
-                let s = c.op(G::Sum, &[a])?;
-                c.reshape(&s, &[1, 1])
-            }))
-        }
-        Op::Transpose => {
-            let a = xs[0].t.clone();
-            (xs[0].cols, xs[0].rows, Box::new(move |c| c.op(G::Cont, &[c.transpose(&a)?])))
-        }
-        _ => return None,
-    };
-    Some(run(|c| Ok(vec![build(c)?])).map(|o| Dev { t: o[0].clone(), rows, cols }))
-}
-
-/// The backward rule of `op` as a graph on the device, for the ops whose
-/// cost is in products (matmul, linear): `xs` and `out` are the saved device
-/// values, `g` the output's gradient. The gradients come back to the host,
-/// where the tape accumulates them. `None`: the op has no device rule.
-pub fn backward(op: &Op, xs: &[Dev], out: &Dev, g: &Mat, need: &[bool]) -> Option<Result<Vec<Option<Mat>>>> {
-    if !matches!(op, Op::MatMul | Op::Linear(_)) {
-        return None;
+/// `x ^ p` as R computes it: exact for whole powers (repeated products, the
+/// reciprocal for negative ones), else `exp(p log x)` (NaN for negative `x`).
+pub fn pow(b: &mut Builder, c: &Context, x: &Dev, p: f64) -> Result<T> {
+    if p == 0.0 {
+        return b.fill(c, x.rows, x.cols, 1.0);
     }
-    Some(backward_products(op, xs, out, g, need))
-}
-
-fn backward_products(op: &Op, xs: &[Dev], out: &Dev, g: &Mat, need: &[bool]) -> Result<Vec<Option<Mat>>> {
-    let gd = Dev::upload(g, Scope::Pass)?;
-    let shapes: Vec<(usize, usize)> = xs.iter().map(|d| (d.rows, d.cols)).collect();
-    let (a, b) = (xs[0].t.clone(), xs[1].t.clone());
-    let (y, gt) = (out.t.clone(), gd.t.clone());
-    let op2 = op.clone();
-    let need2 = need.to_vec();
-    let outs = run(move |c| {
-        let gz = match op2 {
-            Op::Linear(Act::Relu) => c.op(G::Mul, &[gt, unary(c, UnaryOp::Step, &y)?])?,
-            Op::Linear(Act::Sigmoid) => {
-                let one_minus = c.op(G::Sub, &[y.clone(), c.op(G::Mul, &[y.clone(), y.clone()])?])?;
-                c.op(G::Mul, &[gt, one_minus])?
-            }
-            Op::Linear(Act::Tanh) => {
-                let y2 = c.op(G::Mul, &[y.clone(), y.clone()])?;
-                c.op(G::Sub, &[gt.clone(), c.op(G::Mul, &[gt, y2])?])?
-            }
-            _ => gt,
-        };
-        let mut res = Vec::new();
-        // d a = gz %*% t(b); d b = t(a) %*% gz (ggml: mul_mat(a, gz)).
-        if need2[0] {
-            let bt = c.op(G::Cont, &[c.transpose(&b)?])?;
-            res.push(matmul(c, &gz, &bt)?);
-        }
-        if need2[1] {
-            res.push(c.op(G::MulMat, &[a.clone(), gz.clone()])?);
-        }
-        if need2.get(2).copied().unwrap_or(false) {
-            let gzt = c.op(G::Cont, &[c.transpose(&gz)?])?;
-            res.push(c.op(G::SumRows, &[gzt])?);
-        }
-        Ok(res)
-    })?;
-    let mut it = outs.into_iter();
-    let mut grads = Vec::with_capacity(need.len());
-    for (i, &n) in need.iter().enumerate() {
-        if !n {
-            grads.push(None);
-            continue;
-        }
-        let t = it.next().ok_or_else(|| anyhow!("internal: missing device gradient"))?;
-        let (r, c) = shapes[i];
-        grads.push(Some(Dev { t, rows: r, cols: c }.download()?));
+    if p == 1.0 {
+        return Ok(x.t.clone());
     }
-    Ok(grads)
+    if p == 0.5 {
+        return unary(c, UnaryOp::Sqrt, &x.t);
+    }
+    if p.fract() == 0.0 && p.abs() <= 64.0 {
+        let mut n = p.abs() as u32;
+        let mut base = x.t.clone();
+        let mut acc: Option<T> = None;
+        while n > 0 {
+            if n & 1 == 1 {
+                acc = Some(match acc {
+                    None => base.clone(),
+                    Some(a) => bin(c, G::Mul, &a, &base)?,
+                });
+            }
+            n >>= 1;
+            if n > 0 {
+                base = unary(c, UnaryOp::Sqr, &base)?;
+            }
+        }
+        let r = acc.expect("a non-zero power");
+        if p > 0.0 {
+            return Ok(r);
+        }
+        let one = b.fill(c, x.rows, x.cols, 1.0)?;
+        return bin(c, G::Div, &one, &r);
+    }
+    let l = scale(c, &unary(c, UnaryOp::Log, &x.t)?, p)?;
+    unary(c, UnaryOp::Exp, &l)
 }
 
 /// Updates `dst` in place (its own memory) with the value of `src`; both
 /// are already nodes of the graph being built.
-pub fn write_into(c: &Context, src: &Arc<ETensor>, dst: &Arc<ETensor>) -> Result<Arc<ETensor>> {
+pub fn write_into(c: &Context, src: &T, dst: &T) -> Result<T> {
     if src.nelements() != dst.nelements() {
         bail!("internal: in-place update of {} from {}", dst.describe(), src.describe());
     }

@@ -1,7 +1,10 @@
-//! The device path against the host path: graph forwards, the backward pass
-//! through device values, and in-place optimizer updates.
+//! The device path against the host path: every op's forward and gradient,
+//! the backward pass as one graph, gradients kept on the device and rescued
+//! before a reset, and in-place optimizer updates.
 
 use super::device::Dev;
+use super::device_graph::graphs_computed;
+use super::ops::Act;
 use super::*;
 use crate::backend::Backend;
 use crate::residency::{self, Scope};
@@ -11,63 +14,209 @@ fn mat(r: usize, c: usize, k: f64) -> Mat {
     Mat::new(r, c, (0..r * c).map(|i| ((i as f64 + k) * 0.37).sin()).collect()).unwrap()
 }
 
-fn close(a: &Mat, b: &Mat, tol: f64) {
-    assert_eq!((a.rows, a.cols), (b.rows, b.cols));
+fn pos(r: usize, c: usize, k: f64) -> Mat {
+    mat(r, c, k).map(|v| 0.6 + 0.5 * v)
+}
+
+fn close(a: &Mat, b: &Mat, tol: f64, what: &str) {
+    assert_eq!((a.rows, a.cols), (b.rows, b.cols), "{what}");
     for (x, y) in a.data.iter().zip(&b.data) {
-        assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{x} vs {y}");
+        assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{what}: {x} vs {y}");
+    }
+}
+
+fn cpu_device() -> std::sync::MutexGuard<'static, ()> {
+    let g = crate::ledger::tests::serial();
+    let mut s = residency::state();
+    s.reset(&Scope::BOTH, Some(1.0)).unwrap();
+    s.set_backend(Some(Arc::new(Backend::cpu())));
+    g
+}
+
+/// Value and gradients of sum(op(inputs) * W) (and the gradient storages).
+fn run(op: &Op, ins: &[Mat], grad: &[bool], dev: bool) -> (Mat, Vec<Storage>) {
+    let mut tape = Tape::new();
+    let ts: Vec<TensorRef> = ins.iter().map(|m| tape.tensor(m.clone())).collect();
+    if dev {
+        for t in &ts {
+            let d = Dev::upload(t.value().host().unwrap(), Scope::Persistent).unwrap();
+            t.set_storage(Storage::Device(d));
+        }
+    }
+    tape.begin();
+    let n0 = graphs_computed();
+    let out = tape.apply_on(op.clone(), &ts, grad, dev).unwrap().tensor;
+    if dev {
+        assert_eq!(graphs_computed() - n0, 1, "{op:?}: the forward is a graph");
+    }
+    assert_eq!(out.value().device().is_some(), dev, "{op:?} runs where its inputs are");
+    let (r, c) = out.shape();
+    let w = tape.tensor(mat(r, c, 7.0));
+    let prod = tape.apply(Op::Mul, &[out.clone(), w], &[true, false]).unwrap().tensor;
+    let loss = tape.apply(Op::Sum(Axis::All), &[prod], &[true]).unwrap().tensor;
+    let before = graphs_computed();
+    let g = tape.backward(&loss).unwrap();
+    if dev {
+        assert_eq!(graphs_computed() - before, 1, "{op:?}: the backward pass is one graph");
+    }
+    let gs = ts.iter().zip(grad).filter(|(_, &n)| n).map(|(t, _)| {
+        g.iter().find(|(x, _)| x.id == t.id).expect("a gradient").1.clone()
+    });
+    (out.value().to_host().unwrap(), gs.collect())
+}
+
+fn backends() -> Vec<Arc<Backend>> {
+    let mut v = vec![Arc::new(Backend::cpu())];
+    match crate::vulkan::VkContext::unshared(0) {
+        Ok(c) => v.push(Arc::new(Backend::on_vulkan_context(0, c))),
+        Err(e) => eprintln!("skipping the Vulkan backend: {e:#}"),
+    }
+    v
+}
+
+#[test]
+fn every_op_on_the_device_matches_the_host() {
+    let _g = cpu_device();
+    for be in backends() {
+        residency::state().reset(&Scope::BOTH, None).unwrap();
+        residency::state().set_backend(Some(be.clone()));
+        every_op(&be);
+    }
+    residency::state().reset(&Scope::BOTH, None).unwrap();
+}
+
+fn every_op(be: &Backend) {
+    let oh = Mat::new(3, 4, vec![1., 0., 0., 0., 0., 1., 0., 1., 0., 0., 1., 0.]).unwrap();
+    let t2 = [true, true];
+    let cases: Vec<(Op, Vec<Mat>, Vec<bool>)> = vec![
+        (Op::MatMul, vec![mat(3, 4, 0.), mat(4, 2, 1.)], t2.to_vec()),
+        (Op::Linear(Act::Relu), vec![mat(3, 4, 0.), mat(4, 5, 1.), mat(3, 1, 2.)], vec![true; 3]),
+        (Op::Linear(Act::Sigmoid), vec![mat(3, 4, 0.), mat(4, 5, 1.), mat(3, 1, 2.)], vec![true; 3]),
+        (Op::Linear(Act::Tanh), vec![mat(3, 4, 0.), mat(4, 5, 1.), mat(3, 1, 2.)], vec![true; 3]),
+        (Op::Add, vec![mat(3, 4, 0.), mat(3, 4, 1.)], t2.to_vec()),
+        (Op::Add, vec![mat(3, 4, 0.), mat(3, 1, 1.)], t2.to_vec()),
+        (Op::Add, vec![mat(1, 4, 0.), mat(3, 4, 1.)], t2.to_vec()),
+        (Op::Add, vec![mat(3, 1, 0.), mat(1, 4, 1.)], t2.to_vec()),
+        (Op::Sub, vec![mat(3, 4, 0.), mat(1, 4, 1.)], t2.to_vec()),
+        (Op::Sub, vec![mat(1, 1, 0.), mat(3, 4, 1.)], t2.to_vec()),
+        (Op::Mul, vec![mat(3, 4, 0.), mat(3, 4, 1.)], t2.to_vec()),
+        (Op::Mul, vec![mat(3, 1, 0.), mat(3, 4, 1.)], t2.to_vec()),
+        (Op::Div, vec![mat(3, 4, 0.), pos(3, 4, 1.)], t2.to_vec()),
+        (Op::Div, vec![mat(3, 4, 0.), pos(1, 4, 1.)], t2.to_vec()),
+        (Op::Scale(-2.5), vec![mat(3, 4, 0.)], vec![true]),
+        (Op::Relu, vec![mat(3, 4, 0.)], vec![true]),
+        (Op::Sigmoid, vec![mat(3, 4, 0.)], vec![true]),
+        (Op::Tanh, vec![mat(3, 4, 0.)], vec![true]),
+        (Op::Softmax, vec![mat(3, 4, 0.)], vec![true]),
+        (Op::Log, vec![pos(3, 4, 0.)], vec![true]),
+        (Op::Exp, vec![mat(3, 4, 0.)], vec![true]),
+        (Op::Pow(3.0), vec![mat(3, 4, 0.)], vec![true]),
+        (Op::Pow(-2.0), vec![pos(3, 4, 0.)], vec![true]),
+        (Op::Pow(1.5), vec![pos(3, 4, 0.)], vec![true]),
+        (Op::Pow(0.5), vec![pos(3, 4, 0.)], vec![true]),
+        (Op::Clamp(-0.5, 0.5), vec![mat(3, 4, 0.)], vec![true]),
+        (Op::Sum(Axis::All), vec![mat(3, 4, 0.)], vec![true]),
+        (Op::Sum(Axis::Rows), vec![mat(3, 4, 0.)], vec![true]),
+        (Op::Sum(Axis::Cols), vec![mat(3, 4, 0.)], vec![true]),
+        (Op::Mean(Axis::All), vec![mat(3, 4, 0.)], vec![true]),
+        (Op::Mean(Axis::Rows), vec![mat(3, 4, 0.)], vec![true]),
+        (Op::Mean(Axis::Cols), vec![mat(3, 4, 0.)], vec![true]),
+        (Op::Reshape(2, 6), vec![mat(3, 4, 0.)], vec![true]),
+        (Op::Transpose, vec![mat(3, 4, 0.)], vec![true]),
+        (Op::MseLoss, vec![mat(3, 4, 0.), mat(3, 4, 1.)], t2.to_vec()),
+        (Op::CrossEntropyLoss, vec![pos(3, 4, 0.).map(|v| v * 0.8), oh.clone()], t2.to_vec()),
+        (Op::SoftmaxCrossEntropyLoss, vec![mat(3, 4, 0.), oh.clone()], t2.to_vec()),
+        (Op::BatchNorm { eps: 1e-5, training: true }, vec![mat(3, 6, 0.), pos(3, 1, 1.), mat(3, 1, 2.)], vec![true; 3]),
+        (
+            Op::BatchNorm { eps: 1e-5, training: false },
+            vec![mat(3, 6, 0.), pos(3, 1, 1.), mat(3, 1, 2.), mat(3, 1, 3.), pos(3, 1, 4.)],
+            vec![true, true, true, false, false],
+        ),
+        (Op::Gather(vec![2, 0, 2]), vec![mat(3, 4, 0.)], vec![true]),
+        (Op::SliceRows(1, 3), vec![mat(4, 3, 0.)], vec![true]),
+        (Op::SliceRows(0, 2), vec![mat(4, 3, 0.)], vec![true]),
+        (Op::ConcatRows, vec![mat(2, 3, 0.), mat(1, 3, 1.), mat(2, 3, 2.)], vec![true; 3]),
+    ];
+    for (op, ins, grad) in &cases {
+        let (hv, hg) = run(op, ins, grad, false);
+        let (dv, dg) = run(op, ins, grad, true);
+        let name = be.name();
+        close(&dv, &hv, 1e-4, &format!("{name} {op:?} value"));
+        assert_eq!(hg.len(), dg.len());
+        for (i, (d, h)) in dg.iter().zip(&hg).enumerate() {
+            assert!(d.device().is_some(), "{op:?}: gradient {i} stays on the device");
+            close(&d.to_host().unwrap(), h.host().unwrap(), 1e-4, &format!("{name} {op:?} gradient {i}"));
+        }
     }
 }
 
 #[test]
-fn device_ops_match_host_and_update_in_place() {
-    let _g = crate::ledger::tests::serial();
-    {
-        let mut s = residency::state();
-        s.reset(&Scope::BOTH, Some(1.0)).unwrap();
-        s.set_backend(Some(Arc::new(Backend::cpu())));
-    }
-    let (w, x, b) = (mat(3, 4, 0.0), mat(4, 5, 1.0), mat(3, 1, 2.0));
-    let ops = [Op::MatMul, Op::Linear(ops::Act::Tanh)];
-    for op in ops {
-        let ins: Vec<Mat> = if op == Op::MatMul { vec![w.clone(), x.clone()] } else { vec![w.clone(), x.clone(), b.clone()] };
-        let run = |dev: bool| {
-            let mut tape = Tape::new();
-            let ts: Vec<TensorRef> = ins.iter().map(|m| tape.tensor(m.clone())).collect();
-            if dev {
-                let d = Dev::upload(&ins[0], Scope::Persistent).unwrap();
-                ts[0].set_storage(Storage::Device(d));
+fn device_gradients_accumulate_and_are_rescued_before_a_reset() {
+    let _g = cpu_device();
+    let w = Tensor::with_storage(1, Storage::Device(Dev::upload(&mat(2, 3, 0.), Scope::Persistent).unwrap()));
+    let x = mat(3, 4, 1.);
+    let step = |tape: &mut Tape| {
+        let xt = tape.tensor(x.clone());
+        tape.begin();
+        let y = tape.apply(Op::MatMul, &[w.clone(), xt], &[true, false]).unwrap().tensor;
+        let loss = tape.apply(Op::Sum(Axis::All), &[y], &[true]).unwrap().tensor;
+        tape.backward(&loss).unwrap()
+    };
+    let mut tape = Tape::new();
+    let g1 = step(&mut tape);
+    let want = Mat::new(2, 3, (0..6).map(|k| x.row_sums().data[k / 2]).collect()).unwrap();
+    close(&g1[0].1.to_host().unwrap(), &want, 1e-5, "gradient");
+    // A second backward adds to the accumulated gradient inside its graph.
+    let g2 = step(&mut tape);
+    assert!(w.grad_storage().unwrap().device().is_some());
+    close(&w.grad().unwrap().unwrap(), &want.map(|v| 2.0 * v), 1e-5, "accumulated");
+    // A store's cell and the tensor's gradient survive a reset of the pass pool.
+    let cell = grad_cell(g2[0].1.clone());
+    let down0 = crate::ledger::stats().download_calls;
+    residency::state().reset(&[Scope::Pass], None).unwrap();
+    assert!(cell.borrow().device().is_none() && w.grad_storage().unwrap().device().is_none());
+    assert!(crate::ledger::stats().download_calls.iter().sum::<u64>() > down0.iter().sum::<u64>());
+    close(cell.borrow().host().unwrap(), &want, 1e-5, "rescued store gradient");
+    close(&w.grad().unwrap().unwrap(), &want.map(|v| 2.0 * v), 1e-5, "rescued gradient");
+    // A dropped store costs nothing at the next reset.
+    w.set_grad(None);
+    drop(cell);
+    let g3 = step(&mut tape);
+    w.set_grad(None);
+    drop(g3);
+    let down1 = crate::ledger::stats().download_bytes;
+    residency::state().reset(&[Scope::Pass], None).unwrap();
+    assert_eq!(crate::ledger::stats().download_bytes, down1, "nothing left to rescue");
+    residency::state().reset(&Scope::BOTH, None).unwrap();
+}
+
+#[test]
+fn optimizers_read_device_gradients_and_update_in_place() {
+    let _g = cpu_device();
+    for kind in [OptKind::Sgd { momentum: 0.0 }, OptKind::Sgd { momentum: 0.9 }, OptKind::Adam { beta1: 0.9, beta2: 0.999, eps: 1e-8 }] {
+        let w0 = mat(3, 4, 0.0);
+        let g = mat(3, 4, 5.0);
+        let wh = Tensor::new(1, w0.clone());
+        let wd = Tensor::with_storage(2, Storage::Device(Dev::upload(&w0, Scope::Persistent).unwrap()));
+        let gd = Dev::upload(&g, Scope::Pass).unwrap();
+        let before = wd.value().device().unwrap().t.clone();
+        let mut oh = Optimizer::new(kind.clone(), 1);
+        let mut od = Optimizer::new(kind.clone(), 1);
+        for step in 0..3 {
+            oh.step(&[wh.clone()], &["w".into()], &[Some(GradIn::Host(&g.data))], 0.25).unwrap();
+            let up0 = crate::ledger::stats().upload_bytes;
+            let n0 = graphs_computed();
+            od.step(&[wd.clone()], &["w".into()], &[Some(GradIn::Device(&gd))], 0.25).unwrap();
+            assert_eq!(graphs_computed() - n0, 1, "one graph per step");
+            if step > 0 {
+                let up1 = crate::ledger::stats().upload_bytes;
+                let p = crate::ledger::tag_index(Scope::Persistent.tag());
+                assert_eq!(up1[p], up0[p], "no upload into the persistent pool");
             }
-            tape.begin();
-            let rg = vec![true; ts.len()];
-            let out = tape.apply_on(op.clone(), &ts, &rg, dev).unwrap().tensor;
-            assert_eq!(out.value().device().is_some(), dev);
-            let loss = tape.apply(Op::Sum(Axis::All), &[out.clone()], &[true]).unwrap().tensor;
-            let g = tape.backward(&loss).unwrap();
-            (out.value().to_host().unwrap(), g.into_iter().map(|(_, g)| g).collect::<Vec<_>>(), ts)
-        };
-        let (hv, hg, _) = run(false);
-        let (dv, dg, ts) = run(true);
-        close(&dv, &hv, 1e-5);
-        for (a, b) in dg.iter().zip(&hg) {
-            close(a, b, 1e-5);
         }
-        // SGD on the device writes into the weight's own memory.
-        let before = ts[0].value().device().unwrap().t.clone();
-        // Two steps; the second uploads nothing to the persistent pool.
-        let mut opt = Optimizer::new(OptKind::Sgd { momentum: 0.0 }, 1);
-        opt.step(&ts[..1], &["w".into()], &[Some(&dg[0].data)], 0.25).unwrap();
-        let up0 = crate::ledger::stats().upload_bytes;
-        opt.step(&ts[..1], &["w".into()], &[Some(&dg[0].data)], 0.25).unwrap();
-        let up1 = crate::ledger::stats().upload_bytes;
-        let after = ts[0].value();
-        assert!(Arc::ptr_eq(&after.device().unwrap().t, &before));
-        let mut want = w.clone();
-        for (v, g) in want.data.iter_mut().zip(&dg[0].data) {
-            *v -= 0.5 * g;
-        }
-        close(&after.to_host().unwrap(), &want, 1e-5);
-        let p = crate::ledger::tag_index(Scope::Persistent.tag());
-        assert_eq!(up1[p], up0[p], "no upload into the persistent pool");
+        let after = wd.value();
+        assert!(Arc::ptr_eq(&after.device().unwrap().t, &before), "in place");
+        close(&after.to_host().unwrap(), wh.value().host().unwrap(), 1e-5, &format!("{kind:?}"));
     }
     residency::state().reset(&Scope::BOTH, None).unwrap();
 }

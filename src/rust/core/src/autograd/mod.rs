@@ -21,6 +21,9 @@
 
 pub mod backward;
 pub mod device;
+pub mod device_bwd;
+pub mod device_fwd;
+pub mod device_graph;
 pub mod kernels;
 pub mod mat;
 pub mod ops;
@@ -30,9 +33,9 @@ pub mod value;
 
 pub use mat::Mat;
 pub use ops::{Axis, Op};
-pub use optim::{clip_factor, OptKind, Optimizer};
+pub use optim::{clip_factor, GradIn, OptKind, Optimizer};
 pub use tape::{Applied, Tape};
-pub use value::{Storage, Tensor, TensorRef, Value};
+pub use value::{grad_cell, rescue_device_grads, GradCell, Storage, Tensor, TensorRef, Value};
 
 #[cfg(test)]
 mod device_tests;

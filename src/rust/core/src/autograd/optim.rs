@@ -1,11 +1,13 @@
 //! Optimizer updates, in place on the weights: SGD with momentum, Adam and
 //! AdamW (decoupled weight decay); and the global gradient norm for clipping.
 
-use super::device::{self, Dev};
-use super::mat::Mat;
+use super::device::{self, Builder, Dev};
 use super::value::TensorRef;
+use crate::dtype::DType;
 use crate::op::{Op as G, UnaryOp};
 use crate::residency::Scope;
+use crate::tensor::Tensor as ETensor;
+use std::sync::Arc;
 use anyhow::{bail, Result};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -40,7 +42,9 @@ impl Optimizer {
     }
 
     /// One step: `grads[i]` is the gradient of `params[i]` (None: skipped).
-    pub fn step(&mut self, params: &[TensorRef], names: &[String], grads: &[Option<&[f64]>], lr: f64) -> Result<()> {
+    /// Parameters on the device are updated together by one graph that
+    /// reads their gradients where they are (device gradients directly).
+    pub fn step(&mut self, params: &[TensorRef], names: &[String], grads: &[Option<GradIn>], lr: f64) -> Result<()> {
         if params.len() != self.slots.len() || grads.len() != params.len() {
             bail!("the optimizer was made for {} parameters but got {}", self.slots.len(), params.len());
         }
@@ -61,21 +65,28 @@ impl Optimizer {
         self.t += 1;
         let t = self.t as f64;
         let kind = self.kind.clone();
+        let mut on_dev = Vec::new();
         for (i, (p, g)) in params.iter().zip(grads).enumerate() {
             let Some(g) = g else { continue };
             if let Some(w) = p.value().device().cloned() {
                 // Plain SGD keeps no moments: a 1x1 placeholder.
                 let plain = matches!(kind, OptKind::Sgd { momentum } if momentum <= 0.0);
                 let (mr, mc) = if plain { (1, 1) } else { (w.rows, w.cols) };
-                let slot = match self.dev_slots[i].take() {
-                    Some(s) if s.0.rows == mr && s.0.cols == mc => s,
-                    _ => (Dev::zeros(mr, mc, Scope::Persistent)?, Dev::zeros(mr, mc, Scope::Persistent)?),
-                };
-                let r = update_device(&kind, &w, g, &slot, lr, t);
-                self.dev_slots[i] = Some(slot);
-                r?;
+                if !matches!(&self.dev_slots[i], Some(s) if s.0.rows == mr && s.0.cols == mc) {
+                    self.dev_slots[i] = Some((Dev::zeros(mr, mc, Scope::Persistent)?, Dev::zeros(mr, mc, Scope::Persistent)?));
+                }
+                let slot = self.dev_slots[i].clone().expect("moments");
+                on_dev.push((w, g, slot));
                 continue;
             }
+            let host;
+            let g: &[f64] = match g {
+                GradIn::Host(h) => h,
+                GradIn::Device(d) => {
+                    host = d.download()?;
+                    &host.data
+                }
+            };
             let n = g.len();
             let slot = self.slots[i].get_or_insert_with(|| (vec![0.0; n], vec![0.0; n]));
             if slot.0.len() != n {
@@ -87,59 +98,110 @@ impl Optimizer {
                 Ok(())
             })?;
         }
+        if !on_dev.is_empty() {
+            update_device(&kind, &on_dev, lr, t)?;
+        }
         Ok(())
     }
 }
 
-/// One update of a weight on the device, in place: the new weight and
-/// moments are computed by one graph and copied into their own memory (the
-/// persistent pool does not grow; only the gradient goes to the pass pool).
-fn update_device(kind: &OptKind, w: &Dev, g: &[f64], slot: &(Dev, Dev), lr: f64, t: f64) -> Result<()> {
-    let gd = Dev::upload(&Mat::new(w.rows, w.cols, g.to_vec())?, Scope::Pass)?;
-    let (wt, gt, mt, vt) = (w.t.clone(), gd.t, slot.0.t.clone(), slot.1.t.clone());
-    let sc = |c: &crate::context::Context, x: &std::sync::Arc<crate::tensor::Tensor>, s: f64| {
-        c.op(G::Scale { s: s as f32 }, &[x.clone()])
-    };
-    let kind = kind.clone();
-    device::run_with(move |c| {
-        let mut outs = Vec::new();
-        let mut consts = Vec::new();
-        match kind {
+/// A gradient handed to an optimizer: host values or a device tensor.
+#[derive(Clone, Copy)]
+pub enum GradIn<'a> {
+    Host(&'a [f64]),
+    Device(&'a Dev),
+}
+
+impl GradIn<'_> {
+    pub fn len(&self) -> usize {
+        match self {
+            GradIn::Host(h) => h.len(),
+            GradIn::Device(d) => d.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// One update of the device weights, in place: the new weights and moments
+/// are computed by ONE graph and copied into their own memory (the
+/// persistent pool does not grow). Device gradients are read directly; host
+/// ones are uploaded to the pass pool.
+fn update_device(kind: &OptKind, items: &[(Dev, &GradIn, (Dev, Dev))], lr: f64, t: f64) -> Result<()> {
+    let mut b = Builder::new();
+    let mut outs = Vec::new();
+    for (w, g, slot) in items {
+        let c = b.ctx()?;
+        let gt = match g {
+            GradIn::Device(d) => device::f32_of(&c, &d.t)?,
+            GradIn::Host(h) => b.data(&c, DType::F32, &[w.rows, w.cols], h.to_vec())?,
+        };
+        let (wt, mt, vt) = (w.t.clone(), slot.0.t.clone(), slot.1.t.clone());
+        let sc = |x: &Arc<ETensor>, s: f64| device::scale(&c, x, s);
+        match *kind {
             OptKind::Sgd { momentum } => {
                 let step = if momentum > 0.0 {
-                    let m1 = c.op(G::Add, &[sc(c, &mt, momentum)?, gt.clone()])?;
-                    outs.push(device::write_into(c, &m1, &mt)?);
+                    let m1 = c.op(G::Add, &[sc(&mt, momentum)?, gt.clone()])?;
+                    outs.push(device::write_into(&c, &m1, &mt)?);
                     m1
                 } else {
                     gt.clone()
                 };
-                let w1 = c.op(G::Sub, &[wt.clone(), sc(c, &step, lr)?])?;
-                outs.push(device::write_into(c, &w1, &wt)?);
+                let w1 = c.op(G::Sub, &[wt.clone(), sc(&step, lr)?])?;
+                outs.push(device::write_into(&c, &w1, &wt)?);
             }
             OptKind::Adam { beta1, beta2, eps } | OptKind::AdamW { beta1, beta2, eps, .. } => {
                 let (c1, c2) = (1.0 - beta1.powf(t), 1.0 - beta2.powf(t));
-                let m1 = c.op(G::Add, &[sc(c, &mt, beta1)?, sc(c, &gt, 1.0 - beta1)?])?;
+                let m1 = c.op(G::Add, &[sc(&mt, beta1)?, sc(&gt, 1.0 - beta1)?])?;
                 let g2 = c.op(G::Unary(UnaryOp::Sqr), &[gt.clone()])?;
-                let v1 = c.op(G::Add, &[sc(c, &vt, beta2)?, sc(c, &g2, 1.0 - beta2)?])?;
-                // sqrt(v / c2) + eps, with eps added through a step-local constant.
-                let den = c.op(G::Unary(UnaryOp::Sqrt), &[sc(c, &v1, 1.0 / c2)?])?;
-                let e = c.new_tensor(crate::dtype::DType::F32, &[1, 1])?;
-                let den = c.op(G::Add1, &[den, e.clone()])?;
-                let upd = sc(c, &c.op(G::Div, &[m1.clone(), den])?, lr / c1)?;
-                let w0 = match kind {
-                    OptKind::AdamW { weight_decay, .. } => sc(c, &wt, 1.0 - lr * weight_decay)?,
+                let v1 = c.op(G::Add, &[sc(&vt, beta2)?, sc(&g2, 1.0 - beta2)?])?;
+                // sqrt(v / c2) + eps, eps from the graph's constant table.
+                let den = c.op(G::Unary(UnaryOp::Sqrt), &[sc(&v1, 1.0 / c2)?])?;
+                let den = c.op(G::Add1, &[den, b.scalar(&c, eps)?])?;
+                let upd = sc(&c.op(G::Div, &[m1.clone(), den])?, lr / c1)?;
+                let w0 = match *kind {
+                    OptKind::AdamW { weight_decay, .. } => sc(&wt, 1.0 - lr * weight_decay)?,
                     _ => wt.clone(),
                 };
                 let w1 = c.op(G::Sub, &[w0, upd])?;
-                outs.push(device::write_into(c, &m1, &mt)?);
-                outs.push(device::write_into(c, &v1, &vt)?);
-                outs.push(device::write_into(c, &w1, &wt)?);
-                consts.push((e, eps));
+                outs.push(device::write_into(&c, &m1, &mt)?);
+                outs.push(device::write_into(&c, &v1, &vt)?);
+                outs.push(device::write_into(&c, &w1, &wt)?);
             }
         }
-        Ok((outs, consts))
+    }
+    b.run(&outs)
+}
+
+/// The sum of squares of device gradients (one graph, one scalar downloaded).
+pub fn sq_norm_device(gs: &[Dev]) -> Result<f64> {
+    let r = device::run_devs(|b, _| {
+        let c = b.ctx()?;
+        let mut acc: Option<Arc<ETensor>> = None;
+        for g in gs {
+            let s = device::total(&c, &c.op(G::Unary(UnaryOp::Sqr), &[device::f32_of(&c, &g.t)?])?)?;
+            acc = Some(match acc {
+                None => s,
+                Some(a) => c.op(G::Add, &[a, s])?,
+            });
+        }
+        let acc = acc.ok_or_else(|| anyhow::anyhow!("internal: no gradients"))?;
+        Ok(vec![(acc, 1, 1)])
+    })?;
+    Ok(r[0].download()?.data[0])
+}
+
+/// Device gradients scaled by `f` (one graph; new tensors in the pass pool).
+pub fn scale_device(gs: &[Dev], f: f64) -> Result<Vec<Dev>> {
+    device::run_devs(|b, _| {
+        let mut outs = Vec::with_capacity(gs.len());
+        for g in gs {
+            let c = b.ctx()?;
+            outs.push((device::scale(&c, &g.t, f)?, g.rows, g.cols));
+        }
+        Ok(outs)
     })
-    .map(|_| ())
 }
 
 /// Elements per parallel chunk of an update.

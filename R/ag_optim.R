@@ -45,6 +45,7 @@
     handles <- lapply(env$params, function(p) p$.h)
     if (inherits(grads, "ag_grads") && !is.null(grads$.store)) {
       .rs(rs_ag_opt_step_store(env$.state, handles, names(env$params), grads$.store, as.double(env$lr)))
+      env$.stepped <- grads$.store
     } else {
       gl <- .ag_lookup_grads(env$params, grads)
       .rs(rs_ag_opt_step(env$.state, handles, names(env$params), unname(gl), as.double(env$lr)))
@@ -53,7 +54,12 @@
     invisible(env)
   }
   env$zero_grad <- function() {
-    .rs(rs_ag_zero_grad(lapply(env$params, function(p) p$.h)))
+    handles <- lapply(env$params, function(p) p$.h)
+    .rs(rs_ag_zero_grad(handles))
+    # Device gradients of the last step are released too: the next tape
+    # need not copy them to the host before it frees the pass pool.
+    if (!is.null(env$.stepped)) .rs(rs_ag_store_release(env$.stepped, handles))
+    env$.stepped <- NULL
     rs_ag_tape("clear")
     invisible(env)
   }
@@ -72,6 +78,10 @@
 #'
 #' Objects with `$step(grads)` (one update from the value of [backward()]),
 #' `$zero_grad()` (clears the parameters' `$grad`) and a modifiable `$lr`.
+#' On device `"gpu"` the gradients stay on the device and `step()` reads them
+#' there; `zero_grad()` also drops the parameters' gradients from the value of
+#' [backward()] it last stepped with (reading them afterwards gives `NULL`),
+#' so that the next [with_grad_tape()] has nothing to copy to the host.
 #' Updates run in the engine, in place:
 #' * SGD: `v = momentum * v + g; w = w - lr * v` (plain `w - lr * g` when
 #'   `momentum = 0`).

@@ -42,7 +42,11 @@ with_grad_tape <- function(expr) {
 #' Computes, in the engine, the gradient of `loss` with respect to every
 #' tensor that requires one and was used on the tape (leaves such as
 #' [ag_param()]s), adds it to their `$grad` and returns the gradients. The
-#' tape is consumed: record a new one for the next step.
+#' tape is consumed: record a new one for the next step. On device `"gpu"`
+#' the whole pass runs as one graph on the device and the gradients stay
+#' there (in the pass pool) until R reads one; gradients still referenced
+#' when the next [with_grad_tape()] frees the pass pool are copied to the
+#' host first.
 #'
 #' @param loss The `ag_tensor` result of a loss (usually `[1, 1]`; for a
 #'   larger tensor the gradient of its sum is computed).

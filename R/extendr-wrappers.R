@@ -50,6 +50,12 @@ rs_ag_store_get <- function(store, id) .Call(wrap__rs_ag_store_get, store, id)
 #' @noRd
 rs_ag_store_set <- function(store, id, value) .Call(wrap__rs_ag_store_set, store, id, value)
 
+#' Drops the device gradients of `params` from a store (the optimizer's
+#' `zero_grad()` after it stepped with them), so that the next reset of the
+#' pass pool need not copy them to the host.
+#' @noRd
+rs_ag_store_release <- function(store, params) .Call(wrap__rs_ag_store_release, store, params)
+
 #' Clears the accumulated gradients of the tensors in `params`.
 #' @noRd
 rs_ag_zero_grad <- function(params) .Call(wrap__rs_ag_zero_grad, params)

@@ -39,7 +39,8 @@
 #' device (`"f32"`, `"f16"`, `"bf16"`); device `"cpu"` always computes in
 #' double precision. On `"gpu"` each op runs as a ggml graph on that backend in
 #' f32; parameters are uploaded once into the persistent pool (stored in f16
-#' with `ag_dtype("f16")`) and updated there in place.
+#' with `ag_dtype("f16")`, in bf16 with `ag_dtype("bf16")`) and updated there in
+#' place.
 #'
 #' @param device `"cpu"` or `"gpu"`.
 #' @param dtype `"f32"`, `"f16"` or `"bf16"`.
@@ -74,8 +75,8 @@ ag_device <- function(device) {
   invisible(be)
 }
 
-# Uploads a parameter on "gpu" once into the persistent pool (as f16 when its
-# dtype is "f16", else f32); its value is then updated there in place (the R
+# Uploads a parameter on "gpu" once into the persistent pool (as f16 or bf16 when its
+# dtype says so, else f32); its value is then updated there in place (the R
 # fields point at that memory).
 .ag_make_resident <- function(t) {
   ptr <- .new_tensor(.rs(rs_ag_to_device(t$.h, "persistent", t$dtype %||% "f32")))

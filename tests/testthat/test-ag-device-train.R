@@ -110,7 +110,7 @@ test_that("an iris classifier reaches 95% validation accuracy on \"gpu\"", {
   })
 })
 
-test_that("ag_dtype(\"f16\") stores parameters in half precision on \"gpu\"", {
+test_that("ag_dtype(\"f16\") and (\"bf16\") store parameters in half precision on \"gpu\"", {
   set.seed(74)
   W0 <- matrix(stats::rnorm(6), 2, 3)
   x <- matrix(stats::rnorm(12), 3, 4)
@@ -125,10 +125,14 @@ test_that("ag_dtype(\"f16\") stores parameters in half precision on \"gpu\"", {
     list(w = w$data, t = w)
   })
   cpu <- run("cpu", "f32")
-  h <- run("gpu", "f16")
-  expect_identical(ggml_tensor_type(h$t$ptr), GGML_TYPE_F16)
-  expect_identical(h$t$ctx_scope, "persistent")
-  # half precision: about 3 significant digits
-  expect_f32_close(h$w, cpu$w, tol = 5e-3, what = "f16 weights")
-  expect_gt(max(abs(h$w - cpu$w)), 0)
+  # f16 keeps 11 significant bits, bf16 8: tolerances of a few roundings
+  for (case in list(list("f16", GGML_TYPE_F16, 5e-3), list("bf16", GGML_TYPE_BF16, 3e-2))) {
+    h <- run("gpu", case[[1]])
+    expect_identical(ggml_tensor_type(h$t$ptr), case[[2]])
+    expect_identical(h$t$ctx_scope, "persistent")
+    expect_f32_close(h$w, cpu$w, tol = case[[3]], what = paste(case[[1]], "weights"))
+    expect_gt(max(abs(h$w - cpu$w)), 0)
+  }
+  # bf16 keeps fewer bits than f16, so its weights are further from cpu's
+  expect_gt(max(abs(run("gpu", "bf16")$w - cpu$w)), max(abs(run("gpu", "f16")$w - cpu$w)))
 })

@@ -77,7 +77,7 @@ fn rs_ag_value(h: Robj) -> Robj {
     guard(|| {
         let t = handle(&h, "tensor")?;
         let v = t.value();
-        from_mat(&v.to_host()?)
+        from_mat(v.host_view()?.as_ref())
     })
 }
 
@@ -91,12 +91,13 @@ fn rs_ag_to_device(h: Robj, scope: Robj, dtype: Robj) -> Robj {
         let scope = ggmlr_core::residency::Scope::parse(&scalar_str(&scope, "scope")?)?;
         let dtype = match scalar_str(&dtype, "dtype")?.as_str() {
             "f16" => ggmlr_core::dtype::DType::F16,
+            "bf16" => ggmlr_core::dtype::DType::BF16,
             _ => ggmlr_core::dtype::DType::F32,
         };
         let v = t.value();
         let dev = match v.device() {
             Some(d) if scope == ggmlr_core::residency::Scope::Pass => d.clone(),
-            _ => ggmlr_core::autograd::device::Dev::upload_as(&v.to_host()?, scope, dtype)?,
+            _ => ggmlr_core::autograd::device::Dev::upload_as(v.host_view()?.as_ref(), scope, dtype)?,
         };
         t.set_storage(ggmlr_core::autograd::Storage::Device(dev.clone()));
         Ok(crate::tensor::tensor_robj(dev.t))

@@ -109,6 +109,18 @@ impl Mat {
     }
 }
 
+/// A raw pointer that may cross threads (blocks of one output matrix).
+#[derive(Clone, Copy)]
+struct SendPtr(*mut f64);
+// SAFETY: only used to write disjoint blocks of one matrix from scoped work.
+unsafe impl Send for SendPtr {}
+unsafe impl Sync for SendPtr {}
+impl SendPtr {
+    fn get(self) -> *mut f64 {
+        self.0
+    }
+}
+
 /// `op(a) %*% op(b)` where `op` transposes when the flag is set.
 pub fn gemm(a: &Mat, ta: bool, b: &Mat, tb: bool) -> Result<Mat> {
     let (m, ka) = if ta { (a.cols, a.rows) } else { (a.rows, a.cols) };
@@ -135,31 +147,40 @@ pub fn gemm(a: &Mat, ta: bool, b: &Mat, tb: bool) -> Result<Mat> {
     let (rsb, csb) = if tb { (b.rows as isize, 1) } else { (1, b.rows as isize) };
     let work = m * n * k;
     let threads = rayon::current_num_threads();
-    if work >= PAR_GEMM_WORK && threads > 1 && n >= 2 * threads {
-        // Split C (and op(b)) into blocks of columns, each one gemm; a few
-        // blocks per thread keep the threads balanced on a busy machine.
-        let chunk = n.div_ceil(4 * threads).max(16);
-        c.par_chunks_mut(chunk * m).enumerate().for_each(|(bi, cblk)| {
-            let j0 = bi * chunk;
-            let nb = cblk.len() / m;
-            // SAFETY: all pointers stay inside the slices: op(b) columns j0..j0+nb
-            // exist because j0 + nb <= n, and the strides describe those slices.
-            unsafe {
-                let bptr = b.data.as_ptr().offset(csb * j0 as isize);
-                matrixmultiply::dgemm(
-                    m, k, nb, 1.0, a.data.as_ptr(), rsa, csa, bptr, rsb, csb, 0.0,
-                    cblk.as_mut_ptr(), 1, m as isize,
-                );
-            }
+    let big = work >= PAR_GEMM_WORK && threads > 1;
+    let cp = SendPtr(c.as_mut_ptr());
+    // One block of C: rows i0..i0+mb, columns j0..j0+nb.
+    let block = |i0: usize, mb: usize, j0: usize, nb: usize| {
+        // SAFETY: the block lies inside C and op(a) rows i0..i0+mb, op(b)
+        // columns j0..j0+nb exist; blocks never overlap, so concurrent
+        // calls write disjoint elements of C.
+        unsafe {
+            let ap = a.data.as_ptr().offset(rsa * i0 as isize);
+            let bp = b.data.as_ptr().offset(csb * j0 as isize);
+            let cpb = cp.get().add(i0 + j0 * m);
+            matrixmultiply::dgemm(mb, k, nb, 1.0, ap, rsa, csa, bp, rsb, csb, 0.0, cpb, 1, m as isize);
+        }
+    };
+    // Each block packs its whole slice of the operand it does not split
+    // again (about 8/width of the block's kernel time), so the split runs
+    // along the larger dimension of C, in blocks at least 256 wide; two
+    // blocks per thread when the size allows keep the threads balanced on a
+    // busy machine.
+    let width = |len: usize| len.div_ceil(2 * threads).max(256).min(len.div_ceil(threads));
+    if big && n >= m && n >= 2 * threads {
+        let w = width(n);
+        (0..n.div_ceil(w)).into_par_iter().for_each(|bi| {
+            let j0 = bi * w;
+            block(0, m, j0, w.min(n - j0));
+        });
+    } else if big && m > n && m >= 2 * threads {
+        let w = width(m);
+        (0..m.div_ceil(w)).into_par_iter().for_each(|bi| {
+            let i0 = bi * w;
+            block(i0, w.min(m - i0), 0, n);
         });
     } else {
-        // SAFETY: dimensions and strides match the slices' lengths.
-        unsafe {
-            matrixmultiply::dgemm(
-                m, k, n, 1.0, a.data.as_ptr(), rsa, csa, b.data.as_ptr(), rsb, csb, 0.0,
-                c.as_mut_ptr(), 1, m as isize,
-            );
-        }
+        block(0, m, 0, n);
     }
     Ok(Mat { rows: m, cols: n, data: c })
 }
@@ -216,6 +237,24 @@ mod tests {
         let got_t = gemm(&b, true, &a, true).unwrap().transpose();
         for (g, w) in got_t.data.iter().zip(&want.data) {
             assert!((g - w).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn gemm_splits_rows_and_columns() {
+        // Tall (rows split), wide (columns split) and odd block remainders.
+        for (m, k, n) in [(1100, 60, 70), (70, 60, 1100), (600, 90, 600)] {
+            let a = seq(m, k, 0.013);
+            let b = seq(k, n, 0.007);
+            let want = naive(&a, &b);
+            for (ta, tb) in [(false, false), (true, true)] {
+                let at = if ta { a.transpose() } else { a.clone() };
+                let bt = if tb { b.transpose() } else { b.clone() };
+                let got = gemm(&at, ta, &bt, tb).unwrap();
+                for (g, w) in got.data.iter().zip(&want.data) {
+                    assert!((g - w).abs() < 1e-9 * (1.0 + w.abs()), "{m}x{k}x{n}");
+                }
+            }
         }
     }
 

@@ -126,8 +126,8 @@ impl Tape {
                 return Ok((Storage::Device(f.out), Vec::new(), f.saved, f.aux, vals));
             }
         }
-        let hosts = vals.iter().map(|v| v.to_host()).collect::<Result<Vec<_>>>()?;
-        let refs: Vec<&Mat> = hosts.iter().collect();
+        let hosts = vals.iter().map(|v| v.host_view()).collect::<Result<Vec<_>>>()?;
+        let refs: Vec<&Mat> = hosts.iter().map(|m| m.as_ref()).collect();
         let f = forward(op, &refs)?;
         Ok((Storage::Device(Dev::upload(&f.out, Scope::Pass)?), f.saved, Vec::new(), f.aux, vals))
     }
@@ -199,9 +199,9 @@ impl Tape {
 
     /// A node's backward rule on the host (device values are downloaded).
     fn backward_host(&self, node: &Node, g: &Mat, need: &[bool]) -> Result<Vec<Option<Mat>>> {
-        let hx = node.inputs.iter().map(|v| v.to_host()).collect::<Result<Vec<_>>>()?;
-        let xs: Vec<&Mat> = hx.iter().collect();
-        let out = node.out.to_host()?;
+        let hx = node.inputs.iter().map(|v| v.host_view()).collect::<Result<Vec<_>>>()?;
+        let xs: Vec<&Mat> = hx.iter().map(|m| m.as_ref()).collect();
+        let out = node.out.host_view()?;
         node_backward(&node.op, &xs, &out, &node.saved, g, need)
     }
 }

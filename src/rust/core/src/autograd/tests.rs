@@ -161,3 +161,95 @@ fn clip_factor_scales_to_max_norm() {
     assert!((f * 5.0 - 1.0).abs() < 1e-6);
     assert_eq!(clip_factor(&[&[0.3]], 1.0).1, 1.0);
 }
+
+/// Time per training step (forward, backward, Adam) of a 512-256-10 MLP at
+/// batch 512 without R around it: `cargo test --release step_timing -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn step_timing() {
+    use std::time::Instant;
+    let mut tape = Tape::new();
+    let w1 = tape.tensor(rnd(256, 512, 1, -0.05, 0.05));
+    let b1 = tape.tensor(Mat::zeros(256, 1));
+    let w2 = tape.tensor(rnd(10, 256, 2, -0.05, 0.05));
+    let b2 = tape.tensor(Mat::zeros(10, 1));
+    let x = tape.tensor(rnd(512, 512, 3, -1.0, 1.0));
+    let y = tape.tensor(Mat::new(10, 512, (0..5120).map(|i| if i % 10 == (i / 10) % 10 { 1.0 } else { 0.0 }).collect()).unwrap());
+    let params = [w1.clone(), b1.clone(), w2.clone(), b2.clone()];
+    let names: Vec<String> = (0..4).map(|i| format!("p{i}")).collect();
+    let mut opt = Optimizer::new(OptKind::Adam { beta1: 0.9, beta2: 0.999, eps: 1e-8 }, 4);
+    let (mut tf, mut tb, mut to) = (0.0, 0.0, 0.0);
+    let n = 100;
+    for it in 0..n + 5 {
+        let t0 = Instant::now();
+        tape.begin();
+        let h = tape.apply(Op::Linear(ops::Act::Relu), &[w1.clone(), x.clone(), b1.clone()], &[true, false, true]).unwrap().tensor;
+        let z = tape.apply(Op::Linear(ops::Act::None), &[w2.clone(), h, b2.clone()], &[true, true, true]).unwrap().tensor;
+        let loss = tape.apply(Op::SoftmaxCrossEntropyLoss, &[z, y.clone()], &[true, false]).unwrap().tensor;
+        tape.end();
+        let t1 = Instant::now();
+        let grads = tape.backward(&loss).unwrap();
+        let t2 = Instant::now();
+        let gs: Vec<Option<&[f64]>> = params.iter().map(|p| grads.iter().find(|(t, _)| t.id == p.id).map(|(_, g)| g.data.as_slice())).collect();
+        opt.step(&params, &names, &gs, 1e-3).unwrap();
+        for p in &params {
+            p.set_grad(None);
+        }
+        let t3 = Instant::now();
+        if it >= 5 {
+            tf += (t1 - t0).as_secs_f64();
+            tb += (t2 - t1).as_secs_f64();
+            to += (t3 - t2).as_secs_f64();
+        }
+    }
+    let ms = |t: f64| t / n as f64 * 1e3;
+    // CPU time of the process (all threads), from /proc, in 10 ms ticks.
+    let cpu = || -> f64 {
+        let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        let f: Vec<&str> = s.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+        f.get(11).and_then(|u| u.parse::<f64>().ok()).unwrap_or(0.0) + f.get(12).and_then(|u| u.parse::<f64>().ok()).unwrap_or(0.0)
+    };
+    let (mut cf, mut cb) = (0.0, 0.0);
+    for _ in 0..n {
+        let c0 = cpu();
+        tape.begin();
+        let h = tape.apply(Op::Linear(ops::Act::Relu), &[w1.clone(), x.clone(), b1.clone()], &[true, false, true]).unwrap().tensor;
+        let z = tape.apply(Op::Linear(ops::Act::None), &[w2.clone(), h, b2.clone()], &[true, true, true]).unwrap().tensor;
+        let loss = tape.apply(Op::SoftmaxCrossEntropyLoss, &[z, y.clone()], &[true, false]).unwrap().tensor;
+        tape.end();
+        let c1 = cpu();
+        let _ = tape.backward(&loss).unwrap();
+        let c2 = cpu();
+        cf += c1 - c0;
+        cb += c2 - c1;
+    }
+    println!("cpu time (10 ms ticks, summed over threads): forward {:.2} ms, backward {:.2} ms per step", cf * 10.0 / n as f64, cb * 10.0 / n as f64);
+    println!("forward {:.2} ms, backward {:.2} ms, adam {:.2} ms, step {:.2} ms", ms(tf), ms(tb), ms(to), ms(tf + tb + to));
+}
+
+#[test]
+#[ignore]
+fn gemm_timing() {
+    use super::mat::gemm;
+    let cpu = || -> f64 {
+        let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        let f: Vec<&str> = s.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+        f.get(11).and_then(|u| u.parse::<f64>().ok()).unwrap_or(0.0) + f.get(12).and_then(|u| u.parse::<f64>().ok()).unwrap_or(0.0)
+    };
+    let w = rnd(256, 512, 1, -1.0, 1.0);
+    let x = rnd(512, 512, 2, -1.0, 1.0);
+    let gz = rnd(256, 512, 3, -1.0, 1.0);
+    let n = 100;
+    for (name, f) in [
+        ("W x", Box::new(|| { gemm(&w, false, &x, false).unwrap(); }) as Box<dyn Fn()>),
+        ("gz t(x)", Box::new(|| { gemm(&gz, false, &x, true).unwrap(); })),
+        ("t(W) gz", Box::new(|| { gemm(&w, true, &gz, false).unwrap(); })),
+        ("row_sums", Box::new(|| { gz.row_sums(); })),
+    ] {
+        f();
+        let c0 = cpu();
+        let t0 = std::time::Instant::now();
+        for _ in 0..n { f(); }
+        println!("{name}: cpu {:.2} ms, wall {:.2} ms", (cpu() - c0) * 10.0 / n as f64, t0.elapsed().as_secs_f64() * 1e3 / n as f64);
+    }
+}

@@ -44,6 +44,13 @@ impl Storage {
             Storage::Device(d) => d.download(),
         }
     }
+    /// The value on the host: borrowed when it is there, else downloaded.
+    pub fn host_view(&self) -> Result<std::borrow::Cow<'_, Mat>> {
+        match self {
+            Storage::Host(m) => Ok(std::borrow::Cow::Borrowed(m)),
+            Storage::Device(d) => Ok(std::borrow::Cow::Owned(d.download()?)),
+        }
+    }
     pub fn device(&self) -> Option<&Dev> {
         match self {
             Storage::Device(d) => Some(d),

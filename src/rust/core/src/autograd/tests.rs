@@ -190,7 +190,7 @@ fn step_timing() {
         let t1 = Instant::now();
         let grads = tape.backward(&loss).unwrap();
         let t2 = Instant::now();
-        let gs: Vec<Option<&[f64]>> = params.iter().map(|p| grads.iter().find(|(t, _)| t.id == p.id).map(|(_, g)| g.data.as_slice())).collect();
+        let gs: Vec<Option<GradIn>> = params.iter().map(|p| grads.iter().find(|(t, _)| t.id == p.id).map(|(_, g)| GradIn::Host(&g.host().unwrap().data))).collect();
         opt.step(&params, &names, &gs, 1e-3).unwrap();
         for p in &params {
             p.set_grad(None);

@@ -7,17 +7,33 @@
 //! - `backward`: the backward rule of every op;
 //! - `tape`: recording and the backward pass;
 //! - `optim`: in-place optimizer updates and gradient clipping;
-//! - `device`: the device path (values in the residency pools, graphs).
+//! - `device`: device values (`Dev`) and the graph pieces the device rules
+//!   are built from; `device_graph`: one graph in the pass pool, computed
+//!   once; `device_fwd` / `device_bwd`: the forward graph and the backward
+//!   rule of every op on the device.
 //!
 //! Device "cpu" is `Storage::Host` (f64). Device "gpu" is `Storage::Device`:
 //! an engine tensor in a residency pool (parameters in the persistent pool,
-//! f32 or f16; activations in the pass pool, f32). `Tape::apply_on` runs an
-//! op as a ggml graph on the residency backend when `device::forward` has
-//! one, else its host kernel on downloaded inputs (the output goes back to
-//! the pass pool); `Tape::backward` runs matmul and linear backward rules as
-//! graphs and the others on the host, accumulating gradients on the host (so
-//! they survive a reset of the pass pool). Optimizers update device weights
-//! and their moments in place with graphs that `cpy` into their memory.
+//! f32, f16 or bf16; activations and gradients in the pass pool, f32).
+//!
+//! On the device, `Tape::apply_on` runs each op as one graph; its results
+//! are *detached* leaves (they alias the computed memory), so later graphs
+//! never compute them again. `Tape::backward` appends the backward rule of
+//! every node to ONE graph (gradients are nodes, summed with `add` nodes,
+//! and the leaves' gradients are added to those they already hold) and
+//! computes it once: one queue submission on Vulkan for the whole pass,
+//! nothing downloaded. The leaves' gradients stay on the device; R reads
+//! download them on demand. Gradients live in the pass pool: before a pool
+//! is reset, `value::rescue_device_grads` copies the ones still referenced
+//! (by a tensor or a gradient store) to the host. Optimizers update every
+//! device weight and its moments in place with one graph that reads the
+//! device gradients directly and `cpy`s into the weights' own memory.
+//!
+//! Host fallback on the device: an op whose input shapes do not fit it runs
+//! its host kernel on downloaded inputs, which reports the error; a node
+//! recorded that way (or with host values) runs its host backward rule, and
+//! the gradient it needs is computed and downloaded first. Mixed tapes are
+//! correct, only slower.
 
 pub mod backward;
 pub mod device;

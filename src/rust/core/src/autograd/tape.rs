@@ -2,6 +2,7 @@
 //! needs (shared, not copied) and which inputs want a gradient. `backward`
 //! walks the nodes in reverse, accumulates gradients by tensor id and hands
 //! the gradients of the leaves (tensors no recorded op produced) back.
+//! On the device the whole backward pass is one graph (see `mod.rs`).
 
 use super::backward::backward as node_backward;
 use super::device::{self, Builder, Dev};

@@ -105,7 +105,7 @@ pub fn backward(
                 (_, Axis::Rows) => cc,
                 (_, Axis::Cols) => r,
             };
-            let t = expand(b, c, g, r, cc)?;
+            let t = expand(c, g, r, cc)?;
             res[0] = dev(if n == 1 { contig(c, &t)? } else { scale(c, &t, 1.0 / n as f64)? }, 0);
         }
         Op::Reshape(..) => {
@@ -197,7 +197,8 @@ pub fn backward(
             let mut off = 0;
             for (i, m) in xs.iter().enumerate() {
                 if want(i) {
-                    res[i] = dev(rows_of(c, &gt, off, off + m.rows, m.cols)?, i);
+                    let c = b.ctx()?;
+                    res[i] = dev(rows_of(&c, &gt, off, off + m.rows, m.cols)?, i);
                 }
                 off += m.rows;
             }

@@ -104,7 +104,7 @@ fn build(b: &mut Builder, c: &Context, op: &Op, xs: &[Dev]) -> Result<Option<Bui
                 Op::Mul => G::Mul,
                 _ => G::Div,
             };
-            let a = expand(b, c, &Dev::new(x(0)?, r0, c0), r, cc)?;
+            let a = expand(c, &Dev::new(x(0)?, r0, c0), r, cc)?;
             built(bin(c, g, &a, &x(1)?)?, r, cc)
         }
         Op::Scale(s) => built(scale(c, &x(0)?, *s)?, r0, c0),
@@ -177,7 +177,7 @@ fn build(b: &mut Builder, c: &Context, op: &Op, xs: &[Dev]) -> Result<Option<Bui
                 return Ok(None);
             }
             let ix = b.data(c, DType::I32, &[idx.len()], idx.iter().map(|&k| k as f64).collect())?;
-            built(c.op(G::GetRows, &[x0.t.clone(), ix])?, r0, idx.len())
+            built(c.op(G::GetRows, &[x(0)?, ix])?, r0, idx.len())
         }
         Op::SliceRows(from, to) => {
             if from >= to || *to > r0 {
@@ -190,8 +190,10 @@ fn build(b: &mut Builder, c: &Context, op: &Op, xs: &[Dev]) -> Result<Option<Bui
                 return Ok(None);
             }
             let mut t = x(0)?;
-            for i in 1..xs.len() {
-                t = c.op(G::Concat { dim: 0 }, &[t, x(i)?])?;
+            for d in &xs[1..] {
+                // Many pieces may need more than one context's room.
+                let c = b.ctx()?;
+                t = c.op(G::Concat { dim: 0 }, &[t, f32_of(&c, &d.t)?])?;
             }
             built(t, xs.iter().map(|d| d.rows).sum(), c0)
         }

@@ -220,3 +220,23 @@ fn optimizers_read_device_gradients_and_update_in_place() {
     }
     residency::state().reset(&Scope::BOTH, None).unwrap();
 }
+
+#[test]
+fn long_concatenations_and_many_gradients_fit_the_pass_pool() {
+    let _g = cpu_device();
+    // More nodes than one rule's reserved room: the builder moves on to new contexts.
+    let ins: Vec<Mat> = (0..60).map(|k| mat(1, 3, k as f64)).collect();
+    let (hv, hg) = run(&Op::ConcatRows, &ins, &[true; 60], false);
+    let (dv, dg) = run(&Op::ConcatRows, &ins, &[true; 60], true);
+    close(&dv, &hv, 1e-5, "concat value");
+    for (d, h) in dg.iter().zip(&hg) {
+        close(&d.to_host().unwrap(), h.host().unwrap(), 1e-5, "concat gradient");
+    }
+    let gs: Vec<Dev> = (0..200).map(|k| Dev::upload(&mat(2, 2, k as f64), Scope::Pass).unwrap()).collect();
+    let want: f64 = (0..200).map(|k| mat(2, 2, k as f64).data.iter().map(|v| v * v).sum::<f64>()).sum();
+    let got = optim::sq_norm_device(&gs).unwrap();
+    assert!((got - want).abs() < 1e-4 * want, "{got} vs {want}");
+    let half = optim::scale_device(&gs, 0.5).unwrap();
+    close(&half[199].download().unwrap(), &mat(2, 2, 199.0).map(|v| v / 2.0), 1e-6, "scaled");
+    residency::state().reset(&Scope::BOTH, None).unwrap();
+}

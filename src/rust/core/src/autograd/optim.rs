@@ -177,9 +177,9 @@ fn update_device(kind: &OptKind, items: &[(Dev, &GradIn, (Dev, Dev))], lr: f64, 
 /// The sum of squares of device gradients (one graph, one scalar downloaded).
 pub fn sq_norm_device(gs: &[Dev]) -> Result<f64> {
     let r = device::run_devs(|b, _| {
-        let c = b.ctx()?;
         let mut acc: Option<Arc<ETensor>> = None;
         for g in gs {
+            let c = b.ctx()?;
             let s = device::total(&c, &c.op(G::Unary(UnaryOp::Sqr), &[device::f32_of(&c, &g.t)?])?)?;
             acc = Some(match acc {
                 None => s,

@@ -264,7 +264,8 @@ fn finish(mut b: Builder, out: Vec<(TensorRef, Grad)>) -> Result<Vec<(TensorRef,
             plan.push(None);
             continue;
         };
-        let acc = match t.grad_storage() {
+        // A held gradient of another shape is replaced, as on the host.
+        let acc = match t.grad_storage().filter(|p| p.shape() == (d.rows, d.cols)) {
             None => None,
             Some(prev) => {
                 let c = b.ctx()?;

@@ -62,10 +62,6 @@ impl Dev {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Whether the memory is in the pass pool (freed by its reset).
-    pub fn in_pass_pool(&self) -> bool {
-        self.t.resolve().map(|r| r.buf.tag() == Scope::Pass.tag()).unwrap_or(false)
-    }
 }
 
 pub fn unary(c: &Context, u: UnaryOp, x: &T) -> Result<T> {

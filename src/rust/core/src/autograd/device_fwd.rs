@@ -164,11 +164,12 @@ fn build(b: &mut Builder, c: &Context, op: &Op, xs: &[Dev]) -> Result<Option<Bui
             // log-sum-exp per column from the softmax: lse = l_i - log p_i for
             // every i; the p-weighted mean keeps it exact where p is tiny.
             let lp = unary(c, UnaryOp::Log, &c.op(G::Clamp { min: 1e-30, max: 1.0 }, &[p.clone()])?)?;
-            let lse = col_sums(c, &bin(c, G::Mul, &p, &bin(c, G::Sub, &l, &lp)?)?)?;
-            // loss = (sum_j lse_j * sum_i t_ij - sum t * l) / n
-            let tl = total(c, &bin(c, G::Mul, &t, &l)?)?;
-            let a = total(c, &bin(c, G::Mul, &col_sums(c, &t)?, &lse)?)?;
-            let loss = scale(c, &bin(c, G::Sub, &a, &tl)?, 1.0 / c0 as f64)?;
+            // loss = sum_j tsum_j lse_j - sum(t * l), over n; with lse_j as the
+            // p-weighted sum over column j, one sum of all elements does it.
+            let plse = bin(c, G::Mul, &p, &bin(c, G::Sub, &l, &lp)?)?;
+            let a = bin(c, G::Mul, &plse, &col_sums(c, &t)?)?;
+            let d = bin(c, G::Sub, &a, &bin(c, G::Mul, &t, &l)?)?;
+            let loss = scale(c, &total(c, &d)?, 1.0 / c0 as f64)?;
             Ok(Some(Built { out: Dev::new(loss, 1, 1), saved: vec![Dev::new(p, r0, c0)], aux: None }))
         }
         Op::BatchNorm { eps, training } => batch_norm(b, c, xs, *eps, *training),

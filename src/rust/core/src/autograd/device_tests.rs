@@ -126,6 +126,8 @@ fn every_op(be: &Backend) {
         (Op::MseLoss, vec![mat(3, 4, 0.), mat(3, 4, 1.)], t2.to_vec()),
         (Op::CrossEntropyLoss, vec![pos(3, 4, 0.).map(|v| v * 0.8), oh.clone()], t2.to_vec()),
         (Op::SoftmaxCrossEntropyLoss, vec![mat(3, 4, 0.), oh.clone()], t2.to_vec()),
+        // large logits: probabilities that underflow in f32
+        (Op::SoftmaxCrossEntropyLoss, vec![mat(3, 4, 0.).map(|v| 120.0 * v), oh.clone()], vec![true, false]),
         (Op::BatchNorm { eps: 1e-5, training: true }, vec![mat(3, 6, 0.), pos(3, 1, 1.), mat(3, 1, 2.)], vec![true; 3]),
         (
             Op::BatchNorm { eps: 1e-5, training: false },

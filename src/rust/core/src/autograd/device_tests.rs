@@ -242,3 +242,31 @@ fn long_concatenations_and_many_gradients_fit_the_pass_pool() {
     close(&half[199].download().unwrap(), &mat(2, 2, 199.0).map(|v| v / 2.0), 1e-6, "scaled");
     residency::state().reset(&Scope::BOTH, None).unwrap();
 }
+
+#[test]
+fn mixed_host_and_device_nodes_share_one_backward_pass() {
+    let _g = cpu_device();
+    let grads = |dev: bool| {
+        let mut tape = Tape::new();
+        let x = tape.tensor(mat(4, 3, 1.0));
+        let w = tape.tensor(mat(2, 4, 0.0));
+        if dev {
+            w.set_storage(Storage::Device(Dev::upload(&mat(2, 4, 0.0), Scope::Persistent).unwrap()));
+        }
+        tape.begin();
+        // a host node (x stays on the host) feeding device nodes
+        let h = tape.apply(Op::Tanh, &[x.clone()], &[true]).unwrap().tensor;
+        let y = tape.apply_on(Op::MatMul, &[w.clone(), h], &[true, true], dev).unwrap().tensor;
+        let s = tape.apply_on(Op::Softmax, &[y], &[true], dev).unwrap().tensor;
+        let t = tape.tensor(mat(2, 3, 5.0));
+        let loss = tape.apply_on(Op::MseLoss, &[s, t], &[true, false], dev).unwrap().tensor;
+        let g = tape.backward(&loss).unwrap();
+        assert_eq!(g.len(), 2);
+        g.into_iter().map(|(_, g)| g.to_host().unwrap()).collect::<Vec<_>>()
+    };
+    let (h, d) = (grads(false), grads(true));
+    for (a, b) in d.iter().zip(&h) {
+        close(a, b, 1e-5, "mixed tape gradient");
+    }
+    residency::state().reset(&Scope::BOTH, None).unwrap();
+}

@@ -65,7 +65,7 @@ impl Dev {
 }
 
 pub fn unary(c: &Context, u: UnaryOp, x: &T) -> Result<T> {
-    c.op(G::Unary(u), &[x.clone()])
+    c.op(G::Unary(u), std::slice::from_ref(x))
 }
 
 pub fn bin(c: &Context, op: G, a: &T, b: &T) -> Result<T> {
@@ -73,7 +73,7 @@ pub fn bin(c: &Context, op: G, a: &T, b: &T) -> Result<T> {
 }
 
 pub fn scale(c: &Context, x: &T, s: f64) -> Result<T> {
-    c.op(G::Scale { s: s as f32 }, &[x.clone()])
+    c.op(G::Scale { s: s as f32 }, std::slice::from_ref(x))
 }
 
 /// `x`, contiguous (a copy only when it is a strided view).
@@ -81,7 +81,7 @@ pub fn contig(c: &Context, x: &T) -> Result<T> {
     if x.layout().is_contiguous() {
         Ok(x.clone())
     } else {
-        c.op(G::Cont, &[x.clone()])
+        c.op(G::Cont, std::slice::from_ref(x))
     }
 }
 

@@ -163,7 +163,7 @@ fn build(b: &mut Builder, c: &Context, op: &Op, xs: &[Dev]) -> Result<Option<Bui
             let p = softmax(c, &l)?;
             // log-sum-exp per column from the softmax: lse = l_i - log p_i for
             // every i; the p-weighted mean keeps it exact where p is tiny.
-            let lp = unary(c, UnaryOp::Log, &c.op(G::Clamp { min: 1e-30, max: 1.0 }, &[p.clone()])?)?;
+            let lp = unary(c, UnaryOp::Log, &c.op(G::Clamp { min: 1e-30, max: 1.0 }, std::slice::from_ref(&p))?)?;
             // loss = sum_j tsum_j lse_j - sum(t * l), over n; with lse_j as the
             // p-weighted sum over column j, one sum of all elements does it.
             let plse = bin(c, G::Mul, &p, &bin(c, G::Sub, &l, &lp)?)?;
@@ -208,7 +208,7 @@ pub fn softmax(c: &Context, x: &T) -> Result<T> {
 
 /// Probabilities kept away from 0 and 1, as cross-entropy does.
 pub fn ce_clamp(c: &Context, p: &T) -> Result<T> {
-    c.op(G::Clamp { min: CE_EPS as f32, max: (1.0 - CE_EPS) as f32 }, &[p.clone()])
+    c.op(G::Clamp { min: CE_EPS as f32, max: (1.0 - CE_EPS) as f32 }, std::slice::from_ref(p))
 }
 
 /// Rows `from..to` of a `[rows, cols]` matrix, contiguous.
@@ -221,7 +221,8 @@ pub fn rows_of(c: &Context, x: &T, from: usize, to: usize, cols: usize) -> Resul
 fn batch_norm(b: &mut Builder, c: &Context, xs: &[Dev], eps: f64, training: bool) -> Result<Option<Built>> {
     let (m, f, n) = (&xs[0], xs[0].rows, xs[0].cols);
     let col = |d: &Dev| d.rows == f && d.cols == 1;
-    if !col(&xs[1]) || !col(&xs[2]) || (training && n == 0) || (!training && !(col(&xs[3]) && col(&xs[4]))) {
+    let stats_ok = if training { n > 0 } else { col(&xs[3]) && col(&xs[4]) };
+    if !col(&xs[1]) || !col(&xs[2]) || !stats_ok {
         return Ok(None);
     }
     let x = f32_of(c, &m.t)?;

@@ -205,10 +205,10 @@ fn optimizers_read_device_gradients_and_update_in_place() {
         let mut oh = Optimizer::new(kind.clone(), 1);
         let mut od = Optimizer::new(kind.clone(), 1);
         for step in 0..3 {
-            oh.step(&[wh.clone()], &["w".into()], &[Some(GradIn::Host(&g.data))], 0.25).unwrap();
+            oh.step(std::slice::from_ref(&wh), &["w".into()], &[Some(GradIn::Host(&g.data))], 0.25).unwrap();
             let up0 = crate::ledger::stats().upload_bytes;
             let n0 = graphs_computed();
-            od.step(&[wd.clone()], &["w".into()], &[Some(GradIn::Device(&gd))], 0.25).unwrap();
+            od.step(std::slice::from_ref(&wd), &["w".into()], &[Some(GradIn::Device(&gd))], 0.25).unwrap();
             assert_eq!(graphs_computed() - n0, 1, "one graph per step");
             if step > 0 {
                 let up1 = crate::ledger::stats().upload_bytes;
@@ -255,7 +255,7 @@ fn mixed_host_and_device_nodes_share_one_backward_pass() {
         }
         tape.begin();
         // a host node (x stays on the host) feeding device nodes
-        let h = tape.apply(Op::Tanh, &[x.clone()], &[true]).unwrap().tensor;
+        let h = tape.apply(Op::Tanh, std::slice::from_ref(&x), &[true]).unwrap().tensor;
         let y = tape.apply_on(Op::MatMul, &[w.clone(), h], &[true, true], dev).unwrap().tensor;
         let s = tape.apply_on(Op::Softmax, &[y], &[true], dev).unwrap().tensor;
         let t = tape.tensor(mat(2, 3, 5.0));

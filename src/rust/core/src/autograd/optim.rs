@@ -154,7 +154,7 @@ fn update_device(kind: &OptKind, items: &[(Dev, &GradIn, (Dev, Dev))], lr: f64, 
             OptKind::Adam { beta1, beta2, eps } | OptKind::AdamW { beta1, beta2, eps, .. } => {
                 let (c1, c2) = (1.0 - beta1.powf(t), 1.0 - beta2.powf(t));
                 let m1 = c.op(G::Add, &[sc(&mt, beta1)?, sc(&gt, 1.0 - beta1)?])?;
-                let g2 = c.op(G::Unary(UnaryOp::Sqr), &[gt.clone()])?;
+                let g2 = c.op(G::Unary(UnaryOp::Sqr), std::slice::from_ref(&gt))?;
                 let v1 = c.op(G::Add, &[sc(&vt, beta2)?, sc(&g2, 1.0 - beta2)?])?;
                 // sqrt(v / c2) + eps, eps from the graph's constant table.
                 let den = c.op(G::Unary(UnaryOp::Sqrt), &[sc(&v1, 1.0 / c2)?])?;

@@ -234,7 +234,7 @@ impl Grad {
         match self {
             Grad::H(m) => Ok(m),
             Grad::D(d) => {
-                let t = b.compute_keep(&[d.t.clone()])?.remove(0);
+                let t = b.compute_keep(std::slice::from_ref(&d.t))?.remove(0);
                 Dev::new(t, d.rows, d.cols).download()
             }
         }

@@ -145,6 +145,13 @@ fn need_srcs(node: &VkNode, n: usize) -> crate::Result<()> {
     Ok(())
 }
 
+/// Row length up to which a reduction gives each row one invocation.
+const SERIAL_ROW_MAX: usize = 64;
+
+/// Set by tests to send long rows through the workgroup reduction on a
+/// CPU-type device too, so the path that GPUs take is tested there.
+pub(crate) static TREE_REDUCE_ON_CPU: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn groups_1d(ctx: &VkContext, n: usize, per_group: usize) -> [u32; 3] {
     [n.div_ceil(per_group).clamp(1, ctx.max_groups(0)) as u32, 1, 1]
 }
@@ -165,6 +172,7 @@ pub(crate) fn encode(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dis
     let n = dst.layout.nelements();
     let mut shader = Shader::Eltwise;
     let mut groups = groups_1d(ctx, n, 256);
+    let mut serial_rows = false;
     let src = |i: usize| &node.srcs[i];
     let ew = |e: &mut Enc, code: u32| e.params[OPW] = code;
     match op {
@@ -329,7 +337,23 @@ pub(crate) fn encode(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dis
             e.tensor(0, src(0), "source")?;
             shader = Shader::Reduce;
             let rows = a.ne[1] * a.ne[2] * a.ne[3];
-            groups = groups_1d(ctx, if matches!(op, Op::Sum) { 1 } else { rows }, 1);
+            // Rows this short are reduced by one invocation each (variant
+            // 1): a workgroup's tree reduction would idle most of its lanes
+            // and pay for its barriers.
+            // A CPU-type device (lavapipe) runs a workgroup's invocations as
+            // coroutines and pays a switch per barrier, so there every row
+            // is reduced by one invocation.
+            serial_rows = !matches!(op, Op::Sum)
+                && (a.ne[0] <= SERIAL_ROW_MAX
+                    || (ctx.info().device_type == "cpu"
+                        && !TREE_REDUCE_ON_CPU.load(std::sync::atomic::Ordering::Relaxed)));
+            groups = if matches!(op, Op::Sum) {
+                groups_1d(ctx, 1, 1)
+            } else if serial_rows {
+                groups_1d(ctx, rows, Shader::Reduce.local_size() as usize)
+            } else {
+                groups_1d(ctx, rows, 1)
+            };
             e.params[OPW] = match op {
                 Op::SumRows => 0,
                 Op::Mean => 1,
@@ -394,7 +418,7 @@ pub(crate) fn encode(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dis
     let all_f32 = node.srcs.iter().chain(std::iter::once(dst)).all(|t| t.layout.dtype == DType::F32);
     let (op_code, sub) = match shader {
         Shader::Matmul => (0, 0),
-        Shader::Reduce => (e.params[OPW], 0),
+        Shader::Reduce => (e.params[OPW], serial_rows as u32),
         Shader::Eltwise => {
             let op = e.params[OPW];
             (op, if matches!(op, 1 | 5 | 13) { e.params[49] } else { 0 })

@@ -165,6 +165,16 @@ fn rows_of(x: &[f32], ne: [usize; 4]) -> Vec<&[f32]> {
 #[test]
 fn reductions_norms_softmax_argmax() {
     let Some(c) = ctx() else { return };
+    // Short rows take one invocation per row; long rows a workgroup each on
+    // GPUs and one invocation each on CPU-type devices: run both there.
+    check_reductions(&c);
+    encode::TREE_REDUCE_ON_CPU.store(true, std::sync::atomic::Ordering::Relaxed);
+    check_reductions(&c);
+    encode::TREE_REDUCE_ON_CPU.store(false, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn check_reductions(c: &std::sync::Arc<VkContext>) {
+    let c = c.clone();
     for (ne, dt, tr) in [([300, 3, 2, 1], F32, false), ([17, 9, 1, 2], F16, true), ([5, 4, 1, 1], F32, true)] {
         let x: Vec<f32> = values(n_of(ne), 10, -2.0, 2.0).iter().map(|&v| quant(v, dt)).collect();
         let a = upload(&c, &x, ne, dt, tr, 1);

@@ -41,7 +41,8 @@ fn variants() -> Vec<(&'static str, Vec<(u32, u32)>)> {
         .collect();
     vec![
         ("eltwise", eltwise),
-        ("matmul", vec![(0, 1)]),
+        // sub 1: register blocks without shared memory (CPU-type devices)
+        ("matmul", vec![(0, 2)]),
         // sub 1: one invocation per row (short rows); the sum of all has one row
         ("reduce", (0..7).map(|op| (op, if op == 6 { 1 } else { 2 })).collect()),
     ]

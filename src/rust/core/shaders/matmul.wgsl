@@ -3,10 +3,64 @@
 // shader serves mul_mat (A = a[K, M]) and out_prod (A = a[M, K] read
 // transposed). Batch dims 2 and 3 of the sources broadcast over the result's.
 // Words: 56 A's k stride, 57 A's m stride, 58 B's k stride, 59 B's n stride,
-// 60 K, 61 M, 62 N.
+// 60 K, 61 M, 62 N. Variant SUBC 1 (see `blocks`) serves CPU-type devices.
 
 var<workgroup> As: array<f32, 256>;
 var<workgroup> Bs: array<f32, 256>;
+
+// Variant SUBC 1, for CPU-type devices (lavapipe), where a workgroup
+// barrier costs a switch between the invocations: no shared memory; each
+// invocation keeps a 4 x 4 block of the result in registers and reads A and
+// B directly (the CPU's caches do the tiling).
+// The product's strides and sizes (words 56..62).
+struct Mm { sak: u32, sam: u32, sbk: u32, sbn: u32, k: u32, m: u32, n: u32 }
+
+fn blocks(lid: vec3<u32>, wid: vec3<u32>, nwg: vec3<u32>, abase: u32, bbase: u32, i2: u32, i3: u32, q: Mm) {
+    let da = dt(0u);
+    let db = dt(1u);
+    let bm = (q.m + 3u) / 4u;
+    let bn = (q.n + 3u) / 4u;
+    for (var yb = wid.y * 16u + lid.y; yb < bn; yb = yb + nwg.y * 16u) {
+        for (var xb = wid.x * 16u + lid.x; xb < bm; xb = xb + nwg.x * 16u) {
+            let m0 = xb * 4u;
+            let n0 = yb * 4u;
+            // Rows and columns past the edge read the last valid one; their
+            // sums are never stored.
+            let a0 = abase + m0 * q.sam;
+            let a1 = abase + min(m0 + 1u, q.m - 1u) * q.sam;
+            let a2 = abase + min(m0 + 2u, q.m - 1u) * q.sam;
+            let a3 = abase + min(m0 + 3u, q.m - 1u) * q.sam;
+            let b0 = bbase + n0 * q.sbn;
+            let b1 = bbase + min(n0 + 1u, q.n - 1u) * q.sbn;
+            let b2 = bbase + min(n0 + 2u, q.n - 1u) * q.sbn;
+            let b3 = bbase + min(n0 + 3u, q.n - 1u) * q.sbn;
+            var c0 = vec4<f32>(0.0);
+            var c1 = vec4<f32>(0.0);
+            var c2 = vec4<f32>(0.0);
+            var c3 = vec4<f32>(0.0);
+            for (var k = 0u; k < q.k; k = k + 1u) {
+                let ka = k * q.sak;
+                let kb = k * q.sbk;
+                let a = vec4<f32>(ld0t(a0 + ka, da), ld0t(a1 + ka, da), ld0t(a2 + ka, da), ld0t(a3 + ka, da));
+                c0 = fma(a, vec4<f32>(ld1t(b0 + kb, db)), c0);
+                c1 = fma(a, vec4<f32>(ld1t(b1 + kb, db)), c1);
+                c2 = fma(a, vec4<f32>(ld1t(b2 + kb, db)), c2);
+                c3 = fma(a, vec4<f32>(ld1t(b3 + kb, db)), c3);
+            }
+            let cs = array<vec4<f32>, 4>(c0, c1, c2, c3);
+            for (var j = 0u; j < 4u; j = j + 1u) {
+                let n = n0 + j;
+                if (n >= q.n) { break; }
+                let c = cs[j];
+                for (var i = 0u; i < 4u; i = i + 1u) {
+                    let m = m0 + i;
+                    if (m >= q.m) { break; }
+                    st(idx(2u, vec4<u32>(m, n, i2, i3)), c[i]);
+                }
+            }
+        }
+    }
+}
 
 @compute @workgroup_size(16, 16, 1)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>,
@@ -34,6 +88,10 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>,
         let i3 = bz / d2;
         let abase = idx(0u, vec4<u32>(0u, 0u, i2 / ra2, i3 / ra3));
         let bbase = idx(1u, vec4<u32>(0u, 0u, i2 / rb2, i3 / rb3));
+        if (SUBC == 1u) {
+            blocks(lid, wid, nwg, abase, bbase, i2, i3, Mm(sak, sam, sbk, sbn, K, M, N));
+            continue;
+        }
         for (var ty = wid.y; ty < tn; ty = ty + nwg.y) {
             for (var tx = wid.x; tx < tm; tx = tx + nwg.x) {
                 var acc = 0.0;

@@ -148,9 +148,16 @@ fn need_srcs(node: &VkNode, n: usize) -> crate::Result<()> {
 /// Row length up to which a reduction gives each row one invocation.
 const SERIAL_ROW_MAX: usize = 64;
 
-/// Set by tests to send long rows through the workgroup reduction on a
-/// CPU-type device too, so the path that GPUs take is tested there.
-pub(crate) static TREE_REDUCE_ON_CPU: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// Set by tests to send products and long rows through the shared-memory
+/// kernels on a CPU-type device too, so the paths GPUs take are tested there.
+pub(crate) static GPU_PATHS_ON_CPU: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether `ctx` is a CPU-type device (lavapipe) taking its own kernels:
+/// there a workgroup barrier switches between invocations, so kernels
+/// without barriers are faster.
+fn barrier_free(ctx: &VkContext) -> bool {
+    ctx.info().device_type == "cpu" && !GPU_PATHS_ON_CPU.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 fn groups_1d(ctx: &VkContext, n: usize, per_group: usize) -> [u32; 3] {
     [n.div_ceil(per_group).clamp(1, ctx.max_groups(0)) as u32, 1, 1]
@@ -173,6 +180,7 @@ pub(crate) fn encode(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dis
     let mut shader = Shader::Eltwise;
     let mut groups = groups_1d(ctx, n, 256);
     let mut serial_rows = false;
+    let mut register_blocks = false;
     let src = |i: usize| &node.srcs[i];
     let ew = |e: &mut Enc, code: u32| e.params[OPW] = code;
     match op {
@@ -325,9 +333,13 @@ pub(crate) fn encode(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dis
             for (w, v) in [(56, sak), (57, sam), (58, sbk), (59, sbn), (60, k), (61, m), (62, nn)] {
                 e.params[w] = u32::try_from(v)?;
             }
+            // 16 x 16 invocations per group, each one result (shared-memory
+            // tiles) or a 4 x 4 block of results (barrier-free variant).
+            register_blocks = barrier_free(ctx);
+            let per = if register_blocks { 64 } else { 16 };
             groups = [
-                m.div_ceil(16).clamp(1, ctx.max_groups(0)) as u32,
-                nn.div_ceil(16).clamp(1, ctx.max_groups(1)) as u32,
+                m.div_ceil(per).clamp(1, ctx.max_groups(0)) as u32,
+                nn.div_ceil(per).clamp(1, ctx.max_groups(1)) as u32,
                 (d.ne[2] * d.ne[3]).clamp(1, ctx.max_groups(2)) as u32,
             ];
         }
@@ -344,9 +356,7 @@ pub(crate) fn encode(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dis
             // coroutines and pays a switch per barrier, so there every row
             // is reduced by one invocation.
             serial_rows = !matches!(op, Op::Sum)
-                && (a.ne[0] <= SERIAL_ROW_MAX
-                    || (ctx.info().device_type == "cpu"
-                        && !TREE_REDUCE_ON_CPU.load(std::sync::atomic::Ordering::Relaxed)));
+                && (a.ne[0] <= SERIAL_ROW_MAX || barrier_free(ctx));
             groups = if matches!(op, Op::Sum) {
                 groups_1d(ctx, 1, 1)
             } else if serial_rows {
@@ -417,7 +427,7 @@ pub(crate) fn encode(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dis
     // The variant: operation codes as constants, f32-only when every tensor is.
     let all_f32 = node.srcs.iter().chain(std::iter::once(dst)).all(|t| t.layout.dtype == DType::F32);
     let (op_code, sub) = match shader {
-        Shader::Matmul => (0, 0),
+        Shader::Matmul => (0, register_blocks as u32),
         Shader::Reduce => (e.params[OPW], serial_rows as u32),
         Shader::Eltwise => {
             let op = e.params[OPW];

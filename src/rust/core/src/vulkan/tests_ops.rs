@@ -120,6 +120,13 @@ fn matmul_ref(a: &[f32], ane: [usize; 4], b: &[f32], bne: [usize; 4], dne: [usiz
 #[test]
 fn mul_mat_and_out_prod() {
     let Some(c) = ctx() else { return };
+    // CPU-type devices take a register-blocked kernel; GPUs shared-memory
+    // tiles: run both there.
+    both_paths(&c, check_products);
+}
+
+fn check_products(c: &std::sync::Arc<VkContext>) {
+    let c = c.clone();
     let (k, m, n) = (37, 19, 23);
     let ane = [k, m, 2, 1];
     let bne = [k, n, 2, 3];
@@ -158,6 +165,19 @@ fn mul_mat_and_out_prod() {
     assert!(format!("{e:#}").contains("MUL_MAT"), "{e:#}");
 }
 
+/// Held by the tests that switch kernel paths, one at a time.
+static PATHS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Runs `check` with the device's own kernels, then with those GPUs take
+/// (the same where the device is a GPU), one such test at a time.
+fn both_paths(c: &std::sync::Arc<VkContext>, check: fn(&std::sync::Arc<VkContext>)) {
+    let _one = PATHS.lock().unwrap_or_else(|p| p.into_inner());
+    check(c);
+    encode::GPU_PATHS_ON_CPU.store(true, std::sync::atomic::Ordering::Relaxed);
+    check(c);
+    encode::GPU_PATHS_ON_CPU.store(false, std::sync::atomic::Ordering::Relaxed);
+}
+
 fn rows_of(x: &[f32], ne: [usize; 4]) -> Vec<&[f32]> {
     x.chunks(ne[0]).collect()
 }
@@ -167,10 +187,7 @@ fn reductions_norms_softmax_argmax() {
     let Some(c) = ctx() else { return };
     // Short rows take one invocation per row; long rows a workgroup each on
     // GPUs and one invocation each on CPU-type devices: run both there.
-    check_reductions(&c);
-    encode::TREE_REDUCE_ON_CPU.store(true, std::sync::atomic::Ordering::Relaxed);
-    check_reductions(&c);
-    encode::TREE_REDUCE_ON_CPU.store(false, std::sync::atomic::Ordering::Relaxed);
+    both_paths(&c, check_reductions);
 }
 
 fn check_reductions(c: &std::sync::Arc<VkContext>) {

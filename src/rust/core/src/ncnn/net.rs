@@ -282,6 +282,7 @@ impl Net {
             given: vec![false; self.spec.blobs.len()],
             generation: self.generation,
             light_mode: self.light_mode,
+            timings: None,
         })
     }
 
@@ -313,9 +314,22 @@ pub struct Extractor {
     given: Vec<bool>,
     generation: u64,
     light_mode: bool,
+    /// Per-layer forward times (layer index, seconds) when profiling is on.
+    timings: Option<Vec<(usize, f64)>>,
 }
 
 impl Extractor {
+    /// Record the forward time of every layer this extractor runs (an
+    /// internal profiling aid; see [`Extractor::timings`]).
+    pub fn set_profiling(&mut self, on: bool) {
+        self.timings = if on { Some(Vec::new()) } else { None };
+    }
+
+    /// (layer index, seconds) of every layer run so far, in run order.
+    pub fn timings(&self) -> &[(usize, f64)] {
+        self.timings.as_deref().unwrap_or(&[])
+    }
+
     pub fn check(&self, net: &Net) -> anyhow::Result<()> {
         if net.generation != self.generation || !net.model_loaded {
             ncnn_bail!("this extractor belongs to an earlier state of its net (cleared or reloaded since); create a new one");
@@ -433,9 +447,13 @@ impl Extractor {
                     }
                 })
                 .collect();
+            let t0 = self.timings.as_ref().map(|_| std::time::Instant::now());
             let tops = net
                 .run_layer(li, bottoms, l.tops.len())
                 .map_err(|e| err(format!("{}: {e:#}", l.describe())))?;
+            if let (Some(t), Some(t0)) = (self.timings.as_mut(), t0) {
+                t.push((li, t0.elapsed().as_secs_f64()));
+            }
             if tops.len() != l.tops.len() {
                 ncnn_bail!(
                     "{} produced {} blobs but declares {} tops",

@@ -2,7 +2,8 @@
 //! padding, the convolution GEMM driver and a threaded GEMM.
 
 use crate::ncnn::layer::Activation;
-use crate::ncnn::mat::Buf;
+use super::gemm::{conv_gemm as conv_gemm_rows, BView, Epi, PackedA};
+use crate::ncnn::mat::{take_vec, Buf};
 use crate::ncnn::{Mat, ModelBin, ParamDict};
 use crate::ncnn_bail;
 use crate::ncnn::par;
@@ -200,33 +201,21 @@ pub fn border(m: &Mat, top: usize, bottom: usize, left: usize, right: usize, v: 
 }
 
 /// Convolve channels `c0..c0+nc` of the padded input `xp` with packed weights
-/// (rows = output channels, columns = (c, ky, kx)) into `out` (rows x outh*outw).
+/// (rows = output channels, columns = (c, ky, kx)) into `out` (rows x
+/// outh*outw), adding bias and applying the activation on the way.
+#[allow(clippy::too_many_arguments)]
 pub fn conv_gemm(
     xp: &Mat,
     p: &ConvParams,
     c0: usize,
     nc: usize,
-    a: &super::gemm::PackedA,
+    a: &PackedA,
     out: &mut [f32],
     outw: usize,
     outh: usize,
+    ep: &Epi,
 ) {
-    out.copy_from_slice(&conv_gemm_new(xp, p, c0, nc, a, outw, outh));
-}
-
-/// Like [`conv_gemm`], returning a new (rows x outh*outw) buffer.
-pub fn conv_gemm_new(
-    xp: &Mat,
-    p: &ConvParams,
-    c0: usize,
-    nc: usize,
-    a: &super::gemm::PackedA,
-    outw: usize,
-    outh: usize,
-) -> Vec<f32> {
-    use super::gemm::gemm_new;
     let kk = p.kh * p.kw;
-    let n = outw * outh;
     if p.sw == 1 && p.sh == 1 {
         // Row k of the im2col matrix is a shifted view of the padded plane.
         let wp = xp.w;
@@ -237,69 +226,54 @@ pub fn conv_gemm_new(
                 (c0 + c) * cs + ky * p.dh * wp + kx * p.dw
             })
             .collect();
-        if wp == outw {
-            gemm_new(a, &xp.data, &offs, n)
-        } else {
-            let nf = (outh - 1) * wp + outw;
-            let tmp = Buf::from(gemm_new(a, &xp.data, &offs, nf));
-            compact(&tmp, nf, wp, outw, outh, a.m)
+        let b = BView { base: &xp.data, offs: &offs, rs: wp };
+        conv_gemm_rows(a, &b, outw, outh, out, ep);
+        return;
+    }
+    // Strided: split the padded input into its stride phases (only those
+    // some kernel tap reads), after which every tap is again a shifted view
+    // of one phase plane.
+    let (sh, sw) = (p.sh, p.sw);
+    let (hq, wq) = ((xp.h + sh - 1) / sh, (xp.w + sw - 1) / sw);
+    let plane = hq * wq;
+    let tap_phase = |r: usize| {
+        let (ky, kx) = ((r / p.kw) % p.kh, r % p.kw);
+        let (ty, tx) = (ky * p.dh, kx * p.dw);
+        ((ty % sh) * sw + tx % sw, (ty / sh) * wq + tx / sw)
+    };
+    let mut slot = vec![usize::MAX; sh * sw];
+    let mut used = Vec::new();
+    for r in 0..kk {
+        let ph = tap_phase(r).0;
+        if slot[ph] == usize::MAX {
+            slot[ph] = used.len();
+            used.push(ph);
         }
-    } else {
-        // Strided: split the padded input into sh*sw phase planes, after
-        // which every kernel tap is again a shifted view of one plane.
-        let (sh, sw) = (p.sh, p.sw);
-        let (hq, wq) = ((xp.h + sh - 1) / sh, (xp.w + sw - 1) / sw);
-        let plane = hq * wq;
-        let mut ph = Buf::filled(sh * sw * nc * plane, 0.0);
-        par::chunks_mut(&mut ph, plane, |i, dst| {
-            let (phase, c) = (i / nc, i % nc);
-            let (py, px) = (phase / sw, phase % sw);
-            let src = xp.channel(c0 + c);
-            for y in 0..hq {
-                let sy = y * sh + py;
-                if sy >= xp.h {
-                    break;
-                }
-                let row = &src[sy * xp.w..(sy + 1) * xp.w];
-                for (x, d) in dst[y * wq..(y + 1) * wq].iter_mut().enumerate() {
-                    let sx = x * sw + px;
-                    if sx < xp.w {
-                        *d = row[sx];
-                    }
-                }
+    }
+    let mut buf = take_vec(used.len() * nc * plane);
+    buf.resize(used.len() * nc * plane, 0.0);
+    par::chunks_mut(&mut buf, plane, |i, dst| {
+        let (phase, c) = (used[i / nc], i % nc);
+        let (py, px) = (phase / sw, phase % sw);
+        let src = xp.channel(c0 + c);
+        for (y, drow) in dst.chunks_mut(wq).enumerate() {
+            let sy = y * sh + py;
+            if sy >= xp.h {
+                break;
             }
-        });
-        let offs: Vec<usize> = (0..nc * kk)
-            .map(|r| {
-                let (c, ky, kx) = (r / kk, (r / p.kw) % p.kh, r % p.kw);
-                let (ty, tx) = (ky * p.dh, kx * p.dw);
-                let phase = (ty % sh) * sw + tx % sw;
-                (phase * nc + c) * plane + (ty / sh) * wq + tx / sw
-            })
-            .collect();
-        let nf = (outh - 1) * wq + outw;
-        let tmp = Buf::from(gemm_new(a, &ph, &offs, nf));
-        compact(&tmp, nf, wq, outw, outh, a.m)
-    }
-}
-
-/// Keep the first `outw` of every `stride` columns of each row of `tmp`.
-fn compact(
-    tmp: &[f32],
-    nf: usize,
-    stride: usize,
-    outw: usize,
-    outh: usize,
-    rows: usize,
-) -> Vec<f32> {
-    let mut out = crate::ncnn::mat::take_vec(rows * outw * outh);
-    for r in 0..rows {
-        let t = &tmp[r * nf..(r + 1) * nf];
-        for y in 0..outh {
-            out.extend_from_slice(&t[y * stride..y * stride + outw]);
+            let row = &src[sy * xp.w + px.min(xp.w)..(sy + 1) * xp.w];
+            drow.iter_mut().zip(row.iter().step_by(sw)).for_each(|(d, s)| *d = *s);
         }
-    }
-    out
+    });
+    let offs: Vec<usize> = (0..nc * kk)
+        .map(|r| {
+            let (ph, off) = tap_phase(r % kk);
+            (slot[ph] * nc + r / kk) * plane + off
+        })
+        .collect();
+    let ph = Buf::from(buf);
+    let b = BView { base: &ph, offs: &offs, rs: wq };
+    conv_gemm_rows(a, &b, outw, outh, out, ep);
 }
 
 /// c[m x n] = a[m x k] * b[k x n], threaded over rows of c.
@@ -336,9 +310,6 @@ pub fn gemm(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize) {
 /// Add per-row bias and apply the fused activation to an (rows x n) output.
 pub fn finish(out: &mut [f32], n: usize, bias: &[f32], act: &Activation) {
     par::chunks_mut(out, n, |r, row| {
-        if let Some(b) = bias.get(r) {
-            row.iter_mut().for_each(|x| *x += b);
-        }
-        act.apply(row);
+        act.apply_bias(row, bias.get(r).copied().unwrap_or(0.0));
     });
 }

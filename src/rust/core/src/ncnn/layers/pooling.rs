@@ -82,22 +82,24 @@ impl Pooling {
         x1: usize,
         div: usize,
     ) -> f32 {
+        // Eight partial results, so the loop vectorises.
+        let mut acc = [if self.kind == 0 { f32::NEG_INFINITY } else { 0.0 }; 8];
+        for y in y0..y1 {
+            let row = &x[y * w + x0..y * w + x1];
+            let mut it = row.chunks_exact(8);
+            for c in &mut it {
+                for (a, v) in acc.iter_mut().zip(c) {
+                    *a = if self.kind == 0 { a.max(*v) } else { *a + v };
+                }
+            }
+            for (a, v) in acc.iter_mut().zip(it.remainder()) {
+                *a = if self.kind == 0 { a.max(*v) } else { *a + v };
+            }
+        }
         if self.kind == 0 {
-            let mut m = f32::NEG_INFINITY;
-            for y in y0..y1 {
-                for v in &x[y * w + x0..y * w + x1] {
-                    m = m.max(*v);
-                }
-            }
-            m
+            acc.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v))
         } else {
-            let mut s = 0.0f32;
-            for y in y0..y1 {
-                for v in &x[y * w + x0..y * w + x1] {
-                    s += *v;
-                }
-            }
-            s / div.max(1) as f32
+            acc.iter().sum::<f32>() / div.max(1) as f32
         }
     }
 }
@@ -201,6 +203,13 @@ impl Layer for Pooling {
         let cols: Vec<(usize, usize, usize)> =
             (0..ow).map(|j| span(j, sw, kw, pl, w, pr)).collect();
         let init = if is_max { f32::NEG_INFINITY } else { 0.0 };
+        // Output columns whose window lies wholly inside the input.
+        let full = {
+            let inside = |j: usize| j * sw >= pl && j * sw + kw <= pl + w;
+            let j0 = (0..ow).find(|&j| inside(j)).unwrap_or(ow);
+            let j1 = (j0..ow).find(|&j| !inside(j)).unwrap_or(ow);
+            j0..j1
+        };
         par::chunks_mut(&mut out.data, ow * oh, |q, o| {
                 let src = x.channel(q);
                 let mut acc = vec![init; w];
@@ -212,17 +221,28 @@ impl Layer for Pooling {
                         if is_max {
                             acc.iter_mut()
                                 .zip(r)
-                                .for_each(|(a, v)| *a = if *v > *a { *v } else { *a });
+                                .for_each(|(a, v)| *a = a.max(*v));
                         } else {
                             acc.iter_mut().zip(r).for_each(|(a, v)| *a += v);
                         }
                     }
                     let orow = &mut o[i * ow..(i + 1) * ow];
+                    if is_max && !full.is_empty() {
+                        // Whole windows: one pass per kernel column.
+                        orow[full.clone()].iter_mut().for_each(|v| *v = f32::NEG_INFINITY);
+                        for kx in 0..kw {
+                            let first = full.start * sw + kx - pl;
+                            let src = acc[first..].iter().step_by(sw);
+                            orow[full.clone()].iter_mut().zip(src).for_each(|(m, v)| *m = m.max(*v));
+                        }
+                    }
                     for (j, &(x0, x1, cx)) in cols.iter().enumerate() {
+                        if is_max && full.contains(&j) {
+                            continue;
+                        }
                         let win = &acc[x0..x1];
                         orow[j] = if is_max {
-                            win.iter()
-                                .fold(f32::NEG_INFINITY, |m, v| if *v > m { *v } else { m })
+                            win.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v))
                         } else if win.is_empty() || y1 == y0 {
                             0.0
                         } else {

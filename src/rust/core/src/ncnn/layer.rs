@@ -121,6 +121,22 @@ impl Activation {
                 let (lo, hi) = (self.params[0], self.params[1]);
                 xs.iter_mut().for_each(|x| *x = (*x + bias).max(lo).min(hi))
             }
+            6 => {
+                let (a, b) = (self.params[0], self.params[1]);
+                let lower = -b / a;
+                let upper = 1.0 / a + lower;
+                xs.iter_mut().for_each(|x| {
+                    let v = *x + bias;
+                    let y = v * (v * a + b);
+                    *x = if v < lower {
+                        0.0
+                    } else if v > upper {
+                        v
+                    } else {
+                        y
+                    }
+                })
+            }
             _ => xs.iter_mut().for_each(|x| *x = self.apply1(*x + bias)),
         }
     }

@@ -314,20 +314,22 @@ pub struct Extractor {
     given: Vec<bool>,
     generation: u64,
     light_mode: bool,
-    /// Per-layer forward times (layer index, seconds) when profiling is on.
-    timings: Option<Vec<(usize, f64)>>,
+    /// Per-layer forward times (layer index, seconds) and the clock that
+    /// measures them, when profiling is on.
+    timings: Option<(Vec<(usize, f64)>, fn() -> f64)>,
 }
 
 impl Extractor {
-    /// Record the forward time of every layer this extractor runs (an
-    /// internal profiling aid; see [`Extractor::timings`]).
-    pub fn set_profiling(&mut self, on: bool) {
-        self.timings = if on { Some(Vec::new()) } else { None };
+    /// Record the forward time of every layer this extractor runs, read
+    /// from `clock` (seconds), or stop recording with `None` (an internal
+    /// profiling aid; see [`Extractor::timings`]).
+    pub fn set_profiling(&mut self, clock: Option<fn() -> f64>) {
+        self.timings = clock.map(|c| (Vec::new(), c));
     }
 
     /// (layer index, seconds) of every layer run so far, in run order.
     pub fn timings(&self) -> &[(usize, f64)] {
-        self.timings.as_deref().unwrap_or(&[])
+        self.timings.as_ref().map(|t| &t.0[..]).unwrap_or(&[])
     }
 
     pub fn check(&self, net: &Net) -> anyhow::Result<()> {
@@ -447,12 +449,13 @@ impl Extractor {
                     }
                 })
                 .collect();
-            let t0 = self.timings.as_ref().map(|_| std::time::Instant::now());
+            let t0 = self.timings.as_ref().map(|t| (t.1)());
             let tops = net
                 .run_layer(li, bottoms, l.tops.len())
                 .map_err(|e| err(format!("{}: {e:#}", l.describe())))?;
             if let (Some(t), Some(t0)) = (self.timings.as_mut(), t0) {
-                t.push((li, t0.elapsed().as_secs_f64()));
+                let now = (t.1)();
+                t.0.push((li, now - t0));
             }
             if tops.len() != l.tops.len() {
                 ncnn_bail!(

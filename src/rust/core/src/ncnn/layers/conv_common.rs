@@ -110,93 +110,78 @@ impl ConvParams {
         Ok((w, b))
     }
 
-    /// The input padded as the parameters ask (explicit, SAME_UPPER -233, SAME_LOWER -234).
-    pub fn pad(&self, m: &Mat) -> Mat {
+    /// (top, bottom, left, right) borders for a `w` x `h` input as the
+    /// parameters ask: explicit, SAME_UPPER (-233) or SAME_LOWER (-234).
+    pub fn pads(&self, w: usize, h: usize) -> (usize, usize, usize, usize) {
         let (pl, pr, pt, pb) = (self.pl, self.pr, self.pt, self.pb);
         if pl > 0 || pr > 0 || pt > 0 || pb > 0 {
-            return border(
-                m,
-                pt.max(0) as usize,
-                pb.max(0) as usize,
-                pl.max(0) as usize,
-                pr.max(0) as usize,
-                self.pad_value,
-            );
+            let z = |v: i32| v.max(0) as usize;
+            return (z(pt), z(pb), z(pl), z(pr));
         }
         let same = |v: i32| pl == v && pr == v && pt == v && pb == v;
-        if same(-233) || same(-234) {
+        if (same(-233) || same(-234)) && w > 0 && h > 0 {
             let ext_w = self.dw * (self.kw - 1) + 1;
             let ext_h = self.dh * (self.kh - 1) + 1;
-            let wpad = (ext_w + (m.w - 1) / self.sw * self.sw) as i64 - m.w as i64;
-            let hpad = (ext_h + (m.h - 1) / self.sh * self.sh) as i64 - m.h as i64;
-            if wpad > 0 || hpad > 0 {
-                let (wpad, hpad) = (wpad.max(0) as usize, hpad.max(0) as usize);
-                return if same(-233) {
-                    border(
-                        m,
-                        hpad / 2,
-                        hpad - hpad / 2,
-                        wpad / 2,
-                        wpad - wpad / 2,
-                        self.pad_value,
-                    )
-                } else {
-                    border(
-                        m,
-                        hpad - hpad / 2,
-                        hpad / 2,
-                        wpad - wpad / 2,
-                        wpad / 2,
-                        self.pad_value,
-                    )
-                };
-            }
+            let wpad = ((ext_w + (w - 1) / self.sw * self.sw) as i64 - w as i64).max(0) as usize;
+            let hpad = ((ext_h + (h - 1) / self.sh * self.sh) as i64 - h as i64).max(0) as usize;
+            let (small_h, small_w) = (hpad / 2, wpad / 2);
+            return if same(-233) {
+                (small_h, hpad - small_h, small_w, wpad - small_w)
+            } else {
+                (hpad - small_h, small_h, wpad - small_w, small_w)
+            };
         }
-        m.clone()
+        (0, 0, 0, 0)
+    }
+
+    /// The input padded as the parameters ask (shared, not copied, when no
+    /// border is needed).
+    pub fn pad(&self, m: &Mat) -> Mat {
+        match self.pads(m.w, m.h) {
+            (0, 0, 0, 0) => m.clone(),
+            (t, b, l, r) => border(m, t, b, l, r, self.pad_value),
+        }
     }
 
     /// Output size for a padded input, or an error when the kernel does not fit.
     pub fn out_size(&self, m: &Mat) -> anyhow::Result<(usize, usize)> {
+        self.out_size_wh(m.w, m.h)
+    }
+
+    /// Output size for a padded input of `w` x `h`.
+    pub fn out_size_wh(&self, w: usize, h: usize) -> anyhow::Result<(usize, usize)> {
         let ext_w = self.dw * (self.kw - 1) + 1;
         let ext_h = self.dh * (self.kh - 1) + 1;
-        if m.w < ext_w || m.h < ext_h {
+        if w < ext_w || h < ext_h {
             ncnn_bail!(
                 "input of {}x{} (w x h, after padding) is smaller than the {}x{} kernel extent",
-                m.w,
-                m.h,
+                w,
+                h,
                 ext_w,
                 ext_h
             );
         }
-        Ok(((m.w - ext_w) / self.sw + 1, (m.h - ext_h) / self.sh + 1))
+        Ok(((w - ext_w) / self.sw + 1, (h - ext_h) / self.sh + 1))
     }
 }
 
-/// Copy `m` (3-d) into a larger blob with constant borders.
+/// Copy `m` (3-d) into a larger blob with constant borders, writing every
+/// value once.
 pub fn border(m: &Mat, top: usize, bottom: usize, left: usize, right: usize, v: f32) -> Mat {
     let (w, h) = (m.w + left + right, m.h + top + bottom);
-    let mut out = Mat {
-        dims: m.dims.max(2),
-        w,
-        h,
-        d: m.d,
-        c: m.c,
-        data: Buf::filled(w * h * m.d * m.c, v),
-    };
-    if m.dims == 1 {
-        out.dims = 2;
-    }
     let planes = m.d * m.c;
+    let mut out = Mat::for_overwrite_3d(w, h, planes);
+    (out.dims, out.d, out.c) = (m.dims.max(2), m.d, m.c);
     par::chunks_mut(&mut out.data, w * h, |q, o| {
-            if q >= planes {
-                return;
-            }
-            let src = &m.data[q * m.w * m.h..(q + 1) * m.w * m.h];
-            for y in 0..m.h {
-                o[(y + top) * w + left..(y + top) * w + left + m.w]
-                    .copy_from_slice(&src[y * m.w..(y + 1) * m.w]);
-            }
-        });
+        let src = &m.data[q * m.w * m.h..(q + 1) * m.w * m.h];
+        o[..top * w].fill(v);
+        o[(top + m.h) * w..].fill(v);
+        for (row, s) in o[top * w..(top + m.h) * w].chunks_mut(w.max(1)).zip(src.chunks(m.w.max(1))) {
+            row[..left].fill(v);
+            row[left..left + m.w].copy_from_slice(s);
+            row[left + m.w..].fill(v);
+        }
+    });
     out
 }
 

@@ -3,7 +3,7 @@
 //! per group.
 
 use super::conv_common::{conv_gemm, ConvParams};
-use super::depthwise_kernel::dw_channel;
+use super::depthwise_kernel::{dw_channel, Border};
 use super::gemm::{Epi, PackedA};
 use super::simd;
 use crate::ncnn::layer::one;
@@ -56,8 +56,8 @@ impl Layer for ConvolutionDepthWise {
                 x.describe()
             );
         }
-        let xp = p.pad(&x);
-        let (outw, outh) = p.out_size(&xp)?;
+        let (t, b, l, r) = p.pads(x.w, x.h);
+        let (outw, outh) = p.out_size_wh(x.w + l + r, x.h + t + b)?;
         let n = outw * outh;
         let g = p.group;
         let (icg, ocg) = (inch / g, p.num_output / g);
@@ -65,12 +65,14 @@ impl Layer for ConvolutionDepthWise {
         if icg == 1 && ocg == 1 {
             let kk = p.kh * p.kw;
             let fast = simd::avx2_fma();
+            let pad = Border { t, b, l, r, value: p.pad_value };
             par::chunks_mut(&mut out.data, n, |q, o| {
-                let b = self.bias.get(q).copied().unwrap_or(0.0);
+                let bias = self.bias.get(q).copied().unwrap_or(0.0);
                 let k = &self.weight[q * kk..(q + 1) * kk];
-                dw_channel(xp.channel(q), xp.w, k, b, p, o, outw, fast);
+                dw_channel(x.channel(q), x.w, x.h, pad, k, bias, p, o, outw, fast);
             });
         } else {
+            let xp = p.pad(&x);
             for gi in 0..g {
                 let bias = if self.bias.is_empty() {
                     &[][..]

@@ -5,12 +5,31 @@
 
 use super::conv_common::ConvParams;
 
-/// Convolve one padded input plane `src` (rows of `w`) with the kernel `k`
-/// into `o` (rows of `outw`), adding `bias` and applying the activation.
+/// Borders around an input plane: top, bottom, left, right and their value.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Border {
+    pub t: usize,
+    pub b: usize,
+    pub l: usize,
+    pub r: usize,
+    pub value: f32,
+}
+
+thread_local! {
+    /// The padded, stride-phased plane of the channel being convolved.
+    static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Convolve one input plane `src` (`h` rows of `w`), bordered as `pad`
+/// says, with the kernel `k` into `o` (rows of `outw`), adding `bias` and
+/// applying the activation. The bordered plane is built in a per-thread
+/// scratch buffer that stays in cache.
 #[allow(clippy::too_many_arguments)]
 pub fn dw_channel(
     src: &[f32],
     w: usize,
+    h: usize,
+    pad: Border,
     k: &[f32],
     bias: f32,
     p: &ConvParams,
@@ -18,53 +37,106 @@ pub fn dw_channel(
     outw: usize,
     fast: bool,
 ) {
-    let sw = p.sw;
-    let h = src.len() / w;
-    // Columns split into stride phases, so every tap reads a contiguous run.
-    let phased;
-    let (plane, pw): (&[f32], usize) = if sw == 1 {
-        (src, w)
-    } else {
-        let wq = (w + sw - 1) / sw;
-        let mut v = vec![0.0f32; sw * h * wq];
-        for px in 0..sw.min(w) {
-            for y in 0..h {
-                let row = &src[y * w + px..(y + 1) * w];
-                let dst = &mut v[(px * h + y) * wq..(px * h + y + 1) * wq];
-                dst.iter_mut()
-                    .zip(row.iter().step_by(sw))
-                    .for_each(|(d, s)| *d = *s);
-            }
-        }
-        phased = v;
-        (&phased, wq)
-    };
-    let clamp = match p.act.kind {
-        1 => Some((0.0, f32::INFINITY)),
-        3 => Some((p.act.params[0], p.act.params[1])),
-        _ => None,
-    };
-    let post = !matches!(p.act.kind, 0 | 1 | 3);
-    let mut taps: Vec<(usize, f32)> = Vec::with_capacity(p.kh * p.kw);
-    for (oy, orow) in o.chunks_mut(outw).enumerate() {
-        taps.clear();
+    SCRATCH.with(|cell| {
+        let mut plane = cell.borrow_mut();
+        let (pw, ph) = phase_plane(src, w, h, pad, p.sw, &mut plane);
+        let sw = p.sw;
+        let clamp = match p.act.kind {
+            1 => Some((0.0, f32::INFINITY)),
+            3 => Some((p.act.params[0], p.act.params[1])),
+            _ => None,
+        };
+        let post = !matches!(p.act.kind, 0 | 1 | 3);
+        // Tap offsets in the phase plane for output row 0; row oy adds oy * sh * pw.
+        let mut base: Vec<(usize, f32)> = Vec::with_capacity(p.kh * p.kw);
         for ky in 0..p.kh {
-            let ty = oy * p.sh + ky * p.dh;
             for kx in 0..p.kw {
                 let tx = kx * p.dw;
-                taps.push((((tx % sw) * h + ty) * pw + tx / sw, k[ky * p.kw + kx]));
+                base.push((((tx % sw) * ph + ky * p.dh) * pw + tx / sw, k[ky * p.kw + kx]));
             }
         }
-        if fast {
-            // SAFETY: chosen only when the CPU has AVX2 and FMA.
-            unsafe { row_avx2(plane, &taps, bias, clamp, orow) }
-        } else {
-            row::<false>(plane, &taps, bias, clamp, orow)
+        let mut taps = base.clone();
+        for (oy, orow) in o.chunks_mut(outw).enumerate() {
+            let shift = oy * p.sh * pw;
+            for (t, b) in taps.iter_mut().zip(&base) {
+                t.0 = b.0 + shift;
+            }
+            if fast {
+                // SAFETY: chosen only when the CPU has AVX2 and FMA.
+                unsafe { row_avx2(&plane, &taps, bias, clamp, orow) }
+            } else {
+                row::<false>(&plane, &taps, bias, clamp, orow)
+            }
+            if post {
+                p.act.apply(orow);
+            }
         }
-        if post {
-            p.act.apply(orow);
+    })
+}
+
+/// Fill `out` with the bordered plane split into `sw` column phases (phase
+/// `px` holds padded columns px, px + sw, ...), as [px][row][column]; returns
+/// the phase width and the padded height.
+fn phase_plane(src: &[f32], w: usize, h: usize, pad: Border, sw: usize, out: &mut Vec<f32>) -> (usize, usize) {
+    let (ww, hh) = (w + pad.l + pad.r, h + pad.t + pad.b);
+    let wq = (ww + sw - 1) / sw;
+    let v = pad.value;
+    out.clear();
+    out.resize(sw * hh * wq, 0.0);
+    // Phase px: first source column x0 with (x0 + l) % sw == px, where it
+    // lands, and how many source columns it takes.
+    let spans: Vec<(usize, usize, usize)> = (0..sw)
+        .map(|px| {
+            let x0 = (px + sw - pad.l % sw) % sw;
+            let n = if x0 < w { (w - x0 + sw - 1) / sw } else { 0 };
+            (x0, (x0 + pad.l) / sw, n)
+        })
+        .collect();
+    for (px, plane) in out.chunks_mut(hh * wq).enumerate() {
+        let (_, c0, n) = spans[px];
+        plane[..pad.t * wq].fill(v);
+        plane[(pad.t + h) * wq..].fill(v);
+        for row in plane[pad.t * wq..(pad.t + h) * wq].chunks_mut(wq) {
+            row[..c0].fill(v);
+            row[c0 + n..].fill(v);
         }
     }
+    if sw == 1 {
+        for (y, s) in src.chunks_exact(w.max(1)).take(h).enumerate() {
+            let at = (y + pad.t) * wq + pad.l;
+            out[at..at + w].copy_from_slice(s);
+        }
+    } else if sw == 2 && w >= 2 {
+        // Both phases in one pass over pairs of columns (vectorises).
+        let (ev, od) = out.split_at_mut(hh * wq);
+        let lead = pad.l % 2; // an odd left border puts column 0 in phase 1
+        let pairs = (w - lead) / 2;
+        let (c_even, c_odd) = ((lead + pad.l) / 2, (lead + pad.l + 1) / 2);
+        for (y, s) in src.chunks_exact(w).take(h).enumerate() {
+            let r = (y + pad.t) * wq;
+            if lead == 1 {
+                od[r + pad.l / 2] = s[0];
+            }
+            let e = &mut ev[r + c_even..r + c_even + pairs];
+            let o = &mut od[r + c_odd..r + c_odd + pairs];
+            for ((e, o), p) in e.iter_mut().zip(o.iter_mut()).zip(s[lead..].chunks_exact(2)) {
+                *e = p[0];
+                *o = p[1];
+            }
+            if (w - lead) % 2 == 1 {
+                // The last column: padded index w - 1 + l is even.
+                ev[r + (w - 1 + pad.l) / 2] = s[w - 1];
+            }
+        }
+    } else {
+        for (px, &(x0, c0, n)) in spans.iter().enumerate() {
+            for (y, s) in src.chunks_exact(w.max(1)).take(h).enumerate() {
+                let at = (px * hh + y + pad.t) * wq + c0;
+                out[at..at + n].iter_mut().zip(s[x0..].iter().step_by(sw)).for_each(|(d, v)| *d = *v);
+            }
+        }
+    }
+    (wq, hh)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -174,7 +246,7 @@ mod tests {
             Activation { kind: 3, params: vec![0.0, 6.0] },
             Activation { kind: 6, params: vec![0.2, 0.5] },
         ];
-        for (ci, &(k, s, d, w, h)) in [(3, 1, 1, 37, 9), (3, 2, 1, 40, 11), (5, 2, 2, 30, 14), (1, 1, 1, 8, 3), (3, 3, 1, 17, 7)]
+        for (ci, &(k, s, d, w, h)) in [(3, 1, 1, 37, 9), (3, 2, 1, 40, 11), (5, 2, 2, 30, 14), (1, 1, 1, 8, 3), (3, 3, 1, 17, 7), (3, 2, 1, 33, 8), (3, 2, 1, 2, 5)]
             .iter()
             .enumerate()
         {
@@ -182,15 +254,24 @@ mod tests {
             let p = params(k, s, d, act.clone());
             let src: Vec<f32> = (0..w * h).map(|i| ((i * 7 % 13) as f32) * 0.5 - 3.0).collect();
             let kern: Vec<f32> = (0..k * k).map(|i| (i as f32) * 0.25 - 1.0).collect();
+            let pad = Border { t: ci % 2, b: ci % 3, l: ci % 3, r: 1, value: 0.5 * (ci % 2) as f32 };
+            let (ww, hh) = (w + pad.l + pad.r, h + pad.t + pad.b);
+            let at = |y: usize, x: usize| {
+                if y < pad.t || y >= pad.t + h || x < pad.l || x >= pad.l + w {
+                    pad.value
+                } else {
+                    src[(y - pad.t) * w + x - pad.l]
+                }
+            };
             let ext = d * (k - 1) + 1;
-            let (outw, outh) = ((w - ext) / s + 1, (h - ext) / s + 1);
+            let (outw, outh) = ((ww - ext) / s + 1, (hh - ext) / s + 1);
             let mut want = vec![0.0f32; outw * outh];
             for oy in 0..outh {
                 for ox in 0..outw {
                     let mut a = 0.5;
                     for ky in 0..k {
                         for kx in 0..k {
-                            a += kern[ky * k + kx] * src[(oy * s + ky * d) * w + ox * s + kx * d];
+                            a += kern[ky * k + kx] * at(oy * s + ky * d, ox * s + kx * d);
                         }
                     }
                     want[oy * outw + ox] = act.apply1(a);
@@ -198,7 +279,7 @@ mod tests {
             }
             for fast in [false, crate::ncnn::layers::simd::avx2_fma()] {
                 let mut got = vec![f32::NAN; outw * outh];
-                dw_channel(&src, w, &kern, 0.5, &p, &mut got, outw, fast);
+                dw_channel(&src, w, h, pad, &kern, 0.5, &p, &mut got, outw, fast);
                 for (i, (g, e)) in got.iter().zip(&want).enumerate() {
                     assert!((g - e).abs() < 1e-4, "case {ci} fast={fast} at {i}: {g} vs {e}");
                 }

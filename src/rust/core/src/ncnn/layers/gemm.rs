@@ -2,45 +2,73 @@
 //! where B_k(y, x) = base[offs[k] + y * rs + x]. With shifted offsets into a
 //! padded input (or into its stride phases), B is the im2col matrix of a
 //! convolution without building it. A (the weights) is packed once into
-//! blocks of MR rows; bias and the common activations are applied while the
+//! blocks of 6 or 4 rows; bias and the common activations are applied while the
 //! result is still in registers.
 
 use super::simd;
 use crate::ncnn::layer::Activation;
 use crate::ncnn::par;
 
-pub const MR: usize = 4;
+/// The most rows of one block (the kernels take blocks of 6 or 4 rows).
+pub const MR: usize = 6;
 pub const NR: usize = 16;
 /// Output columns per task (a task is a run of whole output rows).
 const TASK_COLS: usize = 2048;
+/// Multiply-adds below which a product runs on one thread.
+const PARALLEL_MACS: usize = 1 << 20;
 
-/// Weights packed as [m / MR][k][MR] (the last block zero-padded).
+/// One block of packed rows: first row, rows in the kernel (4 or 6), rows
+/// that are real (the rest are zero), and where its [k][mr] values start.
+#[derive(Clone, Copy, Debug, Default)]
+struct Block {
+    r0: usize,
+    mr: usize,
+    rows: usize,
+    at: usize,
+}
+
+/// Weights packed in blocks of 6 or 4 rows, each stored [k][mr].
 #[derive(Clone, Debug, Default)]
 pub struct PackedA {
     pub m: usize,
     pub k: usize,
+    blocks: Vec<Block>,
     data: Vec<f32>,
+}
+
+/// Block heights covering `m` rows: 6s and at most two 4s when that is
+/// exact, otherwise 6s and one partial block.
+fn block_heights(m: usize) -> Vec<(usize, usize)> {
+    if let Some(b4) = (0..=2).find(|&b| m >= 4 * b && (m - 4 * b) % 6 == 0) {
+        let mut v = vec![(6, 6); (m - 4 * b4) / 6];
+        v.extend(std::iter::repeat((4, 4)).take(b4));
+        return v;
+    }
+    let mut v = vec![(6, 6); m / 6];
+    let r = m % 6;
+    v.push((if r <= 4 { 4 } else { 6 }, r));
+    v
 }
 
 impl PackedA {
     /// Pack a row-major m x k matrix.
     pub fn new(a: &[f32], m: usize, k: usize) -> PackedA {
-        let blocks = (m + MR - 1) / MR;
-        let mut data = vec![0.0f32; blocks * k * MR];
-        for b in 0..blocks {
+        let mut blocks = Vec::new();
+        let mut data = Vec::new();
+        let mut r0 = 0;
+        for (mr, rows) in block_heights(m) {
+            blocks.push(Block { r0, mr, rows, at: data.len() });
             for kk in 0..k {
-                for r in 0..MR {
-                    let row = b * MR + r;
-                    if row < m {
-                        data[(b * k + kk) * MR + r] = a[row * k + kk];
-                    }
+                for r in 0..mr {
+                    data.push(if r < rows { a[(r0 + r) * k + kk] } else { 0.0 });
                 }
             }
+            r0 += rows;
         }
-        PackedA { m, k, data }
+        PackedA { m, k, blocks, data }
     }
-    fn block(&self, b: usize) -> &[f32] {
-        &self.data[b * self.k * MR..(b + 1) * self.k * MR]
+    fn values(&self, b: &Block) -> &[f32] {
+        &self.data[b.at..b.at + self.k * b.mr]
     }
 }
 
@@ -59,7 +87,7 @@ pub struct Epi<'a> {
 }
 
 impl Epi<'_> {
-    fn bias4(&self, r0: usize) -> [f32; MR] {
+    fn bias_of(&self, r0: usize) -> [f32; MR] {
         let mut b = [0.0; MR];
         for (i, v) in b.iter_mut().enumerate() {
             *v = self.bias.get(r0 + i).copied().unwrap_or(0.0);
@@ -112,13 +140,17 @@ fn conv_gemm_with(
     assert!(need(outh - 1, outw) <= b.base.len(), "B rows out of bounds");
     let threads = par::threads();
     let mut rows = ((TASK_COLS + outw - 1) / outw).max(1);
-    if threads > 1 {
+    if threads > 1 && a.m * a.k * n >= PARALLEL_MACS {
         rows = rows.min((outh + 3 * threads - 1) / (3 * threads)).max(1);
+    } else if threads > 1 {
+        // Too little work to be worth waking another thread.
+        rows = outh;
     }
     let tasks = (outh + rows - 1) / rows;
     let cp = SendPtr(out.as_mut_ptr());
-    let blocks = (a.m + MR - 1) / MR;
     let clamp = ep.clamp();
+    let post = ep.post();
+    let biases: Vec<[f32; MR]> = a.blocks.iter().map(|bl| ep.bias_of(bl.r0)).collect();
     par::range(tasks, |t| {
         let cp = cp;
         let mut tmp = [[0.0f32; NR]; MR];
@@ -129,34 +161,33 @@ fn conv_gemm_with(
                 // A full-width tile may read past the row (into the next
                 // row or the padding) as long as it stays inside base.
                 let full = fast && need(y, x + NR) <= b.base.len();
-                for bl in 0..blocks {
-                    let r0 = bl * MR;
-                    let nrows = (a.m - r0).min(MR);
-                    let bias = ep.bias4(r0);
+                for (bl, bias) in a.blocks.iter().zip(&biases) {
+                    let (ab, nrows) = (a.values(bl), bl.rows);
                     let col = y * b.rs + x;
                     // SAFETY: rows r0..r0+nrows, columns y*outw+x.. +w of each
                     // output channel belong to this task alone and are in
                     // bounds (checked above); B reads are bounded by `need`.
                     unsafe {
-                        let dst = cp.0.add(r0 * n + y * outw + x);
+                        let dst = cp.0.add(bl.r0 * n + y * outw + x);
+                        let bp = b.base.as_ptr();
                         if full && w == NR {
-                            kernel_avx2(a.block(bl), b.base.as_ptr(), b.offs, col, dst, n, nrows, bias, clamp);
+                            kernel_avx2(bl.mr, ab, bp, b.offs, col, dst, n, nrows, bias, clamp, NR);
                         } else if full {
-                            let tp = tmp.as_mut_ptr() as *mut f32;
-                            kernel_avx2(a.block(bl), b.base.as_ptr(), b.offs, col, tp, NR, MR, bias, clamp);
-                            copy_tile(&tmp, dst, n, nrows, w);
+                            kernel_avx2(bl.mr, ab, bp, b.offs, col, dst, n, nrows, bias, clamp, w);
                         } else {
-                            kernel_generic(a.block(bl), b.base, b.offs, col, w, &mut tmp, bias, clamp);
+                            kernel_generic(bl.mr, ab, b.base, b.offs, col, w, &mut tmp, bias, clamp);
                             copy_tile(&tmp, dst, n, nrows, w);
-                        }
-                        if ep.post() {
-                            for r in 0..nrows {
-                                ep.act.apply(std::slice::from_raw_parts_mut(dst.add(r * n), w));
-                            }
                         }
                     }
                 }
                 x += w;
+            }
+            if post {
+                for r in 0..a.m {
+                    // SAFETY: row y of channel r, written above by this task.
+                    let row = unsafe { std::slice::from_raw_parts_mut(cp.0.add(r * n + y * outw), outw) };
+                    ep.act.apply(row);
+                }
             }
         }
     });
@@ -172,13 +203,14 @@ unsafe fn copy_tile(tmp: &[[f32; NR]; MR], dst: *mut f32, ldc: usize, rows: usiz
 
 #[allow(clippy::too_many_arguments)]
 fn kernel_generic(
+    mr: usize,
     ab: &[f32],
     base: &[f32],
     offs: &[usize],
     col: usize,
     w: usize,
     acc: &mut [[f32; NR]; MR],
-    bias: [f32; MR],
+    bias: &[f32; MR],
     clamp: Option<(f32, f32)>,
 ) {
     for (r, row) in acc.iter_mut().enumerate() {
@@ -187,10 +219,10 @@ fn kernel_generic(
     for (kk, &o) in offs.iter().enumerate() {
         let mut brow = [0.0f32; NR];
         brow[..w].copy_from_slice(&base[o + col..o + col + w]);
-        let a = &ab[kk * MR..kk * MR + MR];
-        for r in 0..MR {
-            for (x, bv) in acc[r].iter_mut().zip(&brow) {
-                *x += a[r] * bv;
+        let a = &ab[kk * mr..kk * mr + mr];
+        for (row, &av) in acc.iter_mut().zip(a) {
+            for (x, bv) in row.iter_mut().zip(&brow) {
+                *x += av * bv;
             }
         }
     }
@@ -201,11 +233,15 @@ fn kernel_generic(
     }
 }
 
-/// A 4 x 16 tile: bias + sum over k, clamped, stored to `rows` rows of `c`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
+/// An `mr` (6 or 4) x 16 tile: bias + sum over k, clamped, stored to the
+/// first `w` columns of `rows` rows of `c` (stride `ldc`).
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA; `base + offs[k] + col .. + 16` must be
+/// readable for every k, and `c` writable for `rows` rows of `w`.
 #[allow(clippy::too_many_arguments)]
 unsafe fn kernel_avx2(
+    mr: usize,
     ab: &[f32],
     base: *const f32,
     offs: &[usize],
@@ -213,65 +249,80 @@ unsafe fn kernel_avx2(
     c: *mut f32,
     ldc: usize,
     rows: usize,
-    bias: [f32; MR],
+    bias: &[f32; MR],
     clamp: Option<(f32, f32)>,
+    w: usize,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if mr == 6 {
+            tile_avx2::<6>(ab, base, offs, col, c, ldc, rows, bias, clamp, w)
+        } else {
+            tile_avx2::<4>(ab, base, offs, col, c, ldc, rows, bias, clamp, w)
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (mr, ab, base, offs, col, c, ldc, rows, bias, clamp, w);
+        unreachable!("AVX2 kernels run only on x86-64")
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile_avx2<const R: usize>(
+    ab: &[f32],
+    base: *const f32,
+    offs: &[usize],
+    col: usize,
+    c: *mut f32,
+    ldc: usize,
+    rows: usize,
+    bias: &[f32; MR],
+    clamp: Option<(f32, f32)>,
+    w: usize,
 ) {
     use std::arch::x86_64::*;
-    let mut c00 = _mm256_set1_ps(bias[0]);
-    let mut c01 = c00;
-    let mut c10 = _mm256_set1_ps(bias[1]);
-    let mut c11 = c10;
-    let mut c20 = _mm256_set1_ps(bias[2]);
-    let mut c21 = c20;
-    let mut c30 = _mm256_set1_ps(bias[3]);
-    let mut c31 = c30;
+    let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    for (r, a) in acc.iter_mut().enumerate() {
+        let v = _mm256_set1_ps(bias[r]);
+        *a = [v, v];
+    }
     let ap = ab.as_ptr();
     for (kk, &o) in offs.iter().enumerate() {
         let bp = base.add(o + col);
         let b0 = _mm256_loadu_ps(bp);
         let b1 = _mm256_loadu_ps(bp.add(8));
-        let a = ap.add(kk * MR);
-        let a0 = _mm256_broadcast_ss(&*a);
-        c00 = _mm256_fmadd_ps(a0, b0, c00);
-        c01 = _mm256_fmadd_ps(a0, b1, c01);
-        let a1 = _mm256_broadcast_ss(&*a.add(1));
-        c10 = _mm256_fmadd_ps(a1, b0, c10);
-        c11 = _mm256_fmadd_ps(a1, b1, c11);
-        let a2 = _mm256_broadcast_ss(&*a.add(2));
-        c20 = _mm256_fmadd_ps(a2, b0, c20);
-        c21 = _mm256_fmadd_ps(a2, b1, c21);
-        let a3 = _mm256_broadcast_ss(&*a.add(3));
-        c30 = _mm256_fmadd_ps(a3, b0, c30);
-        c31 = _mm256_fmadd_ps(a3, b1, c31);
+        let a = ap.add(kk * R);
+        for (r, acc_r) in acc.iter_mut().enumerate() {
+            let av = _mm256_broadcast_ss(&*a.add(r));
+            acc_r[0] = _mm256_fmadd_ps(av, b0, acc_r[0]);
+            acc_r[1] = _mm256_fmadd_ps(av, b1, acc_r[1]);
+        }
     }
-    let mut out = [[c00, c01], [c10, c11], [c20, c21], [c30, c31]];
     if let Some((lo, hi)) = clamp {
         let (l, h) = (_mm256_set1_ps(lo), _mm256_set1_ps(hi));
-        for v in out.iter_mut().flatten() {
+        for v in acc.iter_mut().flatten() {
             // max(v, lo) first: a NaN becomes lo, as with f32::max.
             *v = _mm256_min_ps(_mm256_max_ps(*v, l), h);
         }
     }
-    for (r, v) in out.iter().enumerate().take(rows) {
-        _mm256_storeu_ps(c.add(r * ldc), v[0]);
-        _mm256_storeu_ps(c.add(r * ldc + 8), v[1]);
+    if w == NR {
+        for (r, v) in acc.iter().enumerate().take(rows) {
+            _mm256_storeu_ps(c.add(r * ldc), v[0]);
+            _mm256_storeu_ps(c.add(r * ldc + 8), v[1]);
+        }
+    } else {
+        // Lanes below w: all ones in the sign bit.
+        let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        let m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(w as i32), lane);
+        let m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(w as i32 - 8), lane);
+        for (r, v) in acc.iter().enumerate().take(rows) {
+            _mm256_maskstore_ps(c.add(r * ldc), m0, v[0]);
+            _mm256_maskstore_ps(c.add(r * ldc + 8), m1, v[1]);
+        }
     }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[allow(clippy::too_many_arguments)]
-unsafe fn kernel_avx2(
-    _ab: &[f32],
-    _base: *const f32,
-    _offs: &[usize],
-    _col: usize,
-    _c: *mut f32,
-    _ldc: usize,
-    _rows: usize,
-    _bias: [f32; MR],
-    _clamp: Option<(f32, f32)>,
-) {
-    unreachable!("AVX2 kernels run only on x86-64")
 }
 
 #[cfg(test)]
@@ -303,6 +354,15 @@ mod tests {
     }
 
     #[test]
+    fn block_heights_cover_every_row() {
+        for m in 1..40 {
+            let h = block_heights(m);
+            assert_eq!(h.iter().map(|b| b.1).sum::<usize>(), m, "m = {m}");
+            assert!(h.iter().all(|&(mr, rows)| (mr == 4 || mr == 6) && rows <= mr && rows > 0));
+        }
+    }
+
+    #[test]
     fn matches_naive_product_on_both_paths() {
         let acts = [
             Activation { kind: 0, params: vec![] },
@@ -317,6 +377,11 @@ mod tests {
             (16, 27, 300, 300, 1),
             (3, 2, 20, 16, 4),
             (9, 12, 35, 31, 7),
+            (16, 8, 20, 20, 2),
+            (10, 5, 17, 17, 3),
+            (32, 4, 16, 16, 2),
+            (2, 3, 18, 18, 2),
+            (8, 6, 33, 32, 2),
         ]
         .iter()
         .enumerate()
@@ -338,6 +403,40 @@ mod tests {
                     assert!((g - w).abs() < 1e-3, "case {ci} fast={fast} at {i}: {g} vs {w}");
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod speed {
+    use super::*;
+
+    /// Manual throughput check of the GEMM on convolution shapes:
+    /// `cargo test --release gemm_speed -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn gemm_speed() {
+        let act = Activation::default();
+        let ep = Epi { bias: &[], act: &act };
+        // (m, channels, taps, w, h): a 1x1 and a 3x3 convolution.
+        for (m, c, taps, w, h) in [(24usize, 16usize, 1usize, 112usize, 112usize), (16, 16, 9, 114, 114), (48, 32, 1, 56, 56)] {
+            let k = c * taps;
+            let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32).collect();
+            let x: Vec<f32> = (0..c * w * h + 64).map(|i| (i % 5) as f32).collect();
+            let side = if taps == 9 { 3 } else { 1 };
+            let offs: Vec<usize> = (0..k).map(|r| (r / taps) * w * h + ((r % taps) / side) * w + r % side).collect();
+            let (outw, outh) = (w - side + 1, h - side + 1);
+            let b = BView { base: &x, offs: &offs, rs: w };
+            let pa = PackedA::new(&a, m, k);
+            let mut out = vec![0.0f32; m * outw * outh];
+            let mut best = f64::INFINITY;
+            for _ in 0..30 {
+                let t = std::time::Instant::now();
+                crate::ncnn::par::run_sequential(|| conv_gemm(&pa, &b, outw, outh, &mut out, &ep));
+                best = best.min(t.elapsed().as_secs_f64());
+            }
+            let flop = 2.0 * (m * k * outw * outh) as f64;
+            println!("m={m} k={k} n={}: {:.3} ms, {:.1} GFLOP/s", outw * outh, best * 1e3, flop / best / 1e9);
         }
     }
 }

@@ -104,6 +104,17 @@ impl Pooling {
     }
 }
 
+/// The larger of `a` and `v`, keeping `a` when `v` is NaN (one max
+/// instruction on x86).
+#[inline(always)]
+fn max(a: f32, v: f32) -> f32 {
+    if v > a {
+        v
+    } else {
+        a
+    }
+}
+
 impl Layer for Pooling {
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, "Pooling")?;
@@ -213,6 +224,7 @@ impl Layer for Pooling {
         par::chunks_mut(&mut out.data, ow * oh, |q, o| {
                 let src = x.channel(q);
                 let mut acc = vec![init; w];
+                let mut hm = vec![init; w];
                 for (i, &(y0, y1, cy)) in rows.iter().enumerate() {
                     // reduce the window's rows, then the columns
                     acc.iter_mut().for_each(|v| *v = init);
@@ -221,25 +233,34 @@ impl Layer for Pooling {
                         if is_max {
                             acc.iter_mut()
                                 .zip(r)
-                                .for_each(|(a, v)| *a = a.max(*v));
+                                .for_each(|(a, v)| *a = max(*a, *v));
                         } else {
                             acc.iter_mut().zip(r).for_each(|(a, v)| *a += v);
                         }
                     }
                     let orow = &mut o[i * ow..(i + 1) * ow];
                     if is_max && !full.is_empty() {
-                        // Whole windows: one pass per kernel column.
-                        orow[full.clone()].iter_mut().for_each(|v| *v = f32::NEG_INFINITY);
-                        for kx in 0..kw {
-                            let first = full.start * sw + kx - pl;
-                            let src = acc[first..].iter().step_by(sw);
-                            orow[full.clone()].iter_mut().zip(src).for_each(|(m, v)| *m = m.max(*v));
+                        // Whole windows: the running maximum over kw
+                        // neighbours at stride 1, then every sw-th of it.
+                        let first = full.start * sw - pl;
+                        let span = (full.len() - 1) * sw + 1;
+                        hm[..span].copy_from_slice(&acc[first..first + span]);
+                        for kx in 1..kw {
+                            let a = &acc[first + kx..first + kx + span];
+                            hm[..span].iter_mut().zip(a).for_each(|(m, v)| *m = max(*m, *v));
+                        }
+                        for (m, v) in orow[full.clone()].iter_mut().zip(hm.iter().step_by(sw)) {
+                            *m = *v;
                         }
                     }
-                    for (j, &(x0, x1, cx)) in cols.iter().enumerate() {
-                        if is_max && full.contains(&j) {
-                            continue;
-                        }
+                    // The remaining columns, one window at a time.
+                    let rest = if is_max && !full.is_empty() {
+                        (0..full.start).chain(full.end..ow)
+                    } else {
+                        (0..ow).chain(0..0)
+                    };
+                    for j in rest {
+                        let (x0, x1, cx) = cols[j];
                         let win = &acc[x0..x1];
                         orow[j] = if is_max {
                             win.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v))

@@ -42,11 +42,11 @@ impl Layer for Convolution {
                 x.describe()
             );
         }
-        let xp = p.pad(&x);
-        let (outw, outh) = p.out_size(&xp)?;
+        let (t, b, l, r) = p.pads(x.w, x.h);
+        let (outw, outh) = p.out_size_wh(x.w + l + r, x.h + t + b)?;
         let mut out = Mat::for_overwrite_3d(outw, outh, p.num_output);
         let ep = Epi { bias: &self.bias, act: &p.act };
-        conv_gemm(&xp, p, 0, inch, &self.packed, &mut out.data, outw, outh, &ep);
+        conv_gemm(&x, p, 0, inch, &self.packed, &mut out.data, outw, outh, &ep);
         Ok(vec![out])
     }
 }

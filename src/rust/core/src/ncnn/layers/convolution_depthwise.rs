@@ -3,7 +3,8 @@
 //! per group.
 
 use super::conv_common::{conv_gemm, ConvParams};
-use super::depthwise_kernel::{dw_channel, Border};
+use super::conv_common::Border;
+use super::depthwise_kernel::dw_channel;
 use super::gemm::{Epi, PackedA};
 use super::simd;
 use crate::ncnn::layer::one;
@@ -72,7 +73,6 @@ impl Layer for ConvolutionDepthWise {
                 dw_channel(x.channel(q), x.w, x.h, pad, k, bias, p, o, outw, fast);
             });
         } else {
-            let xp = p.pad(&x);
             for gi in 0..g {
                 let bias = if self.bias.is_empty() {
                     &[][..]
@@ -81,7 +81,7 @@ impl Layer for ConvolutionDepthWise {
                 };
                 let ep = Epi { bias, act: &p.act };
                 conv_gemm(
-                    &xp,
+                    &x,
                     p,
                     gi * icg,
                     icg,

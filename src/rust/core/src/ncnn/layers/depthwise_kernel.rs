@@ -3,17 +3,7 @@
 //! over 16 or 8 columns at a time, with bias and activation applied before
 //! the single store.
 
-use super::conv_common::ConvParams;
-
-/// Borders around an input plane: top, bottom, left, right and their value.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Border {
-    pub t: usize,
-    pub b: usize,
-    pub l: usize,
-    pub r: usize,
-    pub value: f32,
-}
+use super::conv_common::{phase_dims, phase_plane, Border, ConvParams};
 
 thread_local! {
     /// The padded, stride-phased plane of the channel being convolved.
@@ -39,7 +29,10 @@ pub fn dw_channel(
 ) {
     SCRATCH.with(|cell| {
         let mut plane = cell.borrow_mut();
-        let (pw, ph) = phase_plane(src, w, h, pad, p.sw, &mut plane);
+        let (pw, ph) = phase_dims(w, h, pad, p.sw);
+        plane.clear();
+        plane.resize(p.sw * ph * pw, 0.0);
+        phase_plane(src, w, h, pad, p.sw, &mut plane);
         let sw = p.sw;
         let clamp = match p.act.kind {
             1 => Some((0.0, f32::INFINITY)),
@@ -72,71 +65,6 @@ pub fn dw_channel(
             }
         }
     })
-}
-
-/// Fill `out` with the bordered plane split into `sw` column phases (phase
-/// `px` holds padded columns px, px + sw, ...), as [px][row][column]; returns
-/// the phase width and the padded height.
-fn phase_plane(src: &[f32], w: usize, h: usize, pad: Border, sw: usize, out: &mut Vec<f32>) -> (usize, usize) {
-    let (ww, hh) = (w + pad.l + pad.r, h + pad.t + pad.b);
-    let wq = (ww + sw - 1) / sw;
-    let v = pad.value;
-    out.clear();
-    out.resize(sw * hh * wq, 0.0);
-    // Phase px: first source column x0 with (x0 + l) % sw == px, where it
-    // lands, and how many source columns it takes.
-    let spans: Vec<(usize, usize, usize)> = (0..sw)
-        .map(|px| {
-            let x0 = (px + sw - pad.l % sw) % sw;
-            let n = if x0 < w { (w - x0 + sw - 1) / sw } else { 0 };
-            (x0, (x0 + pad.l) / sw, n)
-        })
-        .collect();
-    for (px, plane) in out.chunks_mut(hh * wq).enumerate() {
-        let (_, c0, n) = spans[px];
-        plane[..pad.t * wq].fill(v);
-        plane[(pad.t + h) * wq..].fill(v);
-        for row in plane[pad.t * wq..(pad.t + h) * wq].chunks_mut(wq) {
-            row[..c0].fill(v);
-            row[c0 + n..].fill(v);
-        }
-    }
-    if sw == 1 {
-        for (y, s) in src.chunks_exact(w.max(1)).take(h).enumerate() {
-            let at = (y + pad.t) * wq + pad.l;
-            out[at..at + w].copy_from_slice(s);
-        }
-    } else if sw == 2 && w >= 2 {
-        // Both phases in one pass over pairs of columns (vectorises).
-        let (ev, od) = out.split_at_mut(hh * wq);
-        let lead = pad.l % 2; // an odd left border puts column 0 in phase 1
-        let pairs = (w - lead) / 2;
-        let (c_even, c_odd) = ((lead + pad.l) / 2, (lead + pad.l + 1) / 2);
-        for (y, s) in src.chunks_exact(w).take(h).enumerate() {
-            let r = (y + pad.t) * wq;
-            if lead == 1 {
-                od[r + pad.l / 2] = s[0];
-            }
-            let e = &mut ev[r + c_even..r + c_even + pairs];
-            let o = &mut od[r + c_odd..r + c_odd + pairs];
-            for ((e, o), p) in e.iter_mut().zip(o.iter_mut()).zip(s[lead..].chunks_exact(2)) {
-                *e = p[0];
-                *o = p[1];
-            }
-            if (w - lead) % 2 == 1 {
-                // The last column: padded index w - 1 + l is even.
-                ev[r + (w - 1 + pad.l) / 2] = s[w - 1];
-            }
-        }
-    } else {
-        for (px, &(x0, c0, n)) in spans.iter().enumerate() {
-            for (y, s) in src.chunks_exact(w.max(1)).take(h).enumerate() {
-                let at = (px * hh + y + pad.t) * wq + c0;
-                out[at..at + n].iter_mut().zip(s[x0..].iter().step_by(sw)).for_each(|(d, v)| *d = *v);
-            }
-        }
-    }
-    (wq, hh)
 }
 
 #[cfg(target_arch = "x86_64")]

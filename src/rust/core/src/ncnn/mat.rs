@@ -6,7 +6,7 @@
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex};
 
-/// Freed buffers kept for reuse, and their total size in floats.
+/// Freed buffers kept for reuse, oldest first, and their total size in floats.
 static CACHE: Mutex<(Vec<Vec<f32>>, usize)> = Mutex::new((Vec::new(), 0));
 const CACHE_FLOATS: usize = 64 << 20; // 256 MiB
 const CACHE_ENTRIES: usize = 64;
@@ -16,6 +16,19 @@ const CACHE_MIN: usize = 4096;
 /// Bytes of freed blob memory held for reuse (reported by `ag_memory_stats()`).
 pub fn cache_bytes() -> usize {
     CACHE.lock().map(|c| c.1 * std::mem::size_of::<f32>()).unwrap_or(0)
+}
+
+/// Free every buffer held for reuse; returns the bytes released.
+pub fn release_cache() -> usize {
+    match CACHE.lock() {
+        Ok(mut c) => {
+            let bytes = c.1 * std::mem::size_of::<f32>();
+            c.0 = Vec::new();
+            c.1 = 0;
+            bytes
+        }
+        Err(_) => 0,
+    }
 }
 
 /// An empty vector with room for at least `n` floats, reused when possible.
@@ -30,7 +43,7 @@ pub fn take_vec(n: usize) -> Vec<f32> {
                 .min_by_key(|(_, v)| v.capacity())
                 .map(|(i, _)| i);
             if let Some(i) = best {
-                let v = c.0.swap_remove(i);
+                let v = c.0.remove(i);
                 c.1 -= v.capacity();
                 return v;
             }
@@ -44,12 +57,20 @@ fn give_back(mut v: Vec<f32>) {
     if cap < CACHE_MIN {
         return;
     }
+    if cap > CACHE_FLOATS {
+        return;
+    }
     if let Ok(mut c) = CACHE.lock() {
-        if c.0.len() < CACHE_ENTRIES && c.1 + cap <= CACHE_FLOATS {
-            v.clear();
-            c.1 += cap;
-            c.0.push(v);
+        // Make room by dropping the buffers returned longest ago: sizes that
+        // a net no longer asks for (another net's, an earlier input size's)
+        // leave the cache instead of keeping the current ones out.
+        while !c.0.is_empty() && (c.0.len() >= CACHE_ENTRIES || c.1 + cap > CACHE_FLOATS) {
+            let old = c.0.remove(0);
+            c.1 -= old.capacity();
         }
+        v.clear();
+        c.1 += cap;
+        c.0.push(v);
     }
 }
 

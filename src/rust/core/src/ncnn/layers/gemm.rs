@@ -308,7 +308,13 @@ unsafe fn tile_avx2<const R: usize>(
             *v = _mm256_min_ps(_mm256_max_ps(*v, l), h);
         }
     }
-    if w == NR {
+    if w == NR && rows == R {
+        // All rows: a fixed count, so the sums stay in registers.
+        for (r, v) in acc.iter().enumerate() {
+            _mm256_storeu_ps(c.add(r * ldc), v[0]);
+            _mm256_storeu_ps(c.add(r * ldc + 8), v[1]);
+        }
+    } else if w == NR {
         for (r, v) in acc.iter().enumerate().take(rows) {
             _mm256_storeu_ps(c.add(r * ldc), v[0]);
             _mm256_storeu_ps(c.add(r * ldc + 8), v[1]);

@@ -133,7 +133,8 @@ impl Layer for BinaryOp {
         };
         let (sa, sb) = (strides(&aa), strides(&ba));
         let total: usize = oa.iter().product();
-        let mut data = vec![0.0f32; total];
+        let mut data = crate::ncnn::mat::take_vec(total);
+        data.resize(total, 0.0);
         let inner = oa[n - 1];
         par::chunks_mut(&mut data, inner, |r, row| {
             // decompose r over the outer n-1 axes

@@ -15,7 +15,7 @@ pub const NR: usize = 16;
 /// Output columns per task (a task is a run of whole output rows).
 const TASK_COLS: usize = 2048;
 /// Multiply-adds below which a product runs on one thread.
-const PARALLEL_MACS: usize = 1 << 20;
+const PARALLEL_MACS: usize = 1 << 18;
 
 /// One block of packed rows: first row, rows in the kernel (4 or 6), rows
 /// that are real (the rest are zero), and where its [k][mr] values start.

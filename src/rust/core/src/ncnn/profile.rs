@@ -2,7 +2,8 @@
 //! size, for finding where inference time goes. Not a pass/fail test:
 //! `GGMLR_PROFILE_THREADS=1 cargo test --release -p ggmlr-core ncnn_profile -- --ignored --nocapture`
 //! (`GGMLR_PROFILE_SIZE` sets the input width and height, default 224;
-//! `GGMLR_PROFILE_ARCHS=squeezenet,resnet` limits the nets; `GGMLR_PROFILE_REPS`).
+//! `GGMLR_PROFILE_ARCHS=squeezenet,resnet` limits the nets; `GGMLR_PROFILE_REPS`;
+//! `GGMLR_PROFILE_CLOCK=wall` times one thread on the wall clock too).
 
 use super::{DataReader, Mat, Net};
 use std::collections::BTreeMap;
@@ -62,7 +63,8 @@ fn profile(arch: &str, threads: usize, size: usize, reps: usize) -> (Vec<(String
     let input = net.find_blob("data").unwrap();
     let output = net.find_blob("prob").unwrap();
     let mut best: BTreeMap<usize, f64> = BTreeMap::new();
-    let clock: fn() -> f64 = if threads == 1 { thread_cpu } else { wall };
+    let cpu = threads == 1 && std::env::var("GGMLR_PROFILE_CLOCK").as_deref() != Ok("wall");
+    let clock: fn() -> f64 = if cpu { thread_cpu } else { wall };
     let mut total = f64::INFINITY;
     for _ in 0..reps {
         let mut ex = net.create_extractor().unwrap();
@@ -97,7 +99,8 @@ fn ncnn_profile() {
             continue;
         }
         let (rows, total) = profile(arch, threads, size, reps);
-        let kind = if threads == 1 { "thread CPU time" } else { "wall time" };
+        let cpu = threads == 1 && std::env::var("GGMLR_PROFILE_CLOCK").as_deref() != Ok("wall");
+        let kind = if cpu { "thread CPU time" } else { "wall time" };
         println!("\n{arch}: {threads} thread(s), {size}x{size}, best of {reps} ({kind})");
         let sum: f64 = rows.iter().map(|r| r.2).sum();
         for (name, ty, ms) in rows {

@@ -151,46 +151,85 @@ fn conv_gemm_with(
     let clamp = ep.clamp();
     let post = ep.post();
     let biases: Vec<[f32; MR]> = a.blocks.iter().map(|bl| ep.bias_of(bl.r0)).collect();
+    let job = Rows { a, b, outw, n, out: cp, clamp, post, ep, biases: &biases, maxoff };
     par::range(tasks, |t| {
-        let cp = cp;
+        let (y0, y1) = (t * rows, ((t + 1) * rows).min(outh));
+        if fast {
+            // SAFETY: chosen only when the CPU has AVX2 and FMA.
+            unsafe { job.run_avx2(y0, y1) }
+        } else {
+            job.run(y0, y1, false)
+        }
+    });
+}
+
+/// One product's output rows, shared by the tasks that compute them.
+struct Rows<'a> {
+    a: &'a PackedA,
+    b: &'a BView<'a>,
+    outw: usize,
+    n: usize,
+    out: SendPtr,
+    clamp: Option<(f32, f32)>,
+    post: bool,
+    ep: &'a Epi<'a>,
+    biases: &'a [[f32; MR]],
+    maxoff: usize,
+}
+
+impl Rows<'_> {
+    /// Output rows y0..y1 with the AVX2 tiles inlined into the loops.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn run_avx2(&self, y0: usize, y1: usize) {
+        self.run(y0, y1, true)
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    unsafe fn run_avx2(&self, y0: usize, y1: usize) {
+        self.run(y0, y1, false)
+    }
+
+    #[inline(always)]
+    fn run(&self, y0: usize, y1: usize, fast: bool) {
+        let (a, b, outw, n, cp) = (self.a, self.b, self.outw, self.n, self.out);
         let mut tmp = [[0.0f32; NR]; MR];
-        for y in t * rows..((t + 1) * rows).min(outh) {
+        for y in y0..y1 {
             let mut x = 0;
             while x < outw {
                 let w = (outw - x).min(NR);
                 // A full-width tile may read past the row (into the next
                 // row or the padding) as long as it stays inside base.
-                let full = fast && need(y, x + NR) <= b.base.len();
-                for (bl, bias) in a.blocks.iter().zip(&biases) {
+                let full = fast && self.maxoff + y * b.rs + x + NR <= b.base.len();
+                for (bl, bias) in a.blocks.iter().zip(self.biases) {
                     let (ab, nrows) = (a.values(bl), bl.rows);
                     let col = y * b.rs + x;
                     // SAFETY: rows r0..r0+nrows, columns y*outw+x.. +w of each
                     // output channel belong to this task alone and are in
-                    // bounds (checked above); B reads are bounded by `need`.
+                    // bounds (checked by the caller); B reads are bounded by
+                    // the check of `full`.
                     unsafe {
                         let dst = cp.0.add(bl.r0 * n + y * outw + x);
-                        let bp = b.base.as_ptr();
-                        if full && w == NR {
-                            kernel_avx2(bl.mr, ab, bp, b.offs, col, dst, n, nrows, bias, clamp, NR);
-                        } else if full {
-                            kernel_avx2(bl.mr, ab, bp, b.offs, col, dst, n, nrows, bias, clamp, w);
+                        if full {
+                            let bp = b.base.as_ptr();
+                            kernel_avx2(bl.mr, ab, bp, b.offs, col, dst, n, nrows, bias, self.clamp, w);
                         } else {
-                            kernel_generic(bl.mr, ab, b.base, b.offs, col, w, &mut tmp, bias, clamp);
+                            kernel_generic(bl.mr, ab, b.base, b.offs, col, w, &mut tmp, bias, self.clamp);
                             copy_tile(&tmp, dst, n, nrows, w);
                         }
                     }
                 }
                 x += w;
             }
-            if post {
+            if self.post {
                 for r in 0..a.m {
                     // SAFETY: row y of channel r, written above by this task.
                     let row = unsafe { std::slice::from_raw_parts_mut(cp.0.add(r * n + y * outw), outw) };
-                    ep.act.apply(row);
+                    self.ep.act.apply(row);
                 }
             }
         }
-    });
+    }
 }
 
 /// # Safety
@@ -240,6 +279,7 @@ fn kernel_generic(
 /// The CPU must have AVX2 and FMA; `base + offs[k] + col .. + 16` must be
 /// readable for every k, and `c` writable for `rows` rows of `w`.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 unsafe fn kernel_avx2(
     mr: usize,
     ab: &[f32],
@@ -285,9 +325,9 @@ unsafe fn tile_avx2<const R: usize>(
 ) {
     use std::arch::x86_64::*;
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
-    for (r, a) in acc.iter_mut().enumerate() {
+    for r in 0..R {
         let v = _mm256_set1_ps(bias[r]);
-        *a = [v, v];
+        acc[r] = [v, v];
     }
     let ap = ab.as_ptr();
     for (kk, &o) in offs.iter().enumerate() {
@@ -303,16 +343,17 @@ unsafe fn tile_avx2<const R: usize>(
     }
     if let Some((lo, hi)) = clamp {
         let (l, h) = (_mm256_set1_ps(lo), _mm256_set1_ps(hi));
-        for v in acc.iter_mut().flatten() {
+        for r in 0..R {
             // max(v, lo) first: a NaN becomes lo, as with f32::max.
-            *v = _mm256_min_ps(_mm256_max_ps(*v, l), h);
+            acc[r][0] = _mm256_min_ps(_mm256_max_ps(acc[r][0], l), h);
+            acc[r][1] = _mm256_min_ps(_mm256_max_ps(acc[r][1], l), h);
         }
     }
     if w == NR && rows == R {
         // All rows: a fixed count, so the sums stay in registers.
-        for (r, v) in acc.iter().enumerate() {
-            _mm256_storeu_ps(c.add(r * ldc), v[0]);
-            _mm256_storeu_ps(c.add(r * ldc + 8), v[1]);
+        for r in 0..R {
+            _mm256_storeu_ps(c.add(r * ldc), acc[r][0]);
+            _mm256_storeu_ps(c.add(r * ldc + 8), acc[r][1]);
         }
     } else if w == NR {
         for (r, v) in acc.iter().enumerate().take(rows) {

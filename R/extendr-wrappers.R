@@ -274,6 +274,10 @@ rs_vulkan_best_device <- function() .Call(wrap__rs_vulkan_best_device)
 #' @noRd
 rs_vulkan_backend_stats <- function(b) .Call(wrap__rs_vulkan_backend_stats, b)
 
+#' Free the blob memory kept for reuse; the bytes released.
+#' @noRd
+rs_ncnn_release_cache <- function() .Call(wrap__rs_ncnn_release_cache)
+
 #' @noRd
 rs_ncnn_net_new <- function(num_threads, light_mode, helper) .Call(wrap__rs_ncnn_net_new, num_threads, light_mode, helper)
 

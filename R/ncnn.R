@@ -21,10 +21,16 @@
 #' \item{`clear()`}{Destroy all layers; registrations stay.}
 #' \item{`input_names()`, `output_names()`}{Blob names of the inputs (tops of
 #'   `Input` layers) and outputs (blobs nothing consumes).}
-#' \item{`layers()`}{A data frame: name, type, type_index, custom, bottoms, tops.}
+#' \item{`layers()`}{A data frame: name, type, type_index, custom, bottoms, tops
+#'   (the last two: 0-based blob indexes, comma-separated).}
 #' \item{`create_extractor()`}{An extractor with methods `input(blob, x)` and
 #'   `extract(blob)`; `blob` is a name or a 0-based blob index.}
 #' }
+#' A binary `.param.bin` holds no names, as in ncnn: layer and blob names are
+#' empty strings, and blobs are given to `input()` and `extract()` by their
+#' 0-based index, which `layers()` lists (the `tops` of the `Input` layers are
+#' the inputs).
+#'
 #' Methods return invisibly on success. Every failure is an R error of class
 #' `ncnn_error` that says what failed and where; the net stays usable.
 #'

@@ -246,8 +246,16 @@ fn rs_ncnn_ex_extract(e: Robj, blob: Robj) -> Robj {
     })
 }
 
+/// Free the blob memory kept for reuse; the bytes released.
+/// @noRd
+#[extendr]
+fn rs_ncnn_release_cache() -> Robj {
+    guard(|| Ok((ggmlr_core::ncnn::mat::release_cache() as f64).into()))
+}
+
 extendr_module! {
     mod ncnn;
+    fn rs_ncnn_release_cache;
     fn rs_ncnn_net_new;
     fn rs_ncnn_register;
     fn rs_ncnn_load_param;

@@ -97,10 +97,47 @@ impl Activation {
     }
 
     pub fn apply(&self, xs: &mut [f32]) {
-        if self.kind != 0 {
-            for x in xs {
-                *x = self.apply1(*x);
+        self.apply_bias(xs, 0.0)
+    }
+
+    /// `x = act(x + bias)` over a run of values (one loop per kind, so the
+    /// common kinds vectorise).
+    pub fn apply_bias(&self, xs: &mut [f32], bias: f32) {
+        match self.kind {
+            0 => {
+                if bias != 0.0 {
+                    xs.iter_mut().for_each(|x| *x += bias)
+                }
             }
+            1 => xs.iter_mut().for_each(|x| *x = (*x + bias).max(0.0)),
+            2 => {
+                let s = self.params.first().copied().unwrap_or(0.0);
+                xs.iter_mut().for_each(|x| {
+                    let v = *x + bias;
+                    *x = if v < 0.0 { v * s } else { v }
+                })
+            }
+            3 => {
+                let (lo, hi) = (self.params[0], self.params[1]);
+                xs.iter_mut().for_each(|x| *x = (*x + bias).max(lo).min(hi))
+            }
+            6 => {
+                let (a, b) = (self.params[0], self.params[1]);
+                let lower = -b / a;
+                let upper = 1.0 / a + lower;
+                xs.iter_mut().for_each(|x| {
+                    let v = *x + bias;
+                    let y = v * (v * a + b);
+                    *x = if v < lower {
+                        0.0
+                    } else if v > upper {
+                        v
+                    } else {
+                        y
+                    }
+                })
+            }
+            _ => xs.iter_mut().for_each(|x| *x = self.apply1(*x + bias)),
         }
     }
 }

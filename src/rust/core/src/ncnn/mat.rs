@@ -1,11 +1,12 @@
 //! Mat: a dense fp32 blob of 1 to 4 dimensions, stored c, d, h, w with w fastest.
-//! Blob memory is recycled through a small process-wide cache, so that a
-//! forward pass reuses warm buffers instead of faulting in fresh pages.
+//! Blob memory is shared between copies of a blob until one is written, and
+//! recycled through a small process-wide cache, so that a forward pass reuses
+//! warm buffers instead of faulting in fresh pages.
 
 use std::ops::{Deref, DerefMut};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-/// Freed buffers kept for reuse, and their total size in floats.
+/// Freed buffers kept for reuse, oldest first, and their total size in floats.
 static CACHE: Mutex<(Vec<Vec<f32>>, usize)> = Mutex::new((Vec::new(), 0));
 const CACHE_FLOATS: usize = 64 << 20; // 256 MiB
 const CACHE_ENTRIES: usize = 64;
@@ -15,6 +16,19 @@ const CACHE_MIN: usize = 4096;
 /// Bytes of freed blob memory held for reuse (reported by `ag_memory_stats()`).
 pub fn cache_bytes() -> usize {
     CACHE.lock().map(|c| c.1 * std::mem::size_of::<f32>()).unwrap_or(0)
+}
+
+/// Free every buffer held for reuse; returns the bytes released.
+pub fn release_cache() -> usize {
+    match CACHE.lock() {
+        Ok(mut c) => {
+            let bytes = c.1 * std::mem::size_of::<f32>();
+            c.0 = Vec::new();
+            c.1 = 0;
+            bytes
+        }
+        Err(_) => 0,
+    }
 }
 
 /// An empty vector with room for at least `n` floats, reused when possible.
@@ -29,7 +43,7 @@ pub fn take_vec(n: usize) -> Vec<f32> {
                 .min_by_key(|(_, v)| v.capacity())
                 .map(|(i, _)| i);
             if let Some(i) = best {
-                let v = c.0.swap_remove(i);
+                let v = c.0.remove(i);
                 c.1 -= v.capacity();
                 return v;
             }
@@ -43,42 +57,57 @@ fn give_back(mut v: Vec<f32>) {
     if cap < CACHE_MIN {
         return;
     }
+    if cap > CACHE_FLOATS {
+        return;
+    }
     if let Ok(mut c) = CACHE.lock() {
-        if c.0.len() < CACHE_ENTRIES && c.1 + cap <= CACHE_FLOATS {
-            v.clear();
-            c.1 += cap;
-            c.0.push(v);
+        // Make room by dropping the buffers returned longest ago: sizes that
+        // a net no longer asks for (another net's, an earlier input size's)
+        // leave the cache instead of keeping the current ones out.
+        while !c.0.is_empty() && (c.0.len() >= CACHE_ENTRIES || c.1 + cap > CACHE_FLOATS) {
+            let old = c.0.remove(0);
+            c.1 -= old.capacity();
         }
+        v.clear();
+        c.1 += cap;
+        c.0.push(v);
     }
 }
 
-/// Blob storage: a `Vec<f32>` whose memory returns to the cache on drop.
+/// Blob storage: a shared, copy-on-write `Vec<f32>` whose memory returns to
+/// the cache when its last user drops it. Cloning a blob (Split, extracting
+/// a kept blob) shares the data; writing to shared data copies it first.
 #[derive(Debug, Default, PartialEq)]
-pub struct Buf(Vec<f32>);
+pub struct Buf(Arc<Vec<f32>>);
 
 impl Buf {
     pub fn filled(n: usize, v: f32) -> Buf {
         let mut b = take_vec(n);
         b.resize(n, v);
-        Buf(b)
+        Buf(Arc::new(b))
     }
-    /// The vector, leaving nothing to recycle.
+    /// The vector (copied when the data is shared), leaving nothing to recycle.
     pub fn into_vec(mut self) -> Vec<f32> {
-        std::mem::take(&mut self.0)
+        let a = std::mem::take(&mut self.0);
+        Arc::try_unwrap(a).unwrap_or_else(|a| a.as_ref().clone())
+    }
+    /// Whether another blob shares this data.
+    pub fn is_shared(&self) -> bool {
+        Arc::strong_count(&self.0) > 1
     }
 }
 
 impl Drop for Buf {
     fn drop(&mut self) {
-        give_back(std::mem::take(&mut self.0));
+        if let Ok(v) = Arc::try_unwrap(std::mem::take(&mut self.0)) {
+            give_back(v);
+        }
     }
 }
 
 impl Clone for Buf {
     fn clone(&self) -> Buf {
-        let mut b = take_vec(self.0.len());
-        b.extend_from_slice(&self.0);
-        Buf(b)
+        Buf(Arc::clone(&self.0))
     }
 }
 
@@ -91,13 +120,18 @@ impl Deref for Buf {
 
 impl DerefMut for Buf {
     fn deref_mut(&mut self) -> &mut Vec<f32> {
-        &mut self.0
+        if self.is_shared() {
+            let mut v = take_vec(self.0.len());
+            v.extend_from_slice(&self.0);
+            self.0 = Arc::new(v);
+        }
+        Arc::get_mut(&mut self.0).expect("unshared blob data")
     }
 }
 
 impl From<Vec<f32>> for Buf {
     fn from(v: Vec<f32>) -> Buf {
-        Buf(v)
+        Buf(Arc::new(v))
     }
 }
 
@@ -122,6 +156,23 @@ impl Mat {
             d,
             c,
             data: Buf::filled(w * h * d * c, 0.0),
+        }
+    }
+    /// A 3-d Mat for a kernel that writes every value before anything reads
+    /// it (no zero-filling pass over recycled memory).
+    pub fn for_overwrite_3d(w: usize, h: usize, c: usize) -> Mat {
+        let n = w * h * c;
+        let mut v = take_vec(n);
+        // SAFETY: f32 has no invalid bit patterns, the capacity is at least
+        // n, and callers overwrite all n values before reading any.
+        unsafe { v.set_len(n) };
+        Mat {
+            dims: 3,
+            w,
+            h,
+            d: 1,
+            c,
+            data: Buf::from(v),
         }
     }
     pub fn new_1d(w: usize) -> Mat {

@@ -34,4 +34,8 @@ macro_rules! ncnn_bail {
 }
 
 #[cfg(test)]
+mod fixture_tests;
+#[cfg(test)]
+mod profile;
+#[cfg(test)]
 mod tests;

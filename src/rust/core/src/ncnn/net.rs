@@ -282,6 +282,7 @@ impl Net {
             given: vec![false; self.spec.blobs.len()],
             generation: self.generation,
             light_mode: self.light_mode,
+            timings: None,
         })
     }
 
@@ -313,9 +314,24 @@ pub struct Extractor {
     given: Vec<bool>,
     generation: u64,
     light_mode: bool,
+    /// Per-layer forward times (layer index, seconds) and the clock that
+    /// measures them, when profiling is on.
+    timings: Option<(Vec<(usize, f64)>, fn() -> f64)>,
 }
 
 impl Extractor {
+    /// Record the forward time of every layer this extractor runs, read
+    /// from `clock` (seconds), or stop recording with `None` (an internal
+    /// profiling aid; see [`Extractor::timings`]).
+    pub fn set_profiling(&mut self, clock: Option<fn() -> f64>) {
+        self.timings = clock.map(|c| (Vec::new(), c));
+    }
+
+    /// (layer index, seconds) of every layer run so far, in run order.
+    pub fn timings(&self) -> &[(usize, f64)] {
+        self.timings.as_ref().map(|t| &t.0[..]).unwrap_or(&[])
+    }
+
     pub fn check(&self, net: &Net) -> anyhow::Result<()> {
         if net.generation != self.generation || !net.model_loaded {
             ncnn_bail!("this extractor belongs to an earlier state of its net (cleared or reloaded since); create a new one");
@@ -433,9 +449,14 @@ impl Extractor {
                     }
                 })
                 .collect();
+            let t0 = self.timings.as_ref().map(|t| (t.1)());
             let tops = net
                 .run_layer(li, bottoms, l.tops.len())
                 .map_err(|e| err(format!("{}: {e:#}", l.describe())))?;
+            if let (Some(t), Some(t0)) = (self.timings.as_mut(), t0) {
+                let now = (t.1)();
+                t.0.push((li, now - t0));
+            }
             if tops.len() != l.tops.len() {
                 ncnn_bail!(
                     "{} produced {} blobs but declares {} tops",

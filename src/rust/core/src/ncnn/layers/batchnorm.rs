@@ -52,10 +52,10 @@ impl Layer for BatchNorm {
                 x.describe()
             );
         }
-        for (q, ch) in x.data.chunks_mut(n).enumerate() {
+        crate::ncnn::par::chunks_mut(&mut x.data, n, |q, ch| {
             let (a, b) = (self.a[q], self.b[q]);
             ch.iter_mut().for_each(|v| *v = b * *v + a);
-        }
+        });
         Ok(vec![x])
     }
 }

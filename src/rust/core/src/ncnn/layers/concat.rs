@@ -47,7 +47,7 @@ impl Layer for Concat {
         let mut out_axes = base.clone();
         out_axes[a] = total;
         let (outer, _, inner) = split_at_axis(&out_axes, a);
-        let mut data = Vec::with_capacity(out_axes.iter().product());
+        let mut data = crate::ncnn::mat::take_vec(out_axes.iter().product());
         for o in 0..outer {
             for b in &bottoms {
                 let n = b.axes()[a] * inner;

@@ -2,7 +2,8 @@
 //! padding, the convolution GEMM driver and a threaded GEMM.
 
 use crate::ncnn::layer::Activation;
-use crate::ncnn::mat::Buf;
+use super::gemm::{conv_gemm as conv_gemm_rows, BView, Epi, PackedA};
+use crate::ncnn::mat::{take_vec, Buf};
 use crate::ncnn::{Mat, ModelBin, ParamDict};
 use crate::ncnn_bail;
 use crate::ncnn::par;
@@ -109,197 +110,212 @@ impl ConvParams {
         Ok((w, b))
     }
 
-    /// The input padded as the parameters ask (explicit, SAME_UPPER -233, SAME_LOWER -234).
-    pub fn pad(&self, m: &Mat) -> Mat {
+    /// (top, bottom, left, right) borders for a `w` x `h` input as the
+    /// parameters ask: explicit, SAME_UPPER (-233) or SAME_LOWER (-234).
+    pub fn pads(&self, w: usize, h: usize) -> (usize, usize, usize, usize) {
         let (pl, pr, pt, pb) = (self.pl, self.pr, self.pt, self.pb);
         if pl > 0 || pr > 0 || pt > 0 || pb > 0 {
-            return border(
-                m,
-                pt.max(0) as usize,
-                pb.max(0) as usize,
-                pl.max(0) as usize,
-                pr.max(0) as usize,
-                self.pad_value,
-            );
+            let z = |v: i32| v.max(0) as usize;
+            return (z(pt), z(pb), z(pl), z(pr));
         }
         let same = |v: i32| pl == v && pr == v && pt == v && pb == v;
-        if same(-233) || same(-234) {
+        if (same(-233) || same(-234)) && w > 0 && h > 0 {
             let ext_w = self.dw * (self.kw - 1) + 1;
             let ext_h = self.dh * (self.kh - 1) + 1;
-            let wpad = (ext_w + (m.w - 1) / self.sw * self.sw) as i64 - m.w as i64;
-            let hpad = (ext_h + (m.h - 1) / self.sh * self.sh) as i64 - m.h as i64;
-            if wpad > 0 || hpad > 0 {
-                let (wpad, hpad) = (wpad.max(0) as usize, hpad.max(0) as usize);
-                return if same(-233) {
-                    border(
-                        m,
-                        hpad / 2,
-                        hpad - hpad / 2,
-                        wpad / 2,
-                        wpad - wpad / 2,
-                        self.pad_value,
-                    )
-                } else {
-                    border(
-                        m,
-                        hpad - hpad / 2,
-                        hpad / 2,
-                        wpad - wpad / 2,
-                        wpad / 2,
-                        self.pad_value,
-                    )
-                };
-            }
+            let wpad = ((ext_w + (w - 1) / self.sw * self.sw) as i64 - w as i64).max(0) as usize;
+            let hpad = ((ext_h + (h - 1) / self.sh * self.sh) as i64 - h as i64).max(0) as usize;
+            let (small_h, small_w) = (hpad / 2, wpad / 2);
+            return if same(-233) {
+                (small_h, hpad - small_h, small_w, wpad - small_w)
+            } else {
+                (hpad - small_h, small_h, wpad - small_w, small_w)
+            };
         }
-        m.clone()
+        (0, 0, 0, 0)
     }
 
-    /// Output size for a padded input, or an error when the kernel does not fit.
-    pub fn out_size(&self, m: &Mat) -> anyhow::Result<(usize, usize)> {
+    /// The input padded as the parameters ask (shared, not copied, when no
+    /// border is needed).
+    pub fn pad(&self, m: &Mat) -> Mat {
+        match self.pads(m.w, m.h) {
+            (0, 0, 0, 0) => m.clone(),
+            (t, b, l, r) => border(m, t, b, l, r, self.pad_value),
+        }
+    }
+
+    /// Output size for a padded input of `w` x `h`, or an error when the
+    /// kernel does not fit.
+    pub fn out_size_wh(&self, w: usize, h: usize) -> anyhow::Result<(usize, usize)> {
         let ext_w = self.dw * (self.kw - 1) + 1;
         let ext_h = self.dh * (self.kh - 1) + 1;
-        if m.w < ext_w || m.h < ext_h {
+        if w < ext_w || h < ext_h {
             ncnn_bail!(
                 "input of {}x{} (w x h, after padding) is smaller than the {}x{} kernel extent",
-                m.w,
-                m.h,
+                w,
+                h,
                 ext_w,
                 ext_h
             );
         }
-        Ok(((m.w - ext_w) / self.sw + 1, (m.h - ext_h) / self.sh + 1))
+        Ok(((w - ext_w) / self.sw + 1, (h - ext_h) / self.sh + 1))
     }
 }
 
-/// Copy `m` (3-d) into a larger blob with constant borders.
+/// Borders around an input plane: top, bottom, left, right and their value.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Border {
+    pub t: usize,
+    pub b: usize,
+    pub l: usize,
+    pub r: usize,
+    pub value: f32,
+}
+
+/// (phase width, padded height) of the stride phases of a bordered plane.
+pub fn phase_dims(w: usize, h: usize, pad: Border, sw: usize) -> (usize, usize) {
+    let (ww, hh) = (w + pad.l + pad.r, h + pad.t + pad.b);
+    ((ww + sw - 1) / sw, hh)
+}
+
+/// Write the bordered plane split into `sw` column phases (phase `px` holds
+/// padded columns px, px + sw, ...) to `out`, as [px][row][column]; every
+/// value of the `sw * phase_dims()` product is written.
+pub fn phase_plane(src: &[f32], w: usize, h: usize, pad: Border, sw: usize, out: &mut [f32]) {
+    let (wq, hh) = phase_dims(w, h, pad, sw);
+    let v = pad.value;
+    let out = &mut out[..sw * hh * wq];
+    // Phase px: first source column x0 with (x0 + l) % sw == px, where it
+    // lands, and how many source columns it takes.
+    let spans: Vec<(usize, usize, usize)> = (0..sw)
+        .map(|px| {
+            let x0 = (px + sw - pad.l % sw) % sw;
+            let n = if x0 < w { (w - x0 + sw - 1) / sw } else { 0 };
+            (x0, (x0 + pad.l) / sw, n)
+        })
+        .collect();
+    for (px, plane) in out.chunks_mut(hh * wq).enumerate() {
+        let (_, c0, n) = spans[px];
+        plane[..pad.t * wq].fill(v);
+        plane[(pad.t + h) * wq..].fill(v);
+        for row in plane[pad.t * wq..(pad.t + h) * wq].chunks_mut(wq) {
+            row[..c0].fill(v);
+            row[c0 + n..].fill(v);
+        }
+    }
+    if sw == 1 {
+        for (y, s) in src.chunks_exact(w.max(1)).take(h).enumerate() {
+            let at = (y + pad.t) * wq + pad.l;
+            out[at..at + w].copy_from_slice(s);
+        }
+    } else if sw == 2 && w >= 2 {
+        // Both phases in one pass over pairs of columns (vectorises).
+        let (ev, od) = out.split_at_mut(hh * wq);
+        let od = &mut od[..hh * wq];
+        let lead = pad.l % 2; // an odd left border puts column 0 in phase 1
+        let pairs = (w - lead) / 2;
+        let (c_even, c_odd) = ((lead + pad.l) / 2, (lead + pad.l + 1) / 2);
+        for (y, s) in src.chunks_exact(w).take(h).enumerate() {
+            let r = (y + pad.t) * wq;
+            if lead == 1 {
+                od[r + pad.l / 2] = s[0];
+            }
+            let e = &mut ev[r + c_even..r + c_even + pairs];
+            let o = &mut od[r + c_odd..r + c_odd + pairs];
+            for ((e, o), p) in e.iter_mut().zip(o.iter_mut()).zip(s[lead..].chunks_exact(2)) {
+                *e = p[0];
+                *o = p[1];
+            }
+            if (w - lead) % 2 == 1 {
+                // The last column: padded index w - 1 + l is even.
+                ev[r + (w - 1 + pad.l) / 2] = s[w - 1];
+            }
+        }
+    } else {
+        for (px, &(x0, c0, n)) in spans.iter().enumerate() {
+            for (y, s) in src.chunks_exact(w.max(1)).take(h).enumerate() {
+                let at = (px * hh + y + pad.t) * wq + c0;
+                out[at..at + n].iter_mut().zip(s[x0..].iter().step_by(sw)).for_each(|(d, v)| *d = *v);
+            }
+        }
+    }
+}
+
+/// Copy `m` (3-d) into a larger blob with constant borders, writing every
+/// value once.
 pub fn border(m: &Mat, top: usize, bottom: usize, left: usize, right: usize, v: f32) -> Mat {
     let (w, h) = (m.w + left + right, m.h + top + bottom);
-    let mut out = Mat {
-        dims: m.dims.max(2),
-        w,
-        h,
-        d: m.d,
-        c: m.c,
-        data: Buf::filled(w * h * m.d * m.c, v),
-    };
-    if m.dims == 1 {
-        out.dims = 2;
-    }
     let planes = m.d * m.c;
+    let mut out = Mat::for_overwrite_3d(w, h, planes);
+    (out.dims, out.d, out.c) = (m.dims.max(2), m.d, m.c);
     par::chunks_mut(&mut out.data, w * h, |q, o| {
-            if q >= planes {
-                return;
-            }
-            let src = &m.data[q * m.w * m.h..(q + 1) * m.w * m.h];
-            for y in 0..m.h {
-                o[(y + top) * w + left..(y + top) * w + left + m.w]
-                    .copy_from_slice(&src[y * m.w..(y + 1) * m.w]);
-            }
-        });
+        let src = &m.data[q * m.w * m.h..(q + 1) * m.w * m.h];
+        o[..top * w].fill(v);
+        o[(top + m.h) * w..].fill(v);
+        for (row, s) in o[top * w..(top + m.h) * w].chunks_mut(w.max(1)).zip(src.chunks(m.w.max(1))) {
+            row[..left].fill(v);
+            row[left..left + m.w].copy_from_slice(s);
+            row[left + m.w..].fill(v);
+        }
+    });
     out
 }
 
-/// Convolve channels `c0..c0+nc` of the padded input `xp` with packed weights
-/// (rows = output channels, columns = (c, ky, kx)) into `out` (rows x outh*outw).
+/// Convolve channels `c0..c0+nc` of the input `x` (bordered as the
+/// parameters ask) with packed weights (rows = output channels, columns =
+/// (c, ky, kx)) into `out` (rows x outh*outw), adding bias and applying the
+/// activation on the way.
+#[allow(clippy::too_many_arguments)]
 pub fn conv_gemm(
-    xp: &Mat,
+    x: &Mat,
     p: &ConvParams,
     c0: usize,
     nc: usize,
-    a: &super::gemm::PackedA,
+    a: &PackedA,
     out: &mut [f32],
     outw: usize,
     outh: usize,
+    ep: &Epi,
 ) {
-    out.copy_from_slice(&conv_gemm_new(xp, p, c0, nc, a, outw, outh));
-}
-
-/// Like [`conv_gemm`], returning a new (rows x outh*outw) buffer.
-pub fn conv_gemm_new(
-    xp: &Mat,
-    p: &ConvParams,
-    c0: usize,
-    nc: usize,
-    a: &super::gemm::PackedA,
-    outw: usize,
-    outh: usize,
-) -> Vec<f32> {
-    use super::gemm::gemm_new;
     let kk = p.kh * p.kw;
-    let n = outw * outh;
+    let (t, b, l, r) = p.pads(x.w, x.h);
     if p.sw == 1 && p.sh == 1 {
         // Row k of the im2col matrix is a shifted view of the padded plane.
+        let xp = p.pad(x);
         let wp = xp.w;
         let cs = xp.cstep();
         let offs: Vec<usize> = (0..nc * kk)
-            .map(|r| {
-                let (c, ky, kx) = (r / kk, (r / p.kw) % p.kh, r % p.kw);
+            .map(|i| {
+                let (c, ky, kx) = (i / kk, (i / p.kw) % p.kh, i % p.kw);
                 (c0 + c) * cs + ky * p.dh * wp + kx * p.dw
             })
             .collect();
-        if wp == outw {
-            gemm_new(a, &xp.data, &offs, n)
-        } else {
-            let nf = (outh - 1) * wp + outw;
-            let tmp = Buf::from(gemm_new(a, &xp.data, &offs, nf));
-            compact(&tmp, nf, wp, outw, outh, a.m)
-        }
-    } else {
-        // Strided: split the padded input into sh*sw phase planes, after
-        // which every kernel tap is again a shifted view of one plane.
-        let (sh, sw) = (p.sh, p.sw);
-        let (hq, wq) = ((xp.h + sh - 1) / sh, (xp.w + sw - 1) / sw);
-        let plane = hq * wq;
-        let mut ph = Buf::filled(sh * sw * nc * plane, 0.0);
-        par::chunks_mut(&mut ph, plane, |i, dst| {
-            let (phase, c) = (i / nc, i % nc);
-            let (py, px) = (phase / sw, phase % sw);
-            let src = xp.channel(c0 + c);
-            for y in 0..hq {
-                let sy = y * sh + py;
-                if sy >= xp.h {
-                    break;
-                }
-                let row = &src[sy * xp.w..(sy + 1) * xp.w];
-                for (x, d) in dst[y * wq..(y + 1) * wq].iter_mut().enumerate() {
-                    let sx = x * sw + px;
-                    if sx < xp.w {
-                        *d = row[sx];
-                    }
-                }
-            }
-        });
-        let offs: Vec<usize> = (0..nc * kk)
-            .map(|r| {
-                let (c, ky, kx) = (r / kk, (r / p.kw) % p.kh, r % p.kw);
-                let (ty, tx) = (ky * p.dh, kx * p.dw);
-                let phase = (ty % sh) * sw + tx % sw;
-                (phase * nc + c) * plane + (ty / sh) * wq + tx / sw
-            })
-            .collect();
-        let nf = (outh - 1) * wq + outw;
-        let tmp = Buf::from(gemm_new(a, &ph, &offs, nf));
-        compact(&tmp, nf, wq, outw, outh, a.m)
+        let bv = BView { base: &xp.data, offs: &offs, rs: wp };
+        conv_gemm_rows(a, &bv, outw, outh, out, ep);
+        return;
     }
-}
-
-/// Keep the first `outw` of every `stride` columns of each row of `tmp`.
-fn compact(
-    tmp: &[f32],
-    nf: usize,
-    stride: usize,
-    outw: usize,
-    outh: usize,
-    rows: usize,
-) -> Vec<f32> {
-    let mut out = crate::ncnn::mat::take_vec(rows * outw * outh);
-    for r in 0..rows {
-        let t = &tmp[r * nf..(r + 1) * nf];
-        for y in 0..outh {
-            out.extend_from_slice(&t[y * stride..y * stride + outw]);
-        }
-    }
-    out
+    // Strided: each channel bordered and split into its column phases, after
+    // which every tap is a shifted view of one phase, and output rows step
+    // by sh rows of it.
+    let pad = Border { t, b, l, r, value: p.pad_value };
+    let sw = p.sw;
+    let (wq, hh) = phase_dims(x.w, x.h, pad, sw);
+    let plane = sw * hh * wq;
+    let mut buf = take_vec(nc * plane);
+    // SAFETY: phase_plane writes all `plane` values of every channel.
+    unsafe { buf.set_len(nc * plane) };
+    par::chunks_mut(&mut buf, plane, |c, dst| {
+        phase_plane(x.channel(c0 + c), x.w, x.h, pad, sw, dst);
+    });
+    let offs: Vec<usize> = (0..nc * kk)
+        .map(|i| {
+            let (c, ky, kx) = (i / kk, (i / p.kw) % p.kh, i % p.kw);
+            let (ty, tx) = (ky * p.dh, kx * p.dw);
+            c * plane + ((tx % sw) * hh + ty) * wq + tx / sw
+        })
+        .collect();
+    let ph = Buf::from(buf);
+    let bv = BView { base: &ph, offs: &offs, rs: p.sh * wq };
+    conv_gemm_rows(a, &bv, outw, outh, out, ep);
 }
 
 /// c[m x n] = a[m x k] * b[k x n], threaded over rows of c.
@@ -336,9 +352,68 @@ pub fn gemm(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize) {
 /// Add per-row bias and apply the fused activation to an (rows x n) output.
 pub fn finish(out: &mut [f32], n: usize, bias: &[f32], act: &Activation) {
     par::chunks_mut(out, n, |r, row| {
-        if let Some(b) = bias.get(r) {
-            row.iter_mut().for_each(|x| *x += b);
-        }
-        act.apply(row);
+        act.apply_bias(row, bias.get(r).copied().unwrap_or(0.0));
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ncnn::layer::Activation;
+
+    /// Direct convolution of a bordered input, for reference.
+    fn naive(x: &Mat, p: &ConvParams, wt: &[f32], bias: &[f32]) -> Vec<f32> {
+        let xp = p.pad(x);
+        let (outw, outh) = p.out_size_wh(xp.w, xp.h).unwrap();
+        let mut out = vec![0.0f32; p.num_output * outw * outh];
+        for o in 0..p.num_output {
+            for y in 0..outh {
+                for xx in 0..outw {
+                    let mut s = bias[o];
+                    for c in 0..x.c {
+                        for ky in 0..p.kh {
+                            for kx in 0..p.kw {
+                                let v = xp.channel(c)[(y * p.sh + ky * p.dh) * xp.w + xx * p.sw + kx * p.dw];
+                                s += v * wt[((o * x.c + c) * p.kh + ky) * p.kw + kx];
+                            }
+                        }
+                    }
+                    out[(o * outh + y) * outw + xx] = p.act.apply1(s);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn strided_padded_and_dilated_convolutions_match_direct_sums() {
+        // (extra param keys, input w, h, c, num_output, kernel)
+        for (keys, w, h, c, m, k) in [
+            ("3=2 4=1", 13, 9, 3, 5, 3),
+            ("3=2 13=3 4=1 14=2 15=0 16=2 18=0.5", 16, 12, 2, 7, 3),
+            ("3=3 2=2 4=-233", 17, 10, 2, 4, 3),
+            ("3=2 4=-234 9=1", 12, 12, 4, 6, 1),
+            ("3=2 4=1 9=3 -23310=2,-0.5,0.5", 11, 7, 2, 16, 5),
+        ] {
+            let text = format!(
+                "7767517\n1 1\nConvolution c 0 1 x 0={m} 1={k} 5=1 6={} {keys}\n",
+                m * c * k * k
+            );
+            let spec = crate::ncnn::param::parse_text(&text).unwrap();
+            let p = ConvParams::new(&spec.layers[0].params, false).unwrap();
+            let x = Mat::from_shape(&[w, h, c], (0..w * h * c).map(|i| ((i * 7 % 11) as f32) * 0.3 - 1.5).collect::<Vec<_>>()).unwrap();
+            let wt: Vec<f32> = (0..m * c * k * k).map(|i| ((i * 5 % 9) as f32) * 0.2 - 0.8).collect();
+            let bias: Vec<f32> = (0..m).map(|i| i as f32 * 0.1).collect();
+            let want = naive(&x, &p, &wt, &bias);
+            let (t, b, l, r) = p.pads(w, h);
+            let (outw, outh) = p.out_size_wh(w + l + r, h + t + b).unwrap();
+            let a = PackedA::new(&wt, m, c * k * k);
+            let act: &Activation = &p.act;
+            let mut got = vec![f32::NAN; m * outw * outh];
+            conv_gemm(&x, &p, 0, c, &a, &mut got, outw, outh, &Epi { bias: &bias, act });
+            for (i, (g, e)) in got.iter().zip(&want).enumerate() {
+                assert!((g - e).abs() < 1e-4, "{keys}: at {i}: {g} vs {e}");
+            }
+        }
+    }
 }

@@ -1,8 +1,8 @@
 //! Convolution: GEMM over shifted views of the padded input, explicit or SAME padding, dilation, bias and
 //! fused activation. Weights are [out][in][kh][kw].
 
-use super::conv_common::{conv_gemm_new, finish, ConvParams};
-use super::gemm::PackedA;
+use super::conv_common::{conv_gemm, ConvParams};
+use super::gemm::{Epi, PackedA};
 use crate::ncnn::layer::one;
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
 use crate::ncnn_bail;
@@ -42,19 +42,11 @@ impl Layer for Convolution {
                 x.describe()
             );
         }
-        let xp = p.pad(&x);
-        let (outw, outh) = p.out_size(&xp)?;
-        let n = outw * outh;
-        let data = conv_gemm_new(&xp, p, 0, inch, &self.packed, outw, outh);
-        let mut out = Mat {
-            dims: 3,
-            w: outw,
-            h: outh,
-            d: 1,
-            c: p.num_output,
-            data: data.into(),
-        };
-        finish(&mut out.data, n, &self.bias, &p.act);
+        let (t, b, l, r) = p.pads(x.w, x.h);
+        let (outw, outh) = p.out_size_wh(x.w + l + r, x.h + t + b)?;
+        let mut out = Mat::for_overwrite_3d(outw, outh, p.num_output);
+        let ep = Epi { bias: &self.bias, act: &p.act };
+        conv_gemm(&x, p, 0, inch, &self.packed, &mut out.data, outw, outh, &ep);
         Ok(vec![out])
     }
 }

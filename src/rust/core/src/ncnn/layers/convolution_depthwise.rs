@@ -1,8 +1,12 @@
 //! ConvolutionDepthWise: grouped convolution. One input channel per group
-//! runs a direct loop; larger groups use the convolution GEMM per group.
+//! runs the direct depthwise kernel; larger groups use the convolution GEMM
+//! per group.
 
-use super::conv_common::{conv_gemm, finish, ConvParams};
-use super::gemm::PackedA;
+use super::conv_common::{conv_gemm, ConvParams};
+use super::conv_common::Border;
+use super::depthwise_kernel::dw_channel;
+use super::gemm::{Epi, PackedA};
+use super::simd;
 use crate::ncnn::layer::one;
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
 use crate::ncnn_bail;
@@ -53,31 +57,31 @@ impl Layer for ConvolutionDepthWise {
                 x.describe()
             );
         }
-        let xp = p.pad(&x);
-        let (outw, outh) = p.out_size(&xp)?;
+        let (t, b, l, r) = p.pads(x.w, x.h);
+        let (outw, outh) = p.out_size_wh(x.w + l + r, x.h + t + b)?;
         let n = outw * outh;
         let g = p.group;
         let (icg, ocg) = (inch / g, p.num_output / g);
-        let kk = p.kh * p.kw;
-        let mut out = Mat::new_3d(outw, outh, p.num_output);
+        let mut out = Mat::for_overwrite_3d(outw, outh, p.num_output);
         if icg == 1 && ocg == 1 {
-            let w = &self.weight;
-            let cs = xp.cstep();
-            let fast = avx2();
+            let kk = p.kh * p.kw;
+            let fast = simd::avx2_fma();
+            let pad = Border { t, b, l, r, value: p.pad_value };
             par::chunks_mut(&mut out.data, n, |q, o| {
-                let src = &xp.data[q * cs..(q + 1) * cs];
-                let k = &w[q * kk..(q + 1) * kk];
-                if fast {
-                    // SAFETY: the CPU supports AVX2 and FMA (checked above).
-                    unsafe { dw_channel_avx2(src, xp.w, k, p, o, outw, outh) }
-                } else {
-                    dw_channel(src, xp.w, k, p, o, outw, outh)
-                }
+                let bias = self.bias.get(q).copied().unwrap_or(0.0);
+                let k = &self.weight[q * kk..(q + 1) * kk];
+                dw_channel(x.channel(q), x.w, x.h, pad, k, bias, p, o, outw, fast);
             });
         } else {
             for gi in 0..g {
+                let bias = if self.bias.is_empty() {
+                    &[][..]
+                } else {
+                    &self.bias[gi * ocg..(gi + 1) * ocg]
+                };
+                let ep = Epi { bias, act: &p.act };
                 conv_gemm(
-                    &xp,
+                    &x,
                     p,
                     gi * icg,
                     icg,
@@ -85,97 +89,10 @@ impl Layer for ConvolutionDepthWise {
                     &mut out.data[gi * ocg * n..(gi + 1) * ocg * n],
                     outw,
                     outh,
+                    &ep,
                 );
             }
         }
-        finish(&mut out.data, n, &self.bias, &p.act);
         Ok(vec![out])
     }
-}
-
-fn avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
-/// One channel of a depthwise convolution: for each kernel tap, a whole
-/// output row gets the tap times a (strided) input row.
-#[inline(always)]
-fn dw_channel(
-    src: &[f32],
-    w: usize,
-    k: &[f32],
-    p: &ConvParams,
-    o: &mut [f32],
-    outw: usize,
-    outh: usize,
-) {
-    // Columns split into stride phases, so every tap reads a contiguous run.
-    let sw = p.sw;
-    let wq = (w + sw - 1) / sw;
-    let h = src.len() / w;
-    let phased;
-    let (plane, pw): (&[f32], usize) = if sw == 1 {
-        (src, w)
-    } else {
-        let mut v = vec![0.0f32; sw * h * wq];
-        for px in 0..sw {
-            for y in 0..h {
-                let row = &src[y * w + px..(y + 1) * w];
-                let dst = &mut v[(px * h + y) * wq..(px * h + y + 1) * wq];
-                dst.iter_mut()
-                    .zip(row.iter().step_by(sw))
-                    .for_each(|(d, s)| *d = *s);
-            }
-        }
-        phased = v;
-        (&phased, wq)
-    };
-    for oy in 0..outh {
-        let orow = &mut o[oy * outw..(oy + 1) * outw];
-        orow.iter_mut().for_each(|v| *v = 0.0);
-        for ky in 0..p.kh {
-            let y = oy * p.sh + ky * p.dh;
-            for kx in 0..p.kw {
-                let t = k[ky * p.kw + kx];
-                let tx = kx * p.dw;
-                let start = ((tx % sw) * h + y) * pw + tx / sw;
-                let r = &plane[start..start + outw];
-                orow.iter_mut().zip(r).for_each(|(a, v)| *a += t * v);
-            }
-        }
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn dw_channel_avx2(
-    src: &[f32],
-    w: usize,
-    k: &[f32],
-    p: &ConvParams,
-    o: &mut [f32],
-    outw: usize,
-    outh: usize,
-) {
-    dw_channel(src, w, k, p, o, outw, outh)
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-unsafe fn dw_channel_avx2(
-    src: &[f32],
-    w: usize,
-    k: &[f32],
-    p: &ConvParams,
-    o: &mut [f32],
-    outw: usize,
-    outh: usize,
-) {
-    dw_channel(src, w, k, p, o, outw, outh)
 }

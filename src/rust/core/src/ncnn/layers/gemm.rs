@@ -1,42 +1,110 @@
-//! The convolution GEMM: C[m x n] = A[m x k] * B[k x n] where row `k` of B is
-//! `base[offs[k]..offs[k] + n]`. With shifted offsets into a padded input,
-//! B is the im2col matrix of a stride-1 convolution without building it.
-//! A (the weights) is packed once into blocks of MR rows.
+//! The convolution GEMM: out[m][y][x] = act(bias[m] + sum_k A[m][k] * B_k(y, x))
+//! where B_k(y, x) = base[offs[k] + y * rs + x]. With shifted offsets into a
+//! padded input (or into its stride phases), B is the im2col matrix of a
+//! convolution without building it. A (the weights) is packed once into
+//! blocks of 6 or 4 rows; bias and the common activations are applied while the
+//! result is still in registers.
 
+use super::simd;
+use crate::ncnn::layer::Activation;
 use crate::ncnn::par;
 
-pub const MR: usize = 4;
+/// The most rows of one block (the kernels take blocks of 6 or 4 rows).
+pub const MR: usize = 6;
 pub const NR: usize = 16;
-/// Columns per task: keeps a task's slice of B in cache.
-const NC: usize = 256;
+/// Output columns per task (a task is a run of whole output rows).
+const TASK_COLS: usize = 2048;
+/// Multiply-adds below which a product runs on one thread.
+const PARALLEL_MACS: usize = 1 << 18;
 
-/// Weights packed as [m / MR][k][MR] (the last block zero-padded).
+/// One block of packed rows: first row, rows in the kernel (4 or 6), rows
+/// that are real (the rest are zero), and where its [k][mr] values start.
+#[derive(Clone, Copy, Debug, Default)]
+struct Block {
+    r0: usize,
+    mr: usize,
+    rows: usize,
+    at: usize,
+}
+
+/// Weights packed in blocks of 6 or 4 rows, each stored [k][mr].
 #[derive(Clone, Debug, Default)]
 pub struct PackedA {
     pub m: usize,
     pub k: usize,
+    blocks: Vec<Block>,
     data: Vec<f32>,
+}
+
+/// Block heights covering `m` rows: 6s and at most two 4s when that is
+/// exact, otherwise 6s and one partial block.
+fn block_heights(m: usize) -> Vec<(usize, usize)> {
+    if let Some(b4) = (0..=2).find(|&b| m >= 4 * b && (m - 4 * b) % 6 == 0) {
+        let mut v = vec![(6, 6); (m - 4 * b4) / 6];
+        v.extend(std::iter::repeat((4, 4)).take(b4));
+        return v;
+    }
+    let mut v = vec![(6, 6); m / 6];
+    let r = m % 6;
+    v.push((if r <= 4 { 4 } else { 6 }, r));
+    v
 }
 
 impl PackedA {
     /// Pack a row-major m x k matrix.
     pub fn new(a: &[f32], m: usize, k: usize) -> PackedA {
-        let blocks = (m + MR - 1) / MR;
-        let mut data = vec![0.0f32; blocks * k * MR];
-        for b in 0..blocks {
+        let mut blocks = Vec::new();
+        let mut data = Vec::new();
+        let mut r0 = 0;
+        for (mr, rows) in block_heights(m) {
+            blocks.push(Block { r0, mr, rows, at: data.len() });
             for kk in 0..k {
-                for r in 0..MR {
-                    let row = b * MR + r;
-                    if row < m {
-                        data[(b * k + kk) * MR + r] = a[row * k + kk];
-                    }
+                for r in 0..mr {
+                    data.push(if r < rows { a[(r0 + r) * k + kk] } else { 0.0 });
                 }
             }
+            r0 += rows;
         }
-        PackedA { m, k, data }
+        PackedA { m, k, blocks, data }
     }
-    fn block(&self, b: usize) -> &[f32] {
-        &self.data[b * self.k * MR..(b + 1) * self.k * MR]
+    fn values(&self, b: &Block) -> &[f32] {
+        &self.data[b.at..b.at + self.k * b.mr]
+    }
+}
+
+/// The B operand: row k, output position (y, x) is `base[offs[k] + y * rs + x]`.
+pub struct BView<'a> {
+    pub base: &'a [f32],
+    pub offs: &'a [usize],
+    pub rs: usize,
+}
+
+/// What happens to each result: `act(x + bias[row])` (no bias when empty).
+#[derive(Clone, Copy)]
+pub struct Epi<'a> {
+    pub bias: &'a [f32],
+    pub act: &'a Activation,
+}
+
+impl Epi<'_> {
+    fn bias_of(&self, r0: usize) -> [f32; MR] {
+        let mut b = [0.0; MR];
+        for (i, v) in b.iter_mut().enumerate() {
+            *v = self.bias.get(r0 + i).copied().unwrap_or(0.0);
+        }
+        b
+    }
+    /// (lower, upper) bounds when the activation is a clamp (ReLU, Clip).
+    fn clamp(&self) -> Option<(f32, f32)> {
+        match self.act.kind {
+            1 => Some((0.0, f32::INFINITY)),
+            3 => Some((self.act.params[0], self.act.params[1])),
+            _ => None,
+        }
+    }
+    /// Whether the activation still has to run after bias and clamp.
+    fn post(&self) -> bool {
+        !matches!(self.act.kind, 0 | 1 | 3)
     }
 }
 
@@ -45,189 +113,341 @@ struct SendPtr(*mut f32);
 unsafe impl Send for SendPtr {}
 unsafe impl Sync for SendPtr {}
 
-/// A new m x n matrix A * B (every element written by the GEMM, so the
-/// buffer is never zero-filled first).
-pub fn gemm_new(a: &PackedA, base: &[f32], offs: &[usize], n: usize) -> Vec<f32> {
-    let len = a.m * n;
-    let mut c: Vec<f32> = crate::ncnn::mat::take_vec(len);
-    // SAFETY: gemm_raw writes all m*n elements before the length is set.
-    unsafe {
-        gemm_raw(a, base, offs, n, c.as_mut_ptr(), len, n);
-        c.set_len(len);
-    }
-    c
+/// Compute all `a.m` output channels over an `outw` x `outh` grid into `out`
+/// (channel r at `out[r * outw * outh..]`), threaded over runs of output rows.
+pub fn conv_gemm(a: &PackedA, b: &BView, outw: usize, outh: usize, out: &mut [f32], ep: &Epi) {
+    conv_gemm_with(a, b, outw, outh, out, ep, simd::avx2_fma())
 }
 
-/// c (m rows of stride `ldc`, n columns) = A * B.
-pub fn gemm(a: &PackedA, base: &[f32], offs: &[usize], n: usize, c: &mut [f32], ldc: usize) {
-    // SAFETY: c is a valid, exclusively borrowed buffer of c.len() elements.
-    unsafe { gemm_raw(a, base, offs, n, c.as_mut_ptr(), c.len(), ldc) }
-}
-
-/// # Safety
-/// `c` must be valid for writes of `clen` elements.
-unsafe fn gemm_raw(
+fn conv_gemm_with(
     a: &PackedA,
-    base: &[f32],
-    offs: &[usize],
-    n: usize,
-    c: *mut f32,
-    clen: usize,
-    ldc: usize,
+    b: &BView,
+    outw: usize,
+    outh: usize,
+    out: &mut [f32],
+    ep: &Epi,
+    fast: bool,
 ) {
-    assert_eq!(offs.len(), a.k);
-    assert!(clen >= (a.m.max(1) - 1) * ldc + n);
-    if n > 0 {
-        let maxoff = offs.iter().copied().max().unwrap_or(0);
-        assert!(maxoff + n <= base.len(), "B rows out of bounds");
+    let n = outw * outh;
+    assert_eq!(b.offs.len(), a.k);
+    assert!(out.len() >= a.m * n, "convolution output buffer too small");
+    if n == 0 || a.m == 0 {
+        return;
     }
-    let cp = SendPtr(c);
-    let chunks = (n + NC - 1) / NC;
-    let fast = has_avx2_fma();
-    par::range(chunks, |ci| {
-        let cp = cp;
-        let n0 = ci * NC;
-        let n1 = (n0 + NC).min(n);
-        let blocks = (a.m + MR - 1) / MR;
-        for b in 0..blocks {
-            let ab = a.block(b);
-            let rows = (a.m - b * MR).min(MR);
-            let mut j = n0;
-            while j < n1 {
-                let w = (n1 - j).min(NR);
-                // SAFETY: rows b*MR..b*MR+rows and columns j..j+w of c are
-                // in bounds (checked above) and owned by this task alone.
-                unsafe {
-                    let cptr = cp.0.add(b * MR * ldc + j);
-                    if fast && w == NR {
-                        kernel_avx2(ab, base.as_ptr(), offs, j, cptr, ldc, rows);
-                    } else {
-                        kernel_generic(ab, base, offs, j, w, cptr, ldc, rows);
-                    }
-                }
-                j += w;
-            }
+    let maxoff = b.offs.iter().copied().max().unwrap_or(0);
+    // Last element a (y, x) read touches, for the bounds of full-width tiles.
+    let need = |y: usize, x: usize| maxoff + y * b.rs + x;
+    assert!(need(outh - 1, outw) <= b.base.len(), "B rows out of bounds");
+    let threads = par::threads();
+    let mut rows = ((TASK_COLS + outw - 1) / outw).max(1);
+    if threads > 1 && a.m * a.k * n >= PARALLEL_MACS {
+        rows = rows.min((outh + 3 * threads - 1) / (3 * threads)).max(1);
+    } else if threads > 1 {
+        // Too little work to be worth waking another thread.
+        rows = outh;
+    }
+    let tasks = (outh + rows - 1) / rows;
+    let cp = SendPtr(out.as_mut_ptr());
+    let clamp = ep.clamp();
+    let post = ep.post();
+    let biases: Vec<[f32; MR]> = a.blocks.iter().map(|bl| ep.bias_of(bl.r0)).collect();
+    let job = Rows { a, b, outw, n, out: cp, clamp, post, ep, biases: &biases, maxoff };
+    par::range(tasks, |t| {
+        let (y0, y1) = (t * rows, ((t + 1) * rows).min(outh));
+        if fast {
+            // SAFETY: chosen only when the CPU has AVX2 and FMA.
+            unsafe { job.run_avx2(y0, y1) }
+        } else {
+            job.run(y0, y1, false)
         }
     });
 }
 
-fn has_avx2_fma() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+/// One product's output rows, shared by the tasks that compute them.
+struct Rows<'a> {
+    a: &'a PackedA,
+    b: &'a BView<'a>,
+    outw: usize,
+    n: usize,
+    out: SendPtr,
+    clamp: Option<(f32, f32)>,
+    post: bool,
+    ep: &'a Epi<'a>,
+    biases: &'a [[f32; MR]],
+    maxoff: usize,
 }
 
-unsafe fn kernel_generic(
-    ab: &[f32],
-    base: &[f32],
-    offs: &[usize],
-    j: usize,
-    w: usize,
-    c: *mut f32,
-    ldc: usize,
-    rows: usize,
-) {
-    let mut acc = [[0.0f32; NR]; MR];
-    for (kk, &o) in offs.iter().enumerate() {
-        let brow = &base[o + j..o + j + w];
-        let a = &ab[kk * MR..kk * MR + MR];
-        for r in 0..MR {
-            for (x, bv) in acc[r][..w].iter_mut().zip(brow) {
-                *x += a[r] * bv;
+impl Rows<'_> {
+    /// Output rows y0..y1 with the AVX2 tiles inlined into the loops.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn run_avx2(&self, y0: usize, y1: usize) {
+        self.run(y0, y1, true)
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    unsafe fn run_avx2(&self, y0: usize, y1: usize) {
+        self.run(y0, y1, false)
+    }
+
+    #[inline(always)]
+    fn run(&self, y0: usize, y1: usize, fast: bool) {
+        let (a, b, outw, n, cp) = (self.a, self.b, self.outw, self.n, self.out);
+        let mut tmp = [[0.0f32; NR]; MR];
+        for y in y0..y1 {
+            let mut x = 0;
+            while x < outw {
+                let w = (outw - x).min(NR);
+                // A full-width tile may read past the row (into the next
+                // row or the padding) as long as it stays inside base.
+                let full = fast && self.maxoff + y * b.rs + x + NR <= b.base.len();
+                for (bl, bias) in a.blocks.iter().zip(self.biases) {
+                    let (ab, nrows) = (a.values(bl), bl.rows);
+                    let col = y * b.rs + x;
+                    // SAFETY: rows r0..r0+nrows, columns y*outw+x.. +w of each
+                    // output channel belong to this task alone and are in
+                    // bounds (checked by the caller); B reads are bounded by
+                    // the check of `full`.
+                    unsafe {
+                        let dst = cp.0.add(bl.r0 * n + y * outw + x);
+                        if full {
+                            let bp = b.base.as_ptr();
+                            kernel_avx2(bl.mr, ab, bp, b.offs, col, dst, n, nrows, bias, self.clamp, w);
+                        } else {
+                            kernel_generic(bl.mr, ab, b.base, b.offs, col, w, &mut tmp, bias, self.clamp);
+                            copy_tile(&tmp, dst, n, nrows, w);
+                        }
+                    }
+                }
+                x += w;
+            }
+            if self.post {
+                for r in 0..a.m {
+                    // SAFETY: row y of channel r, written above by this task.
+                    let row = unsafe { std::slice::from_raw_parts_mut(cp.0.add(r * n + y * outw), outw) };
+                    self.ep.act.apply(row);
+                }
             }
         }
     }
-    for r in 0..rows {
-        for x in 0..w {
-            *c.add(r * ldc + x) = acc[r][x];
+}
+
+/// # Safety
+/// `dst` must be valid for `rows` rows of stride `ldc` and `w` columns.
+unsafe fn copy_tile(tmp: &[[f32; NR]; MR], dst: *mut f32, ldc: usize, rows: usize, w: usize) {
+    for (r, t) in tmp.iter().enumerate().take(rows) {
+        std::ptr::copy_nonoverlapping(t.as_ptr(), dst.add(r * ldc), w);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn kernel_generic(
+    mr: usize,
+    ab: &[f32],
+    base: &[f32],
+    offs: &[usize],
+    col: usize,
+    w: usize,
+    acc: &mut [[f32; NR]; MR],
+    bias: &[f32; MR],
+    clamp: Option<(f32, f32)>,
+) {
+    for (r, row) in acc.iter_mut().enumerate() {
+        row.iter_mut().for_each(|v| *v = bias[r]);
+    }
+    for (kk, &o) in offs.iter().enumerate() {
+        let mut brow = [0.0f32; NR];
+        brow[..w].copy_from_slice(&base[o + col..o + col + w]);
+        let a = &ab[kk * mr..kk * mr + mr];
+        for (row, &av) in acc.iter_mut().zip(a) {
+            for (x, bv) in row.iter_mut().zip(&brow) {
+                *x += av * bv;
+            }
         }
+    }
+    if let Some((lo, hi)) = clamp {
+        for row in acc.iter_mut() {
+            row.iter_mut().for_each(|v| *v = v.max(lo).min(hi));
+        }
+    }
+}
+
+/// An `mr` (6 or 4) x 16 tile: bias + sum over k, clamped, stored to the
+/// first `w` columns of `rows` rows of `c` (stride `ldc`).
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA; `base + offs[k] + col .. + 16` must be
+/// readable for every k, and `c` writable for `rows` rows of `w`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn kernel_avx2(
+    mr: usize,
+    ab: &[f32],
+    base: *const f32,
+    offs: &[usize],
+    col: usize,
+    c: *mut f32,
+    ldc: usize,
+    rows: usize,
+    bias: &[f32; MR],
+    clamp: Option<(f32, f32)>,
+    w: usize,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if mr == 6 {
+            tile_avx2::<6>(ab, base, offs, col, c, ldc, rows, bias, clamp, w)
+        } else {
+            tile_avx2::<4>(ab, base, offs, col, c, ldc, rows, bias, clamp, w)
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (mr, ab, base, offs, col, c, ldc, rows, bias, clamp, w);
+        unreachable!("AVX2 kernels run only on x86-64")
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn kernel_avx2(
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile_avx2<const R: usize>(
     ab: &[f32],
     base: *const f32,
     offs: &[usize],
-    j: usize,
+    col: usize,
     c: *mut f32,
     ldc: usize,
     rows: usize,
+    bias: &[f32; MR],
+    clamp: Option<(f32, f32)>,
+    w: usize,
 ) {
     use std::arch::x86_64::*;
-    let mut c00 = _mm256_setzero_ps();
-    let mut c01 = _mm256_setzero_ps();
-    let mut c10 = _mm256_setzero_ps();
-    let mut c11 = _mm256_setzero_ps();
-    let mut c20 = _mm256_setzero_ps();
-    let mut c21 = _mm256_setzero_ps();
-    let mut c30 = _mm256_setzero_ps();
-    let mut c31 = _mm256_setzero_ps();
+    let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    for r in 0..R {
+        let v = _mm256_set1_ps(bias[r]);
+        acc[r] = [v, v];
+    }
     let ap = ab.as_ptr();
     for (kk, &o) in offs.iter().enumerate() {
-        let bp = base.add(o + j);
+        let bp = base.add(o + col);
         let b0 = _mm256_loadu_ps(bp);
         let b1 = _mm256_loadu_ps(bp.add(8));
-        let a = ap.add(kk * MR);
-        let a0 = _mm256_broadcast_ss(&*a);
-        c00 = _mm256_fmadd_ps(a0, b0, c00);
-        c01 = _mm256_fmadd_ps(a0, b1, c01);
-        let a1 = _mm256_broadcast_ss(&*a.add(1));
-        c10 = _mm256_fmadd_ps(a1, b0, c10);
-        c11 = _mm256_fmadd_ps(a1, b1, c11);
-        let a2 = _mm256_broadcast_ss(&*a.add(2));
-        c20 = _mm256_fmadd_ps(a2, b0, c20);
-        c21 = _mm256_fmadd_ps(a2, b1, c21);
-        let a3 = _mm256_broadcast_ss(&*a.add(3));
-        c30 = _mm256_fmadd_ps(a3, b0, c30);
-        c31 = _mm256_fmadd_ps(a3, b1, c31);
+        let a = ap.add(kk * R);
+        for (r, acc_r) in acc.iter_mut().enumerate() {
+            let av = _mm256_broadcast_ss(&*a.add(r));
+            acc_r[0] = _mm256_fmadd_ps(av, b0, acc_r[0]);
+            acc_r[1] = _mm256_fmadd_ps(av, b1, acc_r[1]);
+        }
     }
-    let out = [[c00, c01], [c10, c11], [c20, c21], [c30, c31]];
-    for (r, v) in out.iter().enumerate().take(rows) {
-        _mm256_storeu_ps(c.add(r * ldc), v[0]);
-        _mm256_storeu_ps(c.add(r * ldc + 8), v[1]);
+    if let Some((lo, hi)) = clamp {
+        let (l, h) = (_mm256_set1_ps(lo), _mm256_set1_ps(hi));
+        for r in 0..R {
+            // max(v, lo) first: a NaN becomes lo, as with f32::max.
+            acc[r][0] = _mm256_min_ps(_mm256_max_ps(acc[r][0], l), h);
+            acc[r][1] = _mm256_min_ps(_mm256_max_ps(acc[r][1], l), h);
+        }
     }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-unsafe fn kernel_avx2(
-    ab: &[f32],
-    base: *const f32,
-    offs: &[usize],
-    j: usize,
-    c: *mut f32,
-    ldc: usize,
-    rows: usize,
-) {
-    let _ = (ab, base, offs, j, c, ldc, rows);
-    unreachable!()
+    if w == NR && rows == R {
+        // All rows: a fixed count, so the sums stay in registers.
+        for r in 0..R {
+            _mm256_storeu_ps(c.add(r * ldc), acc[r][0]);
+            _mm256_storeu_ps(c.add(r * ldc + 8), acc[r][1]);
+        }
+    } else if w == NR {
+        for (r, v) in acc.iter().enumerate().take(rows) {
+            _mm256_storeu_ps(c.add(r * ldc), v[0]);
+            _mm256_storeu_ps(c.add(r * ldc + 8), v[1]);
+        }
+    } else {
+        // Lanes below w: all ones in the sign bit.
+        let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        let m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(w as i32), lane);
+        let m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(w as i32 - 8), lane);
+        for (r, v) in acc.iter().enumerate().take(rows) {
+            _mm256_maskstore_ps(c.add(r * ldc), m0, v[0]);
+            _mm256_maskstore_ps(c.add(r * ldc + 8), m1, v[1]);
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn naive(
+        a: &[f32],
+        m: usize,
+        b: &BView,
+        outw: usize,
+        outh: usize,
+        ep: &Epi,
+    ) -> Vec<f32> {
+        let k = b.offs.len();
+        let mut out = vec![0.0f32; m * outw * outh];
+        for r in 0..m {
+            for y in 0..outh {
+                for x in 0..outw {
+                    let s: f32 = (0..k)
+                        .map(|i| a[r * k + i] * b.base[b.offs[i] + y * b.rs + x])
+                        .sum();
+                    out[(r * outh + y) * outw + x] =
+                        ep.act.apply1(s + ep.bias.get(r).copied().unwrap_or(0.0));
+                }
+            }
+        }
+        out
+    }
+
     #[test]
-    fn matches_naive_product() {
-        for (m, k, n) in [(1, 1, 1), (5, 7, 33), (16, 27, 300), (3, 2, 16)] {
+    fn block_heights_cover_every_row() {
+        for m in 1..40 {
+            let h = block_heights(m);
+            assert_eq!(h.iter().map(|b| b.1).sum::<usize>(), m, "m = {m}");
+            assert!(h.iter().all(|&(mr, rows)| (mr == 4 || mr == 6) && rows <= mr && rows > 0));
+        }
+    }
+
+    #[test]
+    fn matches_naive_product_on_both_paths() {
+        let acts = [
+            Activation { kind: 0, params: vec![] },
+            Activation { kind: 1, params: vec![] },
+            Activation { kind: 3, params: vec![-0.5, 2.0] },
+            Activation { kind: 6, params: vec![0.2, 0.5] },
+        ];
+        // (m, k, rs, outw, outh): partial tiles, rows wider than outw, one column.
+        for (ci, &(m, k, rs, outw, outh)) in [
+            (1, 1, 1, 1, 1),
+            (5, 7, 40, 33, 3),
+            (16, 27, 300, 300, 1),
+            (3, 2, 20, 16, 4),
+            (9, 12, 35, 31, 7),
+            (16, 8, 20, 20, 2),
+            (10, 5, 17, 17, 3),
+            (32, 4, 16, 16, 2),
+            (2, 3, 18, 18, 2),
+            (8, 6, 33, 32, 2),
+        ]
+        .iter()
+        .enumerate()
+        {
             let a: Vec<f32> = (0..m * k).map(|i| ((i * 13 % 7) as f32) - 3.0).collect();
-            let b: Vec<f32> = (0..k * n + 5)
-                .map(|i| ((i * 5 % 11) as f32) * 0.5)
-                .collect();
-            let offs: Vec<usize> = (0..k).map(|r| r * n + r % 3).collect();
+            let offs: Vec<usize> = (0..k).map(|r| r * 3 + r % 2).collect();
+            let len = offs.iter().max().unwrap() + (outh - 1) * rs + outw;
+            let base: Vec<f32> = (0..len).map(|i| ((i * 5 % 11) as f32) * 0.25 - 1.0).collect();
+            let bias: Vec<f32> = (0..m).map(|i| i as f32 * 0.1 - 0.2).collect();
+            let b = BView { base: &base, offs: &offs, rs };
+            let act = &acts[ci % acts.len()];
+            let ep = Epi { bias: if ci % 2 == 0 { &bias } else { &[] }, act };
+            let want = naive(&a, m, &b, outw, outh, &ep);
             let pa = PackedA::new(&a, m, k);
-            let mut c = vec![0.0f32; m * n];
-            gemm(&pa, &b, &offs, n, &mut c, n);
-            for i in 0..m {
-                for j in 0..n {
-                    let s: f32 = (0..k).map(|r| a[i * k + r] * b[offs[r] + j]).sum();
-                    assert!((c[i * n + j] - s).abs() < 1e-3, "{m}x{k}x{n} at {i},{j}");
+            for fast in [false, simd::avx2_fma()] {
+                let mut got = vec![f32::NAN; m * outw * outh];
+                conv_gemm_with(&pa, &b, outw, outh, &mut got, &ep, fast);
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert!((g - w).abs() < 1e-3, "case {ci} fast={fast} at {i}: {g} vs {w}");
                 }
             }
         }
@@ -238,26 +458,32 @@ mod tests {
 mod speed {
     use super::*;
 
-    /// Manual throughput check: `cargo test --release gemm_speed -- --ignored --nocapture`.
+    /// Manual throughput check of the GEMM on convolution shapes:
+    /// `cargo test --release gemm_speed -- --ignored --nocapture`.
     #[test]
     #[ignore]
     fn gemm_speed() {
-        let (m, c, w, h) = (32usize, 32usize, 114usize, 114usize);
-        let k = c * 9;
-        let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32).collect();
-        let x: Vec<f32> = (0..c * w * h).map(|i| (i % 5) as f32).collect();
-        let offs: Vec<usize> = (0..k).map(|r| (r / 9) * w * h + ((r / 3) % 3) * w + r % 3).collect();
-        let n = 111 * w + 112;
-        let pa = PackedA::new(&a, m, k);
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-        for _ in 0..3 {
-            let t = std::time::Instant::now();
-            let reps = 10;
-            for _ in 0..reps {
-                pool.install(|| gemm_new(&pa, &x, &offs, n));
+        let act = Activation::default();
+        let ep = Epi { bias: &[], act: &act };
+        // (m, channels, taps, w, h): a 1x1 and a 3x3 convolution.
+        for (m, c, taps, w, h) in [(24usize, 16usize, 1usize, 112usize, 112usize), (16, 16, 9, 114, 114), (48, 32, 1, 56, 56)] {
+            let k = c * taps;
+            let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32).collect();
+            let x: Vec<f32> = (0..c * w * h + 64).map(|i| (i % 5) as f32).collect();
+            let side = if taps == 9 { 3 } else { 1 };
+            let offs: Vec<usize> = (0..k).map(|r| (r / taps) * w * h + ((r % taps) / side) * w + r % side).collect();
+            let (outw, outh) = (w - side + 1, h - side + 1);
+            let b = BView { base: &x, offs: &offs, rs: w };
+            let pa = PackedA::new(&a, m, k);
+            let mut out = vec![0.0f32; m * outw * outh];
+            let mut best = f64::INFINITY;
+            for _ in 0..300 {
+                let t = std::time::Instant::now();
+                crate::ncnn::par::run_sequential(|| conv_gemm(&pa, &b, outw, outh, &mut out, &ep));
+                best = best.min(t.elapsed().as_secs_f64());
             }
-            let s = t.elapsed().as_secs_f64() / reps as f64;
-            println!("{:.2} ms, {:.1} GFLOP/s", s * 1e3, 2.0 * (m * k * n) as f64 / s / 1e9);
+            let flop = 2.0 * (m * k * outw * outh) as f64;
+            println!("m={m} k={k} n={}: {:.3} ms, {:.1} GFLOP/s", outw * outh, best * 1e3, flop / best / 1e9);
         }
     }
 }

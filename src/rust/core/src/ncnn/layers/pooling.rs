@@ -82,23 +82,36 @@ impl Pooling {
         x1: usize,
         div: usize,
     ) -> f32 {
-        if self.kind == 0 {
-            let mut m = f32::NEG_INFINITY;
-            for y in y0..y1 {
-                for v in &x[y * w + x0..y * w + x1] {
-                    m = m.max(*v);
+        // Eight partial results, so the loop vectorises.
+        let mut acc = [if self.kind == 0 { f32::NEG_INFINITY } else { 0.0 }; 8];
+        for y in y0..y1 {
+            let row = &x[y * w + x0..y * w + x1];
+            let mut it = row.chunks_exact(8);
+            for c in &mut it {
+                for (a, v) in acc.iter_mut().zip(c) {
+                    *a = if self.kind == 0 { a.max(*v) } else { *a + v };
                 }
             }
-            m
-        } else {
-            let mut s = 0.0f32;
-            for y in y0..y1 {
-                for v in &x[y * w + x0..y * w + x1] {
-                    s += *v;
-                }
+            for (a, v) in acc.iter_mut().zip(it.remainder()) {
+                *a = if self.kind == 0 { a.max(*v) } else { *a + v };
             }
-            s / div.max(1) as f32
         }
+        if self.kind == 0 {
+            acc.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v))
+        } else {
+            acc.iter().sum::<f32>() / div.max(1) as f32
+        }
+    }
+}
+
+/// The larger of `a` and `v`, keeping `a` when `v` is NaN (one max
+/// instruction on x86).
+#[inline(always)]
+fn max(a: f32, v: f32) -> f32 {
+    if v > a {
+        v
+    } else {
+        a
     }
 }
 
@@ -201,9 +214,17 @@ impl Layer for Pooling {
         let cols: Vec<(usize, usize, usize)> =
             (0..ow).map(|j| span(j, sw, kw, pl, w, pr)).collect();
         let init = if is_max { f32::NEG_INFINITY } else { 0.0 };
+        // Output columns whose window lies wholly inside the input.
+        let full = {
+            let inside = |j: usize| j * sw >= pl && j * sw + kw <= pl + w;
+            let j0 = (0..ow).find(|&j| inside(j)).unwrap_or(ow);
+            let j1 = (j0..ow).find(|&j| !inside(j)).unwrap_or(ow);
+            j0..j1
+        };
         par::chunks_mut(&mut out.data, ow * oh, |q, o| {
                 let src = x.channel(q);
                 let mut acc = vec![init; w];
+                let mut hm = vec![init; w];
                 for (i, &(y0, y1, cy)) in rows.iter().enumerate() {
                     // reduce the window's rows, then the columns
                     acc.iter_mut().for_each(|v| *v = init);
@@ -212,17 +233,37 @@ impl Layer for Pooling {
                         if is_max {
                             acc.iter_mut()
                                 .zip(r)
-                                .for_each(|(a, v)| *a = if *v > *a { *v } else { *a });
+                                .for_each(|(a, v)| *a = max(*a, *v));
                         } else {
                             acc.iter_mut().zip(r).for_each(|(a, v)| *a += v);
                         }
                     }
                     let orow = &mut o[i * ow..(i + 1) * ow];
-                    for (j, &(x0, x1, cx)) in cols.iter().enumerate() {
+                    if is_max && !full.is_empty() {
+                        // Whole windows: the running maximum over kw
+                        // neighbours at stride 1, then every sw-th of it.
+                        let first = full.start * sw - pl;
+                        let span = (full.len() - 1) * sw + 1;
+                        hm[..span].copy_from_slice(&acc[first..first + span]);
+                        for kx in 1..kw {
+                            let a = &acc[first + kx..first + kx + span];
+                            hm[..span].iter_mut().zip(a).for_each(|(m, v)| *m = max(*m, *v));
+                        }
+                        for (m, v) in orow[full.clone()].iter_mut().zip(hm.iter().step_by(sw)) {
+                            *m = *v;
+                        }
+                    }
+                    // The remaining columns, one window at a time.
+                    let rest = if is_max && !full.is_empty() {
+                        (0..full.start).chain(full.end..ow)
+                    } else {
+                        (0..ow).chain(0..0)
+                    };
+                    for j in rest {
+                        let (x0, x1, cx) = cols[j];
                         let win = &acc[x0..x1];
                         orow[j] = if is_max {
-                            win.iter()
-                                .fold(f32::NEG_INFINITY, |m, v| if *v > m { *v } else { m })
+                            win.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v))
                         } else if win.is_empty() || y1 == y0 {
                             0.0
                         } else {

@@ -83,7 +83,7 @@ impl Layer for Slice {
         let mut tops = Vec::with_capacity(ntop);
         let mut off = 0;
         for &s in &sizes {
-            let mut data = Vec::with_capacity(outer * s * inner);
+            let mut data = crate::ncnn::mat::take_vec(outer * s * inner);
             for o in 0..outer {
                 let base = (o * axes[a] + off) * inner;
                 data.extend_from_slice(&x.data[base..base + s * inner]);

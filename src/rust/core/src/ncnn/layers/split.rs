@@ -1,4 +1,4 @@
-//! Split: copies its bottom to every top.
+//! Split: every top shares its bottom's data (copied only when a consumer writes).
 
 use crate::ncnn::{Layer, Mat, Opt, ParamDict};
 

@@ -21,14 +21,6 @@ mod ncnn_custom;
 
 pub use guard::guard;
 
-/// The engine's own allocations (host matrices, ncnn blobs, graph plans)
-/// come from mimalloc: a training step frees and reallocates the same large
-/// buffers every time, and mimalloc reuses them where the system allocator
-/// returns them to the kernel and pays page faults to get them back. R's own
-/// memory is untouched.
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Engine version.
 /// @noRd
 #[extendr]

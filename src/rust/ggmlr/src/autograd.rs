@@ -354,14 +354,16 @@ fn rs_ag_opt_step_store(opt: Robj, params: Robj, names: Robj, store: Robj, lr: R
         let pl = params.as_list().ok_or_else(|| anyhow!("params must be a list"))?;
         let ps = pl.values().map(|p| handle(&p, "parameter")).collect::<anyhow::Result<Vec<_>>>()?;
         let nm: Vec<String> = names.as_str_vector().map(|v| v.iter().map(|s| s.to_string()).collect()).unwrap_or_default();
-        let held: Vec<Option<Storage>> = {
+        // The gradients are read where they are (no copy of host matrices).
+        let cells: Vec<Option<GradCell>> = {
             let map = s.borrow();
-            ps.iter().map(|p| map.get(&p.id).map(|c| c.borrow().clone())).collect()
+            ps.iter().map(|p| map.get(&p.id).cloned()).collect()
         };
+        let held: Vec<Option<std::cell::Ref<Storage>>> = cells.iter().map(|c| c.as_ref().map(|c| c.borrow())).collect();
         let gs: Vec<Option<GradIn>> = held
             .iter()
             .map(|g| {
-                g.as_ref().map(|g| match g {
+                g.as_ref().map(|g| match &**g {
                     Storage::Host(m) => GradIn::Host(&m.data),
                     Storage::Device(d) => GradIn::Device(d),
                 })

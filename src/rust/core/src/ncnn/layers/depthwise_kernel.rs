@@ -72,8 +72,8 @@ pub fn dw_channel(
     })
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
+/// `row` compiled for AVX2 and FMA on x86-64 (elsewhere it is never chosen).
+#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx2,fma"))]
 unsafe fn row_avx2(
     plane: &[f32],
     taps: &[(usize, f32)],
@@ -82,17 +82,6 @@ unsafe fn row_avx2(
     out: &mut [f32],
 ) {
     row::<true>(plane, taps, bias, clamp, out)
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-unsafe fn row_avx2(
-    plane: &[f32],
-    taps: &[(usize, f32)],
-    bias: f32,
-    clamp: Option<(f32, f32)>,
-    out: &mut [f32],
-) {
-    row::<false>(plane, taps, bias, clamp, out)
 }
 
 #[inline(always)]

@@ -162,8 +162,17 @@ fn clip_factor_scales_to_max_norm() {
     assert_eq!(clip_factor(&[&[0.3]], 1.0).1, 1.0);
 }
 
+/// CPU time of this process (all threads), in 10 ms ticks, from /proc.
+fn cpu_ticks() -> f64 {
+    let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let f: Vec<&str> = s.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let field = |i: usize| f.get(i).and_then(|u| u.parse::<f64>().ok()).unwrap_or(0.0);
+    field(11) + field(12)
+}
+
 /// Time per training step (forward, backward, Adam) of a 512-256-10 MLP at
-/// batch 512 without R around it: `cargo test --release step_timing -- --ignored --nocapture`.
+/// batch 512 without R around it, wall clock and CPU time:
+/// `cargo test --release step_timing -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn step_timing() {
@@ -178,64 +187,55 @@ fn step_timing() {
     let params = [w1.clone(), b1.clone(), w2.clone(), b2.clone()];
     let names: Vec<String> = (0..4).map(|i| format!("p{i}")).collect();
     let mut opt = Optimizer::new(OptKind::Adam { beta1: 0.9, beta2: 0.999, eps: 1e-8 }, 4);
-    let (mut tf, mut tb, mut to) = (0.0, 0.0, 0.0);
-    let n = 100;
-    for it in 0..n + 5 {
-        let t0 = Instant::now();
+    let forward = |tape: &mut Tape| {
         tape.begin();
         let h = tape.apply(Op::Linear(ops::Act::Relu), &[w1.clone(), x.clone(), b1.clone()], &[true, false, true]).unwrap().tensor;
         let z = tape.apply(Op::Linear(ops::Act::None), &[w2.clone(), h, b2.clone()], &[true, true, true]).unwrap().tensor;
         let loss = tape.apply(Op::SoftmaxCrossEntropyLoss, &[z, y.clone()], &[true, false]).unwrap().tensor;
         tape.end();
-        let t1 = Instant::now();
+        loss
+    };
+    // Wall seconds and CPU ticks of forward, backward and Adam.
+    let (mut wall, mut ticks) = ([0.0; 3], [0.0; 3]);
+    let n = 100;
+    for it in 0..n + 5 {
+        let (t0, c0) = (Instant::now(), cpu_ticks());
+        let loss = forward(&mut tape);
+        let (t1, c1) = (Instant::now(), cpu_ticks());
         let grads = tape.backward(&loss).unwrap();
-        let t2 = Instant::now();
+        let (t2, c2) = (Instant::now(), cpu_ticks());
         let gs: Vec<Option<GradIn>> = params.iter().map(|p| grads.iter().find(|(t, _)| t.id == p.id).map(|(_, g)| GradIn::Host(&g.host().unwrap().data))).collect();
         opt.step(&params, &names, &gs, 1e-3).unwrap();
         for p in &params {
             p.set_grad(None);
         }
-        let t3 = Instant::now();
+        let (t3, c3) = (Instant::now(), cpu_ticks());
         if it >= 5 {
-            tf += (t1 - t0).as_secs_f64();
-            tb += (t2 - t1).as_secs_f64();
-            to += (t3 - t2).as_secs_f64();
+            for (k, (a, b)) in [(t0, t1), (t1, t2), (t2, t3)].into_iter().enumerate() {
+                wall[k] += (b - a).as_secs_f64();
+            }
+            for (k, d) in [c1 - c0, c2 - c1, c3 - c2].into_iter().enumerate() {
+                ticks[k] += d;
+            }
         }
     }
     let ms = |t: f64| t / n as f64 * 1e3;
-    // CPU time of the process (all threads), from /proc, in 10 ms ticks.
-    let cpu = || -> f64 {
-        let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-        let f: Vec<&str> = s.rsplit(')').next().unwrap_or("").split_whitespace().collect();
-        f.get(11).and_then(|u| u.parse::<f64>().ok()).unwrap_or(0.0) + f.get(12).and_then(|u| u.parse::<f64>().ok()).unwrap_or(0.0)
-    };
-    let (mut cf, mut cb) = (0.0, 0.0);
-    for _ in 0..n {
-        let c0 = cpu();
-        tape.begin();
-        let h = tape.apply(Op::Linear(ops::Act::Relu), &[w1.clone(), x.clone(), b1.clone()], &[true, false, true]).unwrap().tensor;
-        let z = tape.apply(Op::Linear(ops::Act::None), &[w2.clone(), h, b2.clone()], &[true, true, true]).unwrap().tensor;
-        let loss = tape.apply(Op::SoftmaxCrossEntropyLoss, &[z, y.clone()], &[true, false]).unwrap().tensor;
-        tape.end();
-        let c1 = cpu();
-        let _ = tape.backward(&loss).unwrap();
-        let c2 = cpu();
-        cf += c1 - c0;
-        cb += c2 - c1;
-    }
-    println!("cpu time (10 ms ticks, summed over threads): forward {:.2} ms, backward {:.2} ms per step", cf * 10.0 / n as f64, cb * 10.0 / n as f64);
-    println!("forward {:.2} ms, backward {:.2} ms, adam {:.2} ms, step {:.2} ms", ms(tf), ms(tb), ms(to), ms(tf + tb + to));
+    println!(
+        "forward {:.2} ms, backward {:.2} ms, adam {:.2} ms, step {:.2} ms",
+        ms(wall[0]), ms(wall[1]), ms(wall[2]), ms(wall.iter().sum())
+    );
+    println!(
+        "cpu time (summed over threads): forward {:.2} ms, backward {:.2} ms per step",
+        ticks[0] * 10.0 / n as f64, ticks[1] * 10.0 / n as f64
+    );
 }
 
+/// CPU and wall time of the host products of that step:
+/// `cargo test --release gemm_timing -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn gemm_timing() {
     use super::mat::gemm;
-    let cpu = || -> f64 {
-        let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-        let f: Vec<&str> = s.rsplit(')').next().unwrap_or("").split_whitespace().collect();
-        f.get(11).and_then(|u| u.parse::<f64>().ok()).unwrap_or(0.0) + f.get(12).and_then(|u| u.parse::<f64>().ok()).unwrap_or(0.0)
-    };
     let w = rnd(256, 512, 1, -1.0, 1.0);
     let x = rnd(512, 512, 2, -1.0, 1.0);
     let gz = rnd(256, 512, 3, -1.0, 1.0);
@@ -247,9 +247,9 @@ fn gemm_timing() {
         ("row_sums", Box::new(|| { gz.row_sums(); })),
     ] {
         f();
-        let c0 = cpu();
+        let c0 = cpu_ticks();
         let t0 = std::time::Instant::now();
         for _ in 0..n { f(); }
-        println!("{name}: cpu {:.2} ms, wall {:.2} ms", (cpu() - c0) * 10.0 / n as f64, t0.elapsed().as_secs_f64() * 1e3 / n as f64);
+        println!("{name}: cpu {:.2} ms, wall {:.2} ms", (cpu_ticks() - c0) * 10.0 / n as f64, t0.elapsed().as_secs_f64() * 1e3 / n as f64);
     }
 }

@@ -392,22 +392,24 @@ fn rs_ag_clip_store(store: Robj, params: Robj, max_norm: Robj) -> Robj {
             let map = s.borrow();
             ids.iter().filter_map(|id| map.get(id).cloned()).collect()
         };
-        let vals: Vec<Storage> = cells.iter().map(|c| c.borrow().clone()).collect();
-        let devs: Vec<_> = vals.iter().filter_map(|v| v.device().cloned()).collect();
-        let hosts: Vec<&[f64]> = vals.iter().filter_map(|v| v.host().ok().map(|m| m.data.as_slice())).collect();
-        let (hnorm, _) = clip_factor(&hosts, mx);
+        // Host gradients are read and scaled where they are (no copies).
+        let (hnorm, devs) = {
+            let held: Vec<std::cell::Ref<Storage>> = cells.iter().map(|c| c.borrow()).collect();
+            let hosts: Vec<&[f64]> = held.iter().filter_map(|v| v.host().ok().map(|m| m.data.as_slice())).collect();
+            let devs: Vec<_> = held.iter().filter_map(|v| v.device().cloned()).collect();
+            (clip_factor(&hosts, mx).0, devs)
+        };
         let sq = hnorm * hnorm + if devs.is_empty() { 0.0 } else { sq_norm_device(&devs)? };
         let norm = sq.sqrt();
         let (_, f) = clip_factor(&[&[norm]], mx);
         if f < 1.0 {
             let mut scaled = if devs.is_empty() { Vec::new() } else { scale_device(&devs, f)? }.into_iter();
-            for (c, v) in cells.iter().zip(vals) {
-                match v {
-                    Storage::Host(mut m) => {
-                        m.data.iter_mut().for_each(|x| *x *= f);
-                        set_cell(c, Storage::Host(m));
-                    }
-                    Storage::Device(_) => set_cell(c, Storage::Device(scaled.next().expect("a scaled gradient"))),
+            for c in &cells {
+                let on_device = c.borrow().device().is_some();
+                if on_device {
+                    set_cell(c, Storage::Device(scaled.next().expect("a scaled gradient")));
+                } else if let Storage::Host(m) = &mut *c.borrow_mut() {
+                    m.data.iter_mut().for_each(|x| *x *= f);
                 }
             }
         }

@@ -3,9 +3,16 @@
 # records what the backward rule needs.
 
 # Runs engine op `name` on `inputs` (tensors or numbers) and wraps the result.
-# With aux = TRUE, returns list(tensor, aux).
+# With aux = TRUE, returns list(tensor, aux). Host ops on tensors and plain
+# doubles run in one engine call; the rest (a tensor on "gpu", a number that
+# needs converting) take the general path.
 .ag_op <- function(name, inputs, params = NULL, idx = NULL, aux = FALSE,
                    call = sys.call(-1L)) {
+  r <- rs_ag_op_host(name, inputs, params, idx, aux)
+  if (is.null(r)) .ag_op_general(name, inputs, params, idx, aux, call) else .rs(r, call = call)
+}
+
+.ag_op_general <- function(name, inputs, params, idx, aux, call) {
   n <- length(inputs)
   hs <- vector("list", n)
   rg <- logical(n)

@@ -4,31 +4,20 @@
 # remaining fields are plain: id, requires_grad, grad_fn, device, dtype, and
 # the residency fields ptr, shape, ctx_gen and ctx_scope.
 
-# A tensor environment around an engine handle.
+# A tensor environment around an engine handle, built in the engine
+# (src/rust/ggmlr/src/ag_env.rs) with the fields above and the active
+# bindings `data` and `grad`, whose functions are the two templates below
+# with the tensor as `e`.
 .ag_make <- function(h, id, rg, nr, nc, device, dtype, grad_fn = NULL) {
-  e <- new.env(parent = emptyenv())
-  e$id            <- id
-  e$.h            <- h
-  e$requires_grad <- rg
-  e$grad_fn       <- grad_fn
-  e$device        <- device
-  e$dtype         <- dtype
-  e$ptr           <- NULL
-  e$shape         <- c(nr, nc)
-  e$ctx_gen       <- NULL
-  e$ctx_scope     <- NULL
-  .ag_bind(e)
-  class(e) <- "ag_tensor"
-  e
+  .rs(rs_ag_make_env(h, id, rg, nr, nc, device, dtype, grad_fn))
 }
 
-.ag_bind <- function(e) {
-  makeActiveBinding("data", function(v) {
-    if (missing(v)) .ag_data(e) else .ag_data_set(e, v)
-  }, e)
-  makeActiveBinding("grad", function(v) {
-    if (missing(v)) .rs(rs_ag_grad(e$.h)) else .rs(rs_ag_set_grad(e$.h, .ag_num(v, "grad", null_ok = TRUE)))
-  }, e)
+.ag_tensor_data_fn <- function(v) {
+  if (missing(v)) .ag_data(e) else .ag_data_set(e, v)
+}
+
+.ag_tensor_grad_fn <- function(v) {
+  if (missing(v)) .rs(rs_ag_grad(e$.h)) else .rs(rs_ag_set_grad(e$.h, .ag_num(v, "grad", null_ok = TRUE)))
 }
 
 # A numeric matrix (double storage) from a matrix or vector; a vector becomes

@@ -83,6 +83,22 @@ rs_ag_opt_state <- function(opt, i) .Call(wrap__rs_ag_opt_state, opt, i)
 #' @noRd
 rs_ag_clip <- function(grads, max_norm) .Call(wrap__rs_ag_clip, grads, max_norm)
 
+#' Registers the namespace and the binding templates (from `.onLoad`).
+#' @noRd
+rs_ag_env_init <- function(ns, data, grad) .Call(wrap__rs_ag_env_init, ns, data, grad)
+
+#' Builds a tensor environment from R values (the general path of R's
+#' `.ag_make`): handle, id, requires_grad, nrow, ncol, device, dtype, grad_fn.
+#' @noRd
+rs_ag_make_env <- function(h, id, rg, nr, nc, device, dtype, grad_fn) .Call(wrap__rs_ag_make_env, h, id, rg, nr, nc, device, dtype, grad_fn)
+
+#' Applies op `name` to `inputs` (a list of `ag_tensor`s and plain numeric
+#' values) on the host and returns the result's tensor environment (or
+#' `list(tensor, aux)` when `aux` is TRUE). Returns NULL when an input is
+#' on "gpu" or needs R's conversion, for R's general path.
+#' @noRd
+rs_ag_op_host <- function(name, inputs, params, idx, aux) .Call(wrap__rs_ag_op_host, name, inputs, params, idx, aux)
+
 #' @noRd
 rs_backend_cpu_init <- function() .Call(wrap__rs_backend_cpu_init)
 

@@ -1,4 +1,6 @@
 .onLoad <- function(libname, pkgname) {
+  ns <- asNamespace(pkgname)
+  .rs(rs_ag_env_init(ns, .ag_tensor_data_fn, .ag_tensor_grad_fn))
   .ag_residency_on_load(.ag_device_state)
   # R >= 4.4 dispatches %*% on S3 classes through the matrixOps group.
   if (getRversion() >= "4.4.0") {

@@ -31,6 +31,23 @@ thread_local! {
 
 const KIND: &str = "ag_tensor handle";
 
+/// Runs `f` on this session's tape.
+pub(crate) fn with_tape<R>(f: impl FnOnce(&mut Tape) -> R) -> R {
+    TAPE.with(|tp| f(&mut tp.borrow_mut()))
+}
+
+/// The 0-based indices of an op (NULL: none).
+pub(crate) fn indices(idx: &Robj) -> anyhow::Result<Option<Vec<usize>>> {
+    if idx.is_null() {
+        return Ok(None);
+    }
+    let v = idx.as_integer_slice().ok_or_else(|| anyhow!("indices must be integers"))?;
+    if let Some(bad) = v.iter().find(|&&i| i < 0) {
+        bail!("index {bad} is negative (or NA); indices are 0-based and must be >= 0");
+    }
+    Ok(Some(v.iter().map(|&i| i as usize).collect()))
+}
+
 /// A numeric vector or matrix as a `Mat` (a vector is one column).
 fn to_mat(x: &Robj, what: &str) -> anyhow::Result<Mat> {
     let data = x
@@ -52,11 +69,11 @@ fn from_mat(m: &Mat) -> anyhow::Result<Robj> {
     Ok(r)
 }
 
-fn handle(x: &Robj, what: &str) -> anyhow::Result<TensorRef> {
+pub(crate) fn handle(x: &Robj, what: &str) -> anyhow::Result<TensorRef> {
     Ok(xptr::<TensorRef>(x, what, KIND)?.clone())
 }
 
-fn wrap(t: TensorRef) -> Robj {
+pub(crate) fn wrap(t: TensorRef) -> Robj {
     ExternalPtr::new(t).into()
 }
 
@@ -178,16 +195,7 @@ fn rs_ag_op(name: Robj, inputs: Robj, rg: Robj, params: Robj, idx: Robj, device:
         } else {
             params.as_real_slice().ok_or_else(|| anyhow!("op parameters must be numeric"))?.to_vec()
         };
-        let idx = if idx.is_null() {
-            None
-        } else {
-            let v = idx.as_integer_slice().ok_or_else(|| anyhow!("indices must be integers"))?;
-            if let Some(bad) = v.iter().find(|&&i| i < 0) {
-                bail!("index {bad} is negative (or NA); indices are 0-based and must be >= 0");
-            }
-            Some(v.iter().map(|&i| i as usize).collect())
-        };
-        let op = Op::parse(&name, &p, idx)?;
+        let op = Op::parse(&name, &p, indices(&idx)?)?;
         let list = inputs.as_list().ok_or_else(|| anyhow!("inputs must be a list"))?;
         let flags = rg.as_logical_slice().ok_or_else(|| anyhow!("rg must be logical"))?;
         if flags.len() != list.len() {

@@ -4,6 +4,7 @@
 
 use extendr_api::prelude::*;
 
+mod ag_env;
 mod autograd;
 mod backend;
 mod buffer;
@@ -47,6 +48,7 @@ extendr_module! {
     fn rs_version;
     fn rs_debug_fail;
     use autograd;
+    use ag_env;
     use backend;
     use context;
     use tensor;

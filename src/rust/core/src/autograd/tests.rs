@@ -170,20 +170,30 @@ fn cpu_ticks() -> f64 {
     field(11) + field(12)
 }
 
-/// Time per training step (forward, backward, Adam) of a 512-256-10 MLP at
-/// batch 512 without R around it, wall clock and CPU time:
+/// Comma-separated sizes from environment variable `key` (else `default`).
+fn env_dims(key: &str, default: &str) -> Vec<usize> {
+    let v = std::env::var(key).unwrap_or_else(|_| default.into());
+    v.split(',').map(|d| d.trim().parse().expect("sizes must be whole numbers")).collect()
+}
+
+/// Time per training step (forward, backward, Adam) of an MLP without R
+/// around it, wall clock and CPU time (default 512-256-10 at batch 512;
+/// GGMLR_STEP_SIZE="128,128,64" for the small bench model):
 /// `cargo test --release step_timing -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn step_timing() {
     use std::time::Instant;
+    // GGMLR_STEP_SIZE="in,hidden,batch" (default the large bench model).
+    let dims = env_dims("GGMLR_STEP_SIZE", "512,256,512");
+    let (d, h, nb) = (dims[0], dims[1], dims[2]);
     let mut tape = Tape::new();
-    let w1 = tape.tensor(rnd(256, 512, 1, -0.05, 0.05));
-    let b1 = tape.tensor(Mat::zeros(256, 1));
-    let w2 = tape.tensor(rnd(10, 256, 2, -0.05, 0.05));
+    let w1 = tape.tensor(rnd(h, d, 1, -0.05, 0.05));
+    let b1 = tape.tensor(Mat::zeros(h, 1));
+    let w2 = tape.tensor(rnd(10, h, 2, -0.05, 0.05));
     let b2 = tape.tensor(Mat::zeros(10, 1));
-    let x = tape.tensor(rnd(512, 512, 3, -1.0, 1.0));
-    let y = tape.tensor(Mat::new(10, 512, (0..5120).map(|i| if i % 10 == (i / 10) % 10 { 1.0 } else { 0.0 }).collect()).unwrap());
+    let x = tape.tensor(rnd(d, nb, 3, -1.0, 1.0));
+    let y = tape.tensor(Mat::new(10, nb, (0..10 * nb).map(|i| if i % 10 == (i / 10) % 10 { 1.0 } else { 0.0 }).collect()).unwrap());
     let params = [w1.clone(), b1.clone(), w2.clone(), b2.clone()];
     let names: Vec<String> = (0..4).map(|i| format!("p{i}")).collect();
     let mut opt = Optimizer::new(OptKind::Adam { beta1: 0.9, beta2: 0.999, eps: 1e-8 }, 4);
@@ -197,7 +207,7 @@ fn step_timing() {
     };
     // Wall seconds and CPU ticks of forward, backward and Adam.
     let (mut wall, mut ticks) = ([0.0; 3], [0.0; 3]);
-    let n = 100;
+    let n = (100 * 512 * 256 * 512 / (d * h * nb)).clamp(100, 5000);
     for it in 0..n + 5 {
         let (t0, c0) = (Instant::now(), cpu_ticks());
         let loss = forward(&mut tape);
@@ -236,10 +246,13 @@ fn step_timing() {
 #[ignore]
 fn gemm_timing() {
     use super::mat::gemm;
-    let w = rnd(256, 512, 1, -1.0, 1.0);
-    let x = rnd(512, 512, 2, -1.0, 1.0);
-    let gz = rnd(256, 512, 3, -1.0, 1.0);
-    let n = 100;
+    // GGMLR_GEMM_SIZE="hidden,in,batch" (default the large bench model).
+    let dims = env_dims("GGMLR_GEMM_SIZE", "256,512,512");
+    let (h, d, b) = (dims[0], dims[1], dims[2]);
+    let w = rnd(h, d, 1, -1.0, 1.0);
+    let x = rnd(d, b, 2, -1.0, 1.0);
+    let gz = rnd(h, b, 3, -1.0, 1.0);
+    let n = (100 * 256 * 512 * 512 / (h * d * b)).clamp(100, 20000);
     for (name, f) in [
         ("W x", Box::new(|| { gemm(&w, false, &x, false).unwrap(); }) as Box<dyn Fn()>),
         ("gz t(x)", Box::new(|| { gemm(&gz, false, &x, true).unwrap(); })),

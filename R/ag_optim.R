@@ -56,8 +56,9 @@
   env$zero_grad <- function() {
     handles <- lapply(env$params, function(p) p$.h)
     .rs(rs_ag_zero_grad(handles))
-    # Device gradients of the last step are released too: the next tape
-    # need not copy them to the host before it frees the pass pool.
+    # The gradients of the last step are released too: freed now, not at
+    # R's next garbage collection (and on "gpu" the next tape need not copy
+    # them to the host before it frees the pass pool).
     if (!is.null(env$.stepped)) .rs(rs_ag_store_release(env$.stepped, handles))
     env$.stepped <- NULL
     rs_ag_tape("clear")
@@ -79,9 +80,10 @@
 #' Objects with `$step(grads)` (one update from the value of [backward()]),
 #' `$zero_grad()` (clears the parameters' `$grad`) and a modifiable `$lr`.
 #' On device `"gpu"` the gradients stay on the device and `step()` reads them
-#' there; `zero_grad()` also drops the parameters' gradients from the value of
-#' [backward()] it last stepped with (reading them afterwards gives `NULL`),
-#' so that the next [with_grad_tape()] has nothing to copy to the host.
+#' there. `zero_grad()` also drops the parameters' gradients from the value of
+#' [backward()] it last stepped with (reading them afterwards gives `NULL`):
+#' their memory is freed at once instead of when R next collects garbage, and
+#' on `"gpu"` the next [with_grad_tape()] has nothing to copy to the host.
 #' Updates run in the engine, in place:
 #' * SGD: `v = momentum * v + g; w = w - lr * v` (plain `w - lr * g` when
 #'   `momentum = 0`).

@@ -52,10 +52,11 @@ torch_ok <- nzchar(Sys.which("python3")) &&
   isTRUE(py("-c", shQuote("import torch"), stdout = FALSE) == 0)
 py_out <- function(...) py(...)
 
-step_time_torch <- function(s, threads = 0L) {
+step_time_torch <- function(s, threads = 0L, dtype = "float32") {
   py <- sprintf('
 import time, torch
 if %d > 0: torch.set_num_threads(%d)
+torch.set_default_dtype(torch.%s)
 torch.manual_seed(1)
 m = torch.nn.Sequential(torch.nn.Linear(%d, %d), torch.nn.ReLU(), torch.nn.Linear(%d, %d))
 opt = torch.optim.Adam(m.parameters(), lr=1e-3)
@@ -71,7 +72,7 @@ for _ in range(reps):
     for _ in range(n): step()
     per.append((time.perf_counter() - t0) / n)
 per.sort(); print(per[len(per) // 2] * 1000)
-', threads, threads, s$d_in, s$d_h, s$d_h, s$d_out, s$batch, s$d_in, s$d_out, s$batch, s$steps)
+', threads, threads, dtype, s$d_in, s$d_h, s$d_h, s$d_out, s$batch, s$d_in, s$d_out, s$batch, s$steps)
   f <- tempfile(fileext = ".py")
   writeLines(py, f)
   on.exit(unlink(f))
@@ -82,7 +83,8 @@ cat("ggmlR autograd training step (forward + backward + Adam), median ms per ste
 be <- local({ old <- ag_device("gpu"); on.exit(ag_device(old)); ggml_backend_name(ggmlR:::.ag_device_state$backend) })
 cat(sprintf("device \"cpu\": f64 on the host; device \"gpu\": ggml graphs on backend %s (f32), weights resident\n", be))
 if (torch_ok) {
-  cat(sprintf("PyTorch %s on the CPU (float32, %d threads, and 1 thread) for comparison\n",
+  cat(sprintf(paste0("PyTorch %s on the CPU (float32, %d threads, and 1 thread) for comparison;\n",
+                     "PyTorch in float64 (the precision of device \"cpu\") for reference\n"),
               py_out("-c", shQuote("import torch; print(torch.__version__)")),
               as.integer(py_out("-c", shQuote("import torch; print(torch.get_num_threads())")))))
 } else {
@@ -95,9 +97,11 @@ for (s in sizes) {
   if (torch_ok) {
     tt <- step_time_torch(s)
     t1 <- step_time_torch(s, 1L)
+    t64 <- step_time_torch(s, dtype = "float64")
     line <- paste0(line, sprintf(paste0("\n%22s torch %8.3f ms (1 thread %8.3f ms)   ",
-                                        "torch/cpu %.2fx (1 thread %.2fx)   torch/gpu %.2fx"),
-                                 "", tt, t1, tt / cpu, t1 / cpu, tt / gpu))
+                                        "torch/cpu %.2fx (1 thread %.2fx)   torch/gpu %.2fx",
+                                        "\n%22s torch float64 %8.3f ms   torch float64/cpu %.2fx"),
+                                 "", tt, t1, tt / cpu, t1 / cpu, tt / gpu, "", t64, t64 / cpu))
   }
   cat(line, "\n")
 }

@@ -282,10 +282,7 @@ fn rs_ag_store_release(store: Robj, params: Robj) -> Robj {
         let pl = params.as_list().ok_or_else(|| anyhow!("params must be a list"))?;
         let mut map = s.borrow_mut();
         for p in pl.values() {
-            let id = handle(&p, "parameter")?.id;
-            if map.get(&id).is_some_and(|c| c.borrow().device().is_some()) {
-                map.remove(&id);
-            }
+            map.remove(&handle(&p, "parameter")?.id);
         }
         Ok(().into())
     })

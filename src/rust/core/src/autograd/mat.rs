@@ -3,6 +3,7 @@
 
 use anyhow::{bail, Result};
 use rayon::prelude::*;
+use super::dgemm;
 
 /// A column-major `rows x cols` matrix of f64: element (i, j) is
 /// `data[i + j * rows]`, exactly as R stores a numeric matrix.
@@ -158,7 +159,9 @@ pub fn gemm(a: &Mat, ta: bool, b: &Mat, tb: bool) -> Result<Mat> {
             let ap = a.data.as_ptr().offset(rsa * i0 as isize);
             let bp = b.data.as_ptr().offset(csb * j0 as isize);
             let cpb = cp.get().add(i0 + j0 * m);
-            matrixmultiply::dgemm(mb, k, nb, 1.0, ap, rsa, csa, bp, rsb, csb, 0.0, cpb, 1, m as isize);
+            let av = dgemm::View { ptr: ap, rs: rsa, cs: csa };
+            let bv = dgemm::View { ptr: bp, rs: rsb, cs: csb };
+            dgemm::dgemm(mb, k, nb, av, bv, cpb, m);
         }
     };
     // Each block packs its whole slice of the operand it does not split

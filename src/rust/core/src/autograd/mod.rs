@@ -40,6 +40,7 @@ pub mod device;
 pub mod device_bwd;
 pub mod device_fwd;
 pub mod device_graph;
+pub mod dgemm;
 pub mod kernels;
 pub mod mat;
 pub mod ops;

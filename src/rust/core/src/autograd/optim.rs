@@ -241,11 +241,14 @@ fn update_serial(kind: &OptKind, w: &mut [f64], g: &[f64], m: &mut [f64], v: &mu
                 let f = 1.0 - lr * weight_decay;
                 w.iter_mut().for_each(|x| *x *= f);
             }
+            // Bias corrections as factors: one division (and one square
+            // root) per element instead of three divisions.
             let (c1, c2) = (1.0 - beta1.powf(t), 1.0 - beta2.powf(t));
+            let (step, inv_c2) = (lr / c1, 1.0 / c2);
             for (((w, g), m), v) in w.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
                 *m = beta1 * *m + (1.0 - beta1) * g;
                 *v = beta2 * *v + (1.0 - beta2) * g * g;
-                *w -= lr * (*m / c1) / ((*v / c2).sqrt() + eps);
+                *w -= step * *m / ((*v * inv_c2).sqrt() + eps);
             }
         }
     }

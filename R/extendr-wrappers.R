@@ -99,6 +99,10 @@ rs_ag_make_env <- function(h, id, rg, nr, nc, device, dtype, grad_fn) .Call(wrap
 #' @noRd
 rs_ag_op_host <- function(name, inputs, params, idx, aux) .Call(wrap__rs_ag_op_host, name, inputs, params, idx, aux)
 
+#' Applies the allocator settings; TRUE when they were applied.
+#' @noRd
+rs_malloc_tune <- function() .Call(wrap__rs_malloc_tune)
+
 #' @noRd
 rs_backend_cpu_init <- function() .Call(wrap__rs_backend_cpu_init)
 

@@ -8,6 +8,16 @@
 #' downloads. `ncnn_cache_bytes` is host memory of finished ncnn blobs kept
 #' for reuse by the next inference (at most 256 MB).
 #'
+#' Host memory outside the ledger: values and gradients of `"cpu"` tensors
+#' live in ordinary heap memory, freed when the last reference goes (for an
+#' `ag_tensor` that R still holds, when R collects it). On Linux with glibc the
+#' package asks the C library, when it is loaded, to keep up to 64 MiB of
+#' freed heap memory for reuse and to serve blocks of up to 32 MiB from the
+#' heap: a training step then reuses the memory of the previous one instead of
+#' taking it back from the kernel page by page. Set
+#' `options(ggmlR.malloc_tuning = FALSE)` before loading the package to keep
+#' the C library's defaults.
+#'
 #' @return A one-row data frame.
 #' @seealso [ag_memory_limit()]
 #' @export

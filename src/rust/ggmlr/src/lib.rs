@@ -12,6 +12,7 @@ mod context;
 mod conv;
 mod graph;
 mod guard;
+mod malloc;
 mod ops;
 mod residency;
 mod tensor;
@@ -49,6 +50,7 @@ extendr_module! {
     fn rs_debug_fail;
     use autograd;
     use ag_env;
+    use malloc;
     use backend;
     use context;
     use tensor;

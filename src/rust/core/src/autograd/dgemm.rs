@@ -80,8 +80,12 @@ fn avx2_fma() -> bool {
 #[allow(clippy::too_many_arguments)]
 unsafe fn blocked(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, ldc: usize, ap: &mut Vec<f64>, bp: &mut Vec<f64>) {
     let npanels = n.div_ceil(NR);
-    bp.resize(npanels * NR * KC.min(k), 0.0);
-    ap.resize(MC * KC.min(k), 0.0);
+    // The buffers only grow: shrinking and regrowing would refill them.
+    for (buf, len) in [(&mut *bp, npanels * NR * KC.min(k)), (&mut *ap, MC * KC.min(k))] {
+        if buf.len() < len {
+            buf.resize(len, 0.0);
+        }
+    }
     let mut tile = [0.0f64; MR * NR];
     for pc in (0..k).step_by(KC) {
         let kc = KC.min(k - pc);
@@ -262,13 +266,15 @@ mod tests {
     }
 }
 
-/// Single-thread speed against matrixmultiply, alternating runs:
+/// Single-thread speed against matrixmultiply, alternating runs (sizes
+/// GGMLR_DGEMM_SIZE="m,k,n", default 256,512,256):
 /// `cargo test --release dgemm_speed -- --ignored --nocapture`.
 #[cfg(test)]
 #[test]
 #[ignore]
 fn dgemm_speed() {
-    let (m, k, n) = (256usize, 512usize, 256usize);
+    let d: Vec<usize> = std::env::var("GGMLR_DGEMM_SIZE").unwrap_or_else(|_| "256,512,256".into()).split(',').map(|v| v.parse().unwrap()).collect();
+    let (m, k, n) = (d[0], d[1], d[2]);
     let av: Vec<f64> = (0..m * k).map(|i| (i as f64 * 0.37).sin()).collect();
     let bv: Vec<f64> = (0..k * n).map(|i| (i as f64 * 0.11).cos()).collect();
     let mut c = vec![0.0; m * n];
@@ -277,7 +283,7 @@ fn dgemm_speed() {
         let a = if ta { View { ptr: av.as_ptr(), rs: k as isize, cs: 1 } } else { View { ptr: av.as_ptr(), rs: 1, cs: m as isize } };
         let b = if tb { View { ptr: bv.as_ptr(), rs: n as isize, cs: 1 } } else { View { ptr: bv.as_ptr(), rs: 1, cs: k as isize } };
         let (mut ours, mut theirs) = (f64::INFINITY, f64::INFINITY);
-        for _ in 0..30 {
+        for _ in 0..300 {
             let t = std::time::Instant::now();
             unsafe { dgemm(m, k, n, a, b, c.as_mut_ptr(), m) };
             ours = ours.min(t.elapsed().as_secs_f64());

@@ -64,22 +64,17 @@ backward <- function(loss) {
     .abort(sprintf("`loss` must be an ag_tensor (the result of a loss function), not %s",
                    paste(class(loss), collapse = "/")))
   }
-  r <- .rs(rs_ag_backward(loss$.h))
-  grads <- new.env(hash = TRUE, parent = emptyenv())
-  store <- r[[1L]]
-  grads$.store <- store
-  for (id in r[[2L]]) .ag_grad_binding(grads, store, id)
-  class(grads) <- "ag_grads"
-  invisible(grads)
+  invisible(.rs(rs_ag_backward(loss$.h)))
 }
 
-# The gradients stay in the engine; reading `grads[[key]]` copies one to R,
-# assigning replaces it there (NULL removes it).
-.ag_grad_binding <- function(env, store, id) {
-  makeActiveBinding(as.character(id), function(v) {
-    if (missing(v)) .rs(rs_ag_store_get(store, id))
-    else .rs(rs_ag_store_set(store, id, .ag_num(v, "gradient", null_ok = TRUE)))
-  }, env)
+# The gradients stay in the engine. The engine builds the ag_grads
+# environment: `.store` and, per gradient, an active binding named by the
+# tensor id whose function is this template with `store` and `id` bound:
+# reading `grads[[key]]` copies the gradient to R, assigning replaces it
+# there (NULL removes it).
+.ag_grads_fn <- function(v) {
+  if (missing(v)) .rs(rs_ag_store_get(store, id))
+  else .rs(rs_ag_store_set(store, id, .ag_num(v, "gradient", null_ok = TRUE)))
 }
 
 #' @export

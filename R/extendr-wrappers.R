@@ -37,8 +37,8 @@ rs_ag_tape <- function(cmd) .Call(wrap__rs_ag_tape, cmd)
 #' @noRd
 rs_ag_op <- function(name, inputs, rg, params, idx, device) .Call(wrap__rs_ag_op, name, inputs, rg, params, idx, device)
 
-#' Backward from `loss`: list(store, ids) where the store holds the leaves'
-#' gradients by id.
+#' Backward from `loss`: the `ag_grads` environment over a store that holds
+#' the leaves' gradients by id.
 #' @noRd
 rs_ag_backward <- function(loss) .Call(wrap__rs_ag_backward, loss)
 
@@ -85,7 +85,7 @@ rs_ag_clip <- function(grads, max_norm) .Call(wrap__rs_ag_clip, grads, max_norm)
 
 #' Registers the namespace and the binding templates (from `.onLoad`).
 #' @noRd
-rs_ag_env_init <- function(ns, data, grad) .Call(wrap__rs_ag_env_init, ns, data, grad)
+rs_ag_env_init <- function(ns, data, grad, grads) .Call(wrap__rs_ag_env_init, ns, data, grad, grads)
 
 #' Builds a tensor environment from R values (the general path of R's
 #' `.ag_make`): handle, id, requires_grad, nrow, ncol, device, dtype, grad_fn.

@@ -36,6 +36,7 @@ extern "C" {
     fn Rf_shallow_duplicate(s: SEXP) -> SEXP;
     fn SET_CLOENV(x: SEXP, v: SEXP);
     fn Rf_ScalarInteger(x: c_int) -> SEXP;
+    fn Rf_ScalarReal(x: f64) -> SEXP;
     fn Rf_ScalarLogical(x: c_int) -> SEXP;
     fn Rf_mkString(s: *const c_char) -> SEXP;
     fn Rf_allocVector(t: c_uint, n: isize) -> SEXP;
@@ -62,14 +63,16 @@ const VECSXP: c_int = 19;
 const ENVSXP: c_int = 4;
 const CLOSXP: c_int = 3;
 
-/// What the environments are made from: the package namespace and the
-/// getter/setter templates of `data` and `grad` (closures of one argument
-/// that refer to the tensor as `e`).
+/// What the environments are made from: the package namespace, the
+/// getter/setter templates of a tensor's `data` and `grad` (closures of one
+/// argument that refer to the tensor as `e`) and that of one gradient of a
+/// backward() result (referring to `store` and `id`).
 #[derive(Clone, Copy)]
 struct Templates {
     ns: SEXP,
     data: SEXP,
     grad: SEXP,
+    grads: SEXP,
 }
 
 thread_local! {
@@ -83,16 +86,16 @@ fn sym(name: &CStr) -> SEXP {
 /// Registers the namespace and the binding templates (from `.onLoad`).
 /// @noRd
 #[extendr]
-fn rs_ag_env_init(ns: Robj, data: Robj, grad: Robj) -> Robj {
+fn rs_ag_env_init(ns: Robj, data: Robj, grad: Robj, grads: Robj) -> Robj {
     guard(|| unsafe {
-        let (ns, data, grad) = (ns.get(), data.get(), grad.get());
-        if TYPEOF(ns) != ENVSXP || TYPEOF(data) != CLOSXP || TYPEOF(grad) != CLOSXP {
-            bail!("rs_ag_env_init needs an environment and two functions");
+        let (ns, data, grad, grads) = (ns.get(), data.get(), grad.get(), grads.get());
+        if TYPEOF(ns) != ENVSXP || [data, grad, grads].iter().any(|f| TYPEOF(*f) != CLOSXP) {
+            bail!("rs_ag_env_init needs an environment and three functions");
         }
-        for s in [ns, data, grad] {
+        for s in [ns, data, grad, grads] {
             R_PreserveObject(s);
         }
-        TEMPLATES.with(|t| t.set(Some(Templates { ns, data, grad })));
+        TEMPLATES.with(|t| t.set(Some(Templates { ns, data, grad, grads })));
         Ok(().into())
     })
 }
@@ -109,12 +112,47 @@ pub struct Fields {
     pub grad_fn: Option<String>,
 }
 
+fn templates() -> anyhow::Result<Templates> {
+    TEMPLATES
+        .with(|t| t.get())
+        .ok_or_else(|| anyhow!("the autograd bindings were not initialised (reload the package)"))
+}
+
+/// Binds `name` in `env` actively to a copy of template `tpl` whose
+/// environment is `ce`.
+unsafe fn bind(name: SEXP, tpl: SEXP, ce: SEXP, env: SEXP) {
+    let f = Rf_protect(Rf_shallow_duplicate(tpl));
+    SET_CLOENV(f, ce);
+    R_MakeActiveBinding(name, f, env);
+    Rf_unprotect(1);
+}
+
+/// The environment returned by backward(): `.store` and one active binding
+/// per gradient id, named by the id, reading (or replacing) it in the store;
+/// class `ag_grads`. `store` must be protected by the caller.
+pub unsafe fn grads_env(store: SEXP, ids: &[u64]) -> anyhow::Result<SEXP> {
+    let t = templates()?;
+    let e = Rf_protect(R_NewEnv(R_EmptyEnv, 1, 29));
+    Rf_defineVar(sym(c".store"), store, e);
+    for &id in ids {
+        let ce = Rf_protect(R_NewEnv(t.ns, 0, 2));
+        Rf_defineVar(sym(c"store"), store, ce);
+        let idv = Rf_protect(Rf_ScalarReal(id as f64));
+        Rf_defineVar(sym(c"id"), idv, ce);
+        let name = std::ffi::CString::new(id.to_string()).unwrap_or_default();
+        bind(Rf_install(name.as_ptr()), t.grads, ce, e);
+        Rf_unprotect(2);
+    }
+    let cls = Rf_protect(Rf_mkString(c"ag_grads".as_ptr()));
+    Rf_classgets(e, cls);
+    Rf_unprotect(2);
+    Ok(e)
+}
+
 /// A new `ag_tensor` environment. Every SEXP in `f` must be protected by
 /// the caller.
 pub unsafe fn tensor_env(f: &Fields) -> anyhow::Result<SEXP> {
-    let t = TEMPLATES
-        .with(|t| t.get())
-        .ok_or_else(|| anyhow!("the autograd bindings were not initialised (reload the package)"))?;
+    let t = templates()?;
     let nil = R_NilValue;
     let e = Rf_protect(R_NewEnv(R_EmptyEnv, 1, 29));
     // Each value is protected while defineVar may allocate.
@@ -147,10 +185,7 @@ pub unsafe fn tensor_env(f: &Fields) -> anyhow::Result<SEXP> {
     let ce = Rf_protect(R_NewEnv(t.ns, 0, 1));
     Rf_defineVar(sym(c"e"), e, ce);
     for (name, tpl) in [(c"data", t.data), (c"grad", t.grad)] {
-        let f = Rf_protect(Rf_shallow_duplicate(tpl));
-        SET_CLOENV(f, ce);
-        R_MakeActiveBinding(sym(name), f, e);
-        Rf_unprotect(1);
+        bind(sym(name), tpl, ce, e);
     }
     let cls = Rf_protect(Rf_mkString(c"ag_tensor".as_ptr()));
     Rf_classgets(e, cls);

@@ -224,18 +224,20 @@ fn rs_ag_op(name: Robj, inputs: Robj, rg: Robj, params: Robj, idx: Robj, device:
     })
 }
 
-/// Backward from `loss`: list(store, ids) where the store holds the leaves'
-/// gradients by id.
+/// Backward from `loss`: the `ag_grads` environment over a store that holds
+/// the leaves' gradients by id.
 /// @noRd
 #[extendr]
 fn rs_ag_backward(loss: Robj) -> Robj {
     guard(|| {
         let t = handle(&loss, "loss")?;
         let res = TAPE.with(|tp| tp.borrow_mut().backward(&t))?;
-        let ids: Vec<f64> = res.iter().map(|(t, _)| t.id as f64).collect();
+        let ids: Vec<u64> = res.iter().map(|(t, _)| t.id).collect();
         let map: HashMap<u64, GradCell> = res.into_iter().map(|(t, g)| (t.id, grad_cell(g))).collect();
         let store: GradStore = RefCell::new(map);
-        Ok(list!(ExternalPtr::new(store), ids).into())
+        let store: Robj = ExternalPtr::new(store).into();
+        // SAFETY: `store` is protected (an Robj) while the environment is built.
+        unsafe { Ok(Robj::from_sexp(crate::ag_env::grads_env(store.get(), &ids)?)) }
     })
 }
 

@@ -33,6 +33,16 @@
   out
 }
 
+# The engine handles of the optimizer's parameters, computed again only
+# when `env$params` was replaced.
+.ag_opt_handles <- function(env) {
+  if (!identical(env$.hparams, env$params)) {
+    env$.handles <- lapply(env$params, function(p) p$.h)
+    env$.hparams <- env$params
+  }
+  env$.handles
+}
+
 .ag_optimizer <- function(kind, params, lr, hyper, fields, cls) {
   params <- .ag_check_params(params, call = sys.call(-1L))
   env <- new.env(parent = emptyenv())
@@ -42,7 +52,7 @@
   env$t <- 0L
   env$.state <- .rs(rs_ag_opt_new(kind, as.double(hyper), length(params)), call = sys.call(-1L))
   env$step <- function(grads) {
-    handles <- lapply(env$params, function(p) p$.h)
+    handles <- .ag_opt_handles(env)
     if (inherits(grads, "ag_grads") && !is.null(grads$.store)) {
       .rs(rs_ag_opt_step_store(env$.state, handles, names(env$params), grads$.store, as.double(env$lr)))
       env$.stepped <- grads$.store
@@ -54,7 +64,7 @@
     invisible(env)
   }
   env$zero_grad <- function() {
-    handles <- lapply(env$params, function(p) p$.h)
+    handles <- .ag_opt_handles(env)
     .rs(rs_ag_zero_grad(handles))
     # The gradients of the last step are released too: freed now, not at
     # R's next garbage collection (and on "gpu" the next tape need not copy

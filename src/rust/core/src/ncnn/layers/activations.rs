@@ -3,6 +3,7 @@
 use crate::ncnn::layer::one;
 use crate::ncnn::{Layer, Mat, Opt, ParamDict};
 use crate::ncnn::par;
+use super::simd;
 
 #[derive(Clone, Copy)]
 pub enum ActKind {
@@ -39,7 +40,7 @@ impl Layer for Act {
         let (a, b) = (self.a, self.b);
         // One loop per kind, so that each vectorises.
         fn map(d: &mut [f32], f: impl Fn(f32) -> f32 + Sync + Send) {
-            par::chunks_mut(d, 16384, |_, c| c.iter_mut().for_each(|x| *x = f(*x)));
+            par::chunks_mut(d, 16384, |_, c| simd::wide(|| c.iter_mut().for_each(|x| *x = f(*x))));
         }
         let d: &mut [f32] = &mut m.data;
         match self.kind {

@@ -276,8 +276,11 @@ pub fn conv_gemm(
     ep: &Epi,
 ) {
     let kk = p.kh * p.kw;
-    let (t, _, l, r) = p.pads(x.w, x.h);
-    if p.sw == 1 && p.sh == 1 {
+    let (t, b, l, r) = p.pads(x.w, x.h);
+    // A bordered copy of the whole input that fits in cache serves as well
+    // as bands of it.
+    let whole = (t, b, l, r) == (0, 0, 0, 0) || x.c * (x.w + l + r) * (x.h + t + b) <= WHOLE_COPY;
+    if p.sw == 1 && p.sh == 1 && whole {
         // Row k of the im2col matrix is a shifted view of the padded plane.
         let xp = p.pad(x);
         let wp = xp.w;
@@ -292,10 +295,10 @@ pub fn conv_gemm(
         conv_gemm_rows(a, &bv, outw, outh, out, ep);
         return;
     }
-    // Strided: in bands of output rows, each task borders and splits into
-    // column phases just the input rows of its band (which stay in cache),
-    // after which every tap is a shifted view of one phase, and output rows
-    // step by sh rows of it.
+    // Strided or large: in bands of output rows, each task borders (and
+    // splits into column phases) just the input rows of its band, which
+    // stay in cache, after which every tap is a shifted view of one phase,
+    // and output rows step by sh rows of it.
     let n = outw * outh;
     assert!(out.len() >= a.m * n, "convolution output buffer too small");
     if n == 0 || a.m == 0 {
@@ -336,6 +339,10 @@ pub fn conv_gemm(
         });
     });
 }
+
+/// Values of the largest bordered input of a stride-1 convolution copied
+/// whole (256 KiB).
+const WHOLE_COPY: usize = 64 << 10;
 
 thread_local! {
     /// The bordered, phase-split input rows of the band being convolved.
@@ -420,6 +427,7 @@ mod tests {
             ("3=2 4=1 9=3 -23310=2,-0.5,0.5", 11, 7, 2, 16, 5),
             // Outputs of several bands of rows (on one thread and on more).
             ("3=2 4=1 13=2 16=3", 41, 300, 2, 6, 3),
+            ("4=1 14=2 16=0", 70, 300, 4, 6, 3),
             ("3=2 2=2 4=2 14=1 13=1", 40, 161, 3, 6, 3),
         ] {
             let text = format!(

@@ -57,9 +57,11 @@ fn reduce_rows_in(src: &[f32], ys: Range<usize>, acc: &mut [f32], is_max: bool) 
                     acc[x] = op(r0[x], r1[x]);
                 }
             }
+            // Further rows (f32::max here: with `max` the compiler makes
+            // "keep a unless v is larger" masked stores, which are slow).
             for y in ys.start + 3..ys.end {
                 for (a, v) in acc.iter_mut().zip(row(y)) {
-                    *a = op(*a, *v);
+                    *a = if is_max { a.max(*v) } else { *a + v };
                 }
             }
         }

@@ -103,6 +103,11 @@ impl Activation {
     /// `x = act(x + bias)` over a run of values (one loop per kind, so the
     /// common kinds vectorise).
     pub fn apply_bias(&self, xs: &mut [f32], bias: f32) {
+        crate::ncnn::layers::simd::wide(|| self.apply_bias_in(xs, bias))
+    }
+
+    #[inline(always)]
+    fn apply_bias_in(&self, xs: &mut [f32], bias: f32) {
         match self.kind {
             0 => {
                 if bias != 0.0 {

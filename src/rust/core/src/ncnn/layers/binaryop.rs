@@ -48,11 +48,13 @@ fn apply(op: i32, a: f32, b: f32) -> f32 {
 /// common ops in their own loops so that they vectorise.
 fn apply_all(op: i32, o: &mut [f32], b: &[f32], scalar: f32) {
     fn run(o: &mut [f32], b: &[f32], s: f32, f: impl Fn(f32, f32) -> f32) {
-        if b.is_empty() {
-            o.iter_mut().for_each(|x| *x = f(*x, s));
-        } else {
-            o.iter_mut().zip(b).for_each(|(x, y)| *x = f(*x, *y));
-        }
+        super::simd::wide(|| {
+            if b.is_empty() {
+                o.iter_mut().for_each(|x| *x = f(*x, s));
+            } else {
+                o.iter_mut().zip(b).for_each(|(x, y)| *x = f(*x, *y));
+            }
+        })
     }
     match op {
         0 => run(o, b, scalar, |x, y| x + y),

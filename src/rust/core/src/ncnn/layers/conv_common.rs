@@ -2,8 +2,7 @@
 //! padding, the convolution GEMM driver and a threaded GEMM.
 
 use crate::ncnn::layer::Activation;
-use super::gemm::{conv_gemm as conv_gemm_rows, BView, Epi, PackedA};
-use crate::ncnn::mat::{take_vec, Buf};
+use super::gemm::{conv_gemm as conv_gemm_rows, conv_gemm_band, task_rows, BView, SendPtr, Epi, PackedA};
 use crate::ncnn::{Mat, ModelBin, ParamDict};
 use crate::ncnn_bail;
 use crate::ncnn::par;
@@ -278,7 +277,10 @@ pub fn conv_gemm(
 ) {
     let kk = p.kh * p.kw;
     let (t, b, l, r) = p.pads(x.w, x.h);
-    if p.sw == 1 && p.sh == 1 {
+    // A bordered copy of the whole input that fits in cache serves as well
+    // as bands of it.
+    let whole = (t, b, l, r) == (0, 0, 0, 0) || x.c * (x.w + l + r) * (x.h + t + b) <= WHOLE_COPY;
+    if p.sw == 1 && p.sh == 1 && whole {
         // Row k of the im2col matrix is a shifted view of the padded plane.
         let xp = p.pad(x);
         let wp = xp.w;
@@ -293,29 +295,58 @@ pub fn conv_gemm(
         conv_gemm_rows(a, &bv, outw, outh, out, ep);
         return;
     }
-    // Strided: each channel bordered and split into its column phases, after
-    // which every tap is a shifted view of one phase, and output rows step
-    // by sh rows of it.
-    let pad = Border { t, b, l, r, value: p.pad_value };
-    let sw = p.sw;
-    let (wq, hh) = phase_dims(x.w, x.h, pad, sw);
-    let plane = sw * hh * wq;
-    let mut buf = take_vec(nc * plane);
-    // SAFETY: phase_plane writes all `plane` values of every channel.
-    unsafe { buf.set_len(nc * plane) };
-    par::chunks_mut(&mut buf, plane, |c, dst| {
-        phase_plane(x.channel(c0 + c), x.w, x.h, pad, sw, dst);
+    // Strided or large: in bands of output rows, each task borders (and
+    // splits into column phases) just the input rows of its band, which
+    // stay in cache, after which every tap is a shifted view of one phase,
+    // and output rows step by sh rows of it.
+    let n = outw * outh;
+    assert!(out.len() >= a.m * n, "convolution output buffer too small");
+    if n == 0 || a.m == 0 {
+        return;
+    }
+    let (w, sw) = (x.w, p.sw);
+    let ext_h = p.dh * (p.kh - 1) + 1;
+    let rows = task_rows(a.m * a.k * n, outw, outh);
+    let dst = SendPtr(out.as_mut_ptr());
+    par::range((outh + rows - 1) / rows, |task| {
+        let (y0, y1) = (task * rows, ((task + 1) * rows).min(outh));
+        // Padded rows p0..p1 of the band: border rows, then source rows s0..s1.
+        let (p0, p1) = (y0 * p.sh, (y1 - 1) * p.sh + ext_h);
+        let (s0, s1) = (p0.saturating_sub(t).min(x.h), p1.saturating_sub(t).min(x.h));
+        let top = p1.min(t).saturating_sub(p0);
+        let pad = Border { t: top, b: p1 - p0 - top - (s1 - s0), l, r, value: p.pad_value };
+        let (wq, hh) = phase_dims(w, s1 - s0, pad, sw);
+        let plane = sw * hh * wq;
+        BAND.with(|cell| {
+            let mut buf = cell.borrow_mut();
+            if buf.len() < nc * plane {
+                buf.resize(nc * plane, 0.0);
+            }
+            for (c, ph) in buf[..nc * plane].chunks_mut(plane).enumerate() {
+                phase_plane(&x.channel(c0 + c)[s0 * w..s1 * w], w, s1 - s0, pad, sw, ph);
+            }
+            let offs: Vec<usize> = (0..nc * kk)
+                .map(|i| {
+                    let (c, ky, kx) = (i / kk, (i / p.kw) % p.kh, i % p.kw);
+                    let (ty, tx) = (ky * p.dh, kx * p.dw);
+                    c * plane + ((tx % sw) * hh + ty) * wq + tx / sw
+                })
+                .collect();
+            let bv = BView { base: &buf[..nc * plane], offs: &offs, rs: p.sh * wq };
+            // SAFETY: rows y0..y1 of every output channel are this task's
+            // alone, and inside `out` (checked above).
+            unsafe { conv_gemm_band(a, &bv, outw, y1 - y0, n, dst.at(y0 * outw), ep) };
+        });
     });
-    let offs: Vec<usize> = (0..nc * kk)
-        .map(|i| {
-            let (c, ky, kx) = (i / kk, (i / p.kw) % p.kh, i % p.kw);
-            let (ty, tx) = (ky * p.dh, kx * p.dw);
-            c * plane + ((tx % sw) * hh + ty) * wq + tx / sw
-        })
-        .collect();
-    let ph = Buf::from(buf);
-    let bv = BView { base: &ph, offs: &offs, rs: p.sh * wq };
-    conv_gemm_rows(a, &bv, outw, outh, out, ep);
+}
+
+/// Values of the largest bordered input of a stride-1 convolution copied
+/// whole (256 KiB).
+const WHOLE_COPY: usize = 64 << 10;
+
+thread_local! {
+    /// The bordered, phase-split input rows of the band being convolved.
+    static BAND: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// c[m x n] = a[m x k] * b[k x n], threaded over rows of c.
@@ -394,6 +425,10 @@ mod tests {
             ("3=3 2=2 4=-233", 17, 10, 2, 4, 3),
             ("3=2 4=-234 9=1", 12, 12, 4, 6, 1),
             ("3=2 4=1 9=3 -23310=2,-0.5,0.5", 11, 7, 2, 16, 5),
+            // Outputs of several bands of rows (on one thread and on more).
+            ("3=2 4=1 13=2 16=3", 41, 300, 2, 6, 3),
+            ("4=1 14=2 16=0", 70, 300, 4, 6, 3),
+            ("3=2 2=2 4=2 14=1 13=1", 40, 161, 3, 6, 3),
         ] {
             let text = format!(
                 "7767517\n1 1\nConvolution c 0 1 x 0={m} 1={k} 5=1 6={} {keys}\n",
@@ -409,10 +444,17 @@ mod tests {
             let (outw, outh) = p.out_size_wh(w + l + r, h + t + b).unwrap();
             let a = PackedA::new(&wt, m, c * k * k);
             let act: &Activation = &p.act;
-            let mut got = vec![f32::NAN; m * outw * outh];
-            conv_gemm(&x, &p, 0, c, &a, &mut got, outw, outh, &Epi { bias: &bias, act });
-            for (i, (g, e)) in got.iter().zip(&want).enumerate() {
-                assert!((g - e).abs() < 1e-4, "{keys}: at {i}: {g} vs {e}");
+            for sequential in [true, false] {
+                let mut got = vec![f32::NAN; m * outw * outh];
+                let mut run = || conv_gemm(&x, &p, 0, c, &a, &mut got, outw, outh, &Epi { bias: &bias, act });
+                if sequential {
+                    crate::ncnn::par::run_sequential(run);
+                } else {
+                    run();
+                }
+                for (i, (g, e)) in got.iter().zip(&want).enumerate() {
+                    assert!((g - e).abs() < 1e-4, "{keys} (sequential {sequential}): at {i}: {g} vs {e}");
+                }
             }
         }
     }

@@ -108,10 +108,22 @@ impl Epi<'_> {
     }
 }
 
+/// An output pointer shared by tasks that write disjoint parts of it.
 #[derive(Clone, Copy)]
-struct SendPtr(*mut f32);
+pub struct SendPtr(pub *mut f32);
+// SAFETY: the tasks sharing it write disjoint elements.
 unsafe impl Send for SendPtr {}
 unsafe impl Sync for SendPtr {}
+
+impl SendPtr {
+    /// The pointer `i` elements on.
+    ///
+    /// # Safety
+    /// As for `pointer::add`.
+    pub unsafe fn at(&self, i: usize) -> *mut f32 {
+        self.0.add(i)
+    }
+}
 
 /// Compute all `a.m` output channels over an `outw` x `outh` grid into `out`
 /// (channel r at `out[r * outw * outh..]`), threaded over runs of output rows.
@@ -129,38 +141,49 @@ fn conv_gemm_with(
     fast: bool,
 ) {
     let n = outw * outh;
-    assert_eq!(b.offs.len(), a.k);
     assert!(out.len() >= a.m * n, "convolution output buffer too small");
     if n == 0 || a.m == 0 {
         return;
     }
-    let maxoff = b.offs.iter().copied().max().unwrap_or(0);
-    // Last element a (y, x) read touches, for the bounds of full-width tiles.
-    let need = |y: usize, x: usize| maxoff + y * b.rs + x;
-    assert!(need(outh - 1, outw) <= b.base.len(), "B rows out of bounds");
+    let rows = task_rows(a.m * a.k * n, outw, outh);
+    let tasks = (outh + rows - 1) / rows;
+    let biases = biases(a, ep);
+    let job = Rows::new(a, b, outw, outh, n, out.as_mut_ptr(), ep, &biases);
+    par::range(tasks, |t| job.go(t * rows, ((t + 1) * rows).min(outh), fast));
+}
+
+/// Output rows per task of a product over an `outw` x `outh` grid with
+/// `macs` multiply-adds: runs of about TASK_COLS columns, a few tasks per
+/// thread when the work is worth threading, one task when it is not.
+pub fn task_rows(macs: usize, outw: usize, outh: usize) -> usize {
     let threads = par::threads();
-    let mut rows = ((TASK_COLS + outw - 1) / outw).max(1);
-    if threads > 1 && a.m * a.k * n >= PARALLEL_MACS {
-        rows = rows.min((outh + 3 * threads - 1) / (3 * threads)).max(1);
+    let rows = ((TASK_COLS + outw - 1) / outw.max(1)).max(1);
+    if threads > 1 && macs >= PARALLEL_MACS {
+        rows.min((outh + 3 * threads - 1) / (3 * threads)).max(1)
     } else if threads > 1 {
         // Too little work to be worth waking another thread.
-        rows = outh;
+        outh.max(1)
+    } else {
+        rows
     }
-    let tasks = (outh + rows - 1) / rows;
-    let cp = SendPtr(out.as_mut_ptr());
-    let clamp = ep.clamp();
-    let post = ep.post();
-    let biases: Vec<[f32; MR]> = a.blocks.iter().map(|bl| ep.bias_of(bl.r0)).collect();
-    let job = Rows { a, b, outw, n, out: cp, clamp, post, ep, biases: &biases, maxoff };
-    par::range(tasks, |t| {
-        let (y0, y1) = (t * rows, ((t + 1) * rows).min(outh));
-        if fast {
-            // SAFETY: chosen only when the CPU has AVX2 and FMA.
-            unsafe { job.run_avx2(y0, y1) }
-        } else {
-            job.run(y0, y1, false)
-        }
-    });
+}
+
+/// The output rows 0..outh of one band of a product, on this thread:
+/// channel r of the band at `out + r * ldc` (rows of `outw`).
+///
+/// # Safety
+/// `out + r * ldc + (0..outh * outw)` must be valid for writes, and written
+/// by no one else meanwhile, for every row r < `a.m`.
+pub unsafe fn conv_gemm_band(a: &PackedA, b: &BView, outw: usize, outh: usize, ldc: usize, out: *mut f32, ep: &Epi) {
+    if outw == 0 || outh == 0 || a.m == 0 {
+        return;
+    }
+    let biases = biases(a, ep);
+    Rows::new(a, b, outw, outh, ldc, out, ep, &biases).go(0, outh, simd::avx2_fma());
+}
+
+fn biases(a: &PackedA, ep: &Epi) -> Vec<[f32; MR]> {
+    a.blocks.iter().map(|bl| ep.bias_of(bl.r0)).collect()
 }
 
 /// One product's output rows, shared by the tasks that compute them.
@@ -177,7 +200,38 @@ struct Rows<'a> {
     maxoff: usize,
 }
 
-impl Rows<'_> {
+impl<'a> Rows<'a> {
+    /// The product of `a` and `b` over `outh` rows of `outw` (not empty),
+    /// channel r at `out + r * ldc`.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        a: &'a PackedA,
+        b: &'a BView<'a>,
+        outw: usize,
+        outh: usize,
+        ldc: usize,
+        out: *mut f32,
+        ep: &'a Epi<'a>,
+        biases: &'a [[f32; MR]],
+    ) -> Rows<'a> {
+        assert_eq!(b.offs.len(), a.k);
+        let maxoff = b.offs.iter().copied().max().unwrap_or(0);
+        // The last element the bottom right output reads.
+        assert!(maxoff + (outh - 1) * b.rs + outw <= b.base.len(), "B rows out of bounds");
+        let (clamp, post) = (ep.clamp(), ep.post());
+        Rows { a, b, outw, n: ldc, out: SendPtr(out), clamp, post, ep, biases, maxoff }
+    }
+
+    /// Output rows y0..y1, on the AVX2 tiles when `fast`.
+    fn go(&self, y0: usize, y1: usize, fast: bool) {
+        if fast {
+            // SAFETY: chosen only when the CPU has AVX2 and FMA.
+            unsafe { self.run_avx2(y0, y1) }
+        } else {
+            self.run(y0, y1, false)
+        }
+    }
+
     /// Output rows y0..y1 with the AVX2 tiles inlined into the loops.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]

@@ -20,6 +20,7 @@ pub mod input;
 pub mod interp;
 pub mod lrn;
 pub mod padding;
+pub mod pool_rows;
 pub mod pooling;
 pub mod prelu;
 pub mod reshape;

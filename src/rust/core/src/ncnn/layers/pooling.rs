@@ -5,6 +5,7 @@ use crate::ncnn::layer::one;
 use crate::ncnn::{Layer, Mat, Opt, ParamDict};
 use crate::ncnn_bail;
 use crate::ncnn::par;
+use super::{pool_rows, simd};
 
 pub struct Pooling {
     kind: i32,
@@ -104,17 +105,6 @@ impl Pooling {
     }
 }
 
-/// The larger of `a` and `v`, keeping `a` when `v` is NaN (one max
-/// instruction on x86).
-#[inline(always)]
-fn max(a: f32, v: f32) -> f32 {
-    if v > a {
-        v
-    } else {
-        a
-    }
-}
-
 impl Layer for Pooling {
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, "Pooling")?;
@@ -148,6 +138,15 @@ impl Layer for Pooling {
                 });
             return Ok(vec![out]);
         }
+        Ok(vec![self.windowed(&x, simd::avx2_fma())?])
+    }
+}
+
+impl Pooling {
+    /// Pooling over kernel windows (not global or adaptive) of a 3-d `x`,
+    /// on the AVX2 row kernels when `fast`.
+    pub(crate) fn windowed(&self, x: &Mat, fast: bool) -> anyhow::Result<Mat> {
+        let (w, h) = (x.w, x.h);
         let (kw, kh, sw, sh) = (self.kw, self.kh, self.sw, self.sh);
         // Padding of the (virtual) bordered input: pads plus tail pads.
         let (mut pl, mut pr, mut pt, mut pb) = (self.pl, self.pr, self.pt, self.pb);
@@ -187,7 +186,8 @@ impl Layer for Pooling {
             );
         }
         let (ow, oh) = ((ww - kw) / sw + 1, (hh - kh) / sh + 1);
-        let mut out = Mat::new_3d(ow, oh, c);
+        // Every value is written below.
+        let mut out = Mat::for_overwrite_3d(ow, oh, x.c);
         // SAME padding counts towards the average like explicit padding with count_include_pad.
         let include_pad = self.include_pad || self.pad_mode >= 2;
         let is_max = self.kind == 0;
@@ -222,56 +222,56 @@ impl Layer for Pooling {
             j0..j1
         };
         par::chunks_mut(&mut out.data, ow * oh, |q, o| {
-                let src = x.channel(q);
-                let mut acc = vec![init; w];
-                let mut hm = vec![init; w];
-                for (i, &(y0, y1, cy)) in rows.iter().enumerate() {
-                    // reduce the window's rows, then the columns
-                    acc.iter_mut().for_each(|v| *v = init);
-                    for y in y0..y1 {
-                        let r = &src[y * w..(y + 1) * w];
-                        if is_max {
-                            acc.iter_mut()
-                                .zip(r)
-                                .for_each(|(a, v)| *a = max(*a, *v));
-                        } else {
-                            acc.iter_mut().zip(r).for_each(|(a, v)| *a += v);
-                        }
-                    }
-                    let orow = &mut o[i * ow..(i + 1) * ow];
-                    if is_max && !full.is_empty() {
-                        // Whole windows: the running maximum over kw
-                        // neighbours at stride 1, then every sw-th of it.
-                        let first = full.start * sw - pl;
+            let src = x.channel(q);
+            // The window's rows reduced to one, with room for the row
+            // kernel's wide loads.
+            let mut acc = vec![init; w + pool_rows::SLACK];
+            let mut hm = Vec::new();
+            for (i, &(y0, y1, cy)) in rows.iter().enumerate() {
+                pool_rows::reduce_rows(src, y0..y1, &mut acc[..w], is_max, fast);
+                let orow = &mut o[i * ow..(i + 1) * ow];
+                // Whole windows in one go where a row kernel fits.
+                let mut done = false;
+                if !full.is_empty() {
+                    let first = full.start * sw - pl;
+                    let div = (cy * kw).max(1) as f32;
+                    let dst = &mut orow[full.clone()];
+                    done = pool_rows::windows(&acc[first..], dst, kw, sw, is_max, div, fast);
+                    if !done && is_max {
+                        // The running maximum over kw neighbours at
+                        // stride 1, then every sw-th of it.
                         let span = (full.len() - 1) * sw + 1;
-                        hm[..span].copy_from_slice(&acc[first..first + span]);
+                        hm.resize(span, init);
+                        hm.copy_from_slice(&acc[first..first + span]);
                         for kx in 1..kw {
                             let a = &acc[first + kx..first + kx + span];
-                            hm[..span].iter_mut().zip(a).for_each(|(m, v)| *m = max(*m, *v));
+                            hm.iter_mut().zip(a).for_each(|(m, v)| *m = pool_rows::max(*m, *v));
                         }
-                        for (m, v) in orow[full.clone()].iter_mut().zip(hm.iter().step_by(sw)) {
+                        for (m, v) in dst.iter_mut().zip(hm.iter().step_by(sw)) {
                             *m = *v;
                         }
-                    }
-                    // The remaining columns, one window at a time.
-                    let rest = if is_max && !full.is_empty() {
-                        (0..full.start).chain(full.end..ow)
-                    } else {
-                        (0..ow).chain(0..0)
-                    };
-                    for j in rest {
-                        let (x0, x1, cx) = cols[j];
-                        let win = &acc[x0..x1];
-                        orow[j] = if is_max {
-                            win.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v))
-                        } else if win.is_empty() || y1 == y0 {
-                            0.0
-                        } else {
-                            win.iter().sum::<f32>() / (cy * cx).max(1) as f32
-                        };
+                        done = true;
                     }
                 }
-            });
-        Ok(vec![out])
+                // The remaining columns, one window at a time.
+                let rest = if done {
+                    (0..full.start).chain(full.end..ow)
+                } else {
+                    (0..ow).chain(0..0)
+                };
+                for j in rest {
+                    let (x0, x1, cx) = cols[j];
+                    let win = &acc[x0..x1];
+                    orow[j] = if is_max {
+                        win.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v))
+                    } else if win.is_empty() || y1 == y0 {
+                        0.0
+                    } else {
+                        win.iter().sum::<f32>() / (cy * cx).max(1) as f32
+                    };
+                }
+            }
+        });
+        Ok(out)
     }
 }

@@ -36,6 +36,24 @@ fn detect() -> bool {
     }
 }
 
+/// Run `f` compiled for AVX2 and FMA where the CPU has them, so that the
+/// loops in it vectorise eight lanes wide (the same operations, so the same
+/// results), else as it is.
+#[inline(always)]
+pub fn wide<R>(f: impl FnOnce() -> R) -> R {
+    if avx2_fma() {
+        // SAFETY: the CPU has AVX2 and FMA.
+        unsafe { wide_avx2(f) }
+    } else {
+        f()
+    }
+}
+
+#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx2,fma"))]
+unsafe fn wide_avx2<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
 /// Run `f` with the portable kernels only (tests compare both paths).
 #[cfg(test)]
 pub fn portable<R>(f: impl FnOnce() -> R) -> R {

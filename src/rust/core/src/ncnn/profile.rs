@@ -53,7 +53,7 @@ fn env_usize(key: &str, default: usize) -> usize {
 }
 
 /// Best-of-`reps` forward time of every layer, and of the whole pass (ms).
-fn profile(arch: &str, threads: usize, size: usize, reps: usize) -> (Vec<(String, String, f64)>, f64) {
+fn profile(arch: &str, threads: usize, size: usize, reps: usize) -> (Vec<(String, String, f64)>, f64, f64) {
     let mut net = Net::new(threads, true).unwrap();
     let text = std::fs::read_to_string(fixture(&format!("{arch}.param"))).unwrap();
     net.load_param_text(&text).unwrap();
@@ -67,7 +67,7 @@ fn profile(arch: &str, threads: usize, size: usize, reps: usize) -> (Vec<(String
     let mut best: BTreeMap<usize, f64> = BTreeMap::new();
     let cpu = threads == 1 && std::env::var("GGMLR_PROFILE_CLOCK").as_deref() != Ok("wall");
     let clock: fn() -> f64 = if cpu { thread_cpu } else { wall };
-    let mut total = f64::INFINITY;
+    let (mut total, mut sum_all) = (f64::INFINITY, 0.0);
     let layers = std::env::var("GGMLR_PROFILE_LAYERS").as_deref() != Ok("0");
     for _ in 0..reps {
         let mut ex = net.create_extractor().unwrap();
@@ -78,7 +78,9 @@ fn profile(arch: &str, threads: usize, size: usize, reps: usize) -> (Vec<(String
             .unwrap();
         let t0 = clock();
         ex.extract(&net, output).unwrap();
-        total = total.min(clock() - t0);
+        let dt = clock() - t0;
+        total = total.min(dt);
+        sum_all += dt;
         for &(li, t) in ex.timings() {
             let e = best.entry(li).or_insert(f64::INFINITY);
             *e = e.min(t);
@@ -89,7 +91,7 @@ fn profile(arch: &str, threads: usize, size: usize, reps: usize) -> (Vec<(String
         .iter()
         .map(|(&li, &t)| (info[li].name.clone(), info[li].type_name.clone(), t * 1e3))
         .collect();
-    (rows, total * 1e3)
+    (rows, total * 1e3, sum_all / reps.max(1) as f64 * 1e3)
 }
 
 #[test]
@@ -103,7 +105,7 @@ fn ncnn_profile() {
         if !only.is_empty() && !only.split(',').any(|a| arch.ends_with(a)) {
             continue;
         }
-        let (rows, total) = profile(arch, threads, size, reps);
+        let (rows, total, mean) = profile(arch, threads, size, reps);
         let cpu = threads == 1 && std::env::var("GGMLR_PROFILE_CLOCK").as_deref() != Ok("wall");
         let kind = if cpu { "thread CPU time" } else { "wall time" };
         println!("\n{arch}: {threads} thread(s), {size}x{size}, best of {reps} ({kind})");
@@ -112,9 +114,9 @@ fn ncnn_profile() {
             println!("  {name:<14} {ty:<22} {ms:8.3} ms {:5.1}%", 100.0 * ms / sum);
         }
         if sum > 0.0 {
-            println!("  sum of layers {sum:.3} ms; whole pass {total:.3} ms");
+            println!("  sum of layers {sum:.3} ms; whole pass {total:.3} ms (mean {mean:.3} ms)");
         } else {
-            println!("  whole pass {total:.3} ms");
+            println!("  whole pass {total:.3} ms (mean {mean:.3} ms)");
         }
     }
 }

@@ -16,8 +16,8 @@ const NR: usize = 6;
 /// Depth of a packed panel: an `MR x KC` panel of A (16 KiB) and an
 /// `KC x NR` panel of B (12 KiB) share the L1 cache.
 const KC: usize = 256;
-/// Rows of A packed at a time (a 384 KiB block, kept in L2).
-const MC: usize = 192;
+/// Rows of A packed at a time (a 256 KiB block: half of a 512 KiB L2).
+const MC: usize = 128;
 
 /// A strided read-only matrix: element (i, j) is at `ptr + i*rs + j*cs`.
 #[derive(Clone, Copy)]
@@ -136,6 +136,17 @@ unsafe fn pack_b(kc: usize, n: usize, b: View, pc: usize, bp: &mut [f64]) {
             for p in 0..kc {
                 let src = base.offset(p as isize * b.rs);
                 dst[p * NR..p * NR + NR].copy_from_slice(std::slice::from_raw_parts(src, NR));
+            }
+            continue;
+        }
+        if b.rs == 1 && nr == NR {
+            // Columns are contiguous: six streams read side by side.
+            let col = |jj: usize| b.ptr.offset((j0 + jj) as isize * b.cs + pc as isize);
+            let cols = [col(0), col(1), col(2), col(3), col(4), col(5)];
+            for (p, d) in dst.chunks_exact_mut(NR).enumerate() {
+                for (v, c) in d.iter_mut().zip(&cols) {
+                    *v = *c.add(p);
+                }
             }
             continue;
         }

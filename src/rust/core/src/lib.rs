@@ -26,6 +26,7 @@ pub mod ncnn;
 pub mod op;
 pub mod ops;
 pub mod residency;
+pub mod simd;
 pub mod tensor;
 pub mod vulkan;
 pub mod vulkan_backend;

@@ -5,7 +5,8 @@
 //! product: B is packed in `KC x NR` panels, A in `MR x KC` panels, and an
 //! 8 x 6 register kernel (12 accumulators of 4 doubles) does the arithmetic.
 //! The packing buffers are kept per thread and reused, so a product
-//! allocates nothing but its result. Other CPUs use matrixmultiply.
+//! allocates nothing but its result. Other CPUs (and `simd::portable` in
+//! tests) use matrixmultiply.
 
 use std::cell::RefCell;
 
@@ -49,7 +50,7 @@ pub unsafe fn dgemm(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64,
     }
     #[cfg(target_arch = "x86_64")]
     {
-        if avx2_fma() {
+        if crate::simd::avx2_fma() {
             return BUFS.with(|bufs| {
                 let mut bufs = bufs.borrow_mut();
                 let (ap, bp) = &mut *bufs;
@@ -58,22 +59,6 @@ pub unsafe fn dgemm(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64,
         }
     }
     matrixmultiply::dgemm(m, k, n, 1.0, a.ptr, a.rs, a.cs, b.ptr, b.rs, b.cs, 0.0, c, 1, ldc as isize);
-}
-
-/// Whether the blocked AVX2 path runs (tests turn it off to check the other).
-#[cfg(target_arch = "x86_64")]
-fn avx2_fma() -> bool {
-    use std::sync::atomic::{AtomicU8, Ordering};
-    static STATE: AtomicU8 = AtomicU8::new(0);
-    match STATE.load(Ordering::Relaxed) {
-        1 => true,
-        2 => false,
-        _ => {
-            let ok = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
-            STATE.store(if ok { 1 } else { 2 }, Ordering::Relaxed);
-            ok
-        }
-    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -209,8 +194,9 @@ unsafe fn kernel(kc: usize, a: *const f64, b: *const f64, c: *mut f64, ldc: usiz
     }
     let mut acc = [[_mm256_setzero_pd(); 2]; NR];
     for p in 0..kc {
-        // A runs 8 steps (512 bytes) ahead in its panel.
-        _mm_prefetch::<_MM_HINT_T0>(a.add(p * MR + 8 * MR) as *const i8);
+        // A runs 8 steps (512 bytes) ahead in its panel (past its end on
+        // the last steps, which a prefetch may).
+        _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add(p * MR + 8 * MR) as *const i8);
         let a0 = _mm256_loadu_pd(a.add(p * MR));
         let a1 = _mm256_loadu_pd(a.add(p * MR + 4));
         let bb = b.add(p * NR);
@@ -253,62 +239,72 @@ mod tests {
         c
     }
 
-    #[test]
-    fn matches_naive_sums_for_edges_depths_and_transposes() {
-        // Sizes around the tile (8 x 6) and block (96, 256) edges.
-        let sizes = [(1, 1, 1), (7, 3, 5), (8, 256, 6), (9, 257, 7), (97, 300, 13), (130, 513, 61), (200, 40, 1)];
-        for &(m, k, n) in &sizes {
-            let av: Vec<f64> = (0..m * k).map(|i| ((i * 37 % 101) as f64 - 50.0) / 7.0).collect();
-            let bv: Vec<f64> = (0..k * n).map(|i| ((i * 53 % 89) as f64 - 44.0) / 5.0).collect();
-            for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
-                let a = if ta { View { ptr: av.as_ptr(), rs: k as isize, cs: 1 } } else { View { ptr: av.as_ptr(), rs: 1, cs: m as isize } };
-                let b = if tb { View { ptr: bv.as_ptr(), rs: n as isize, cs: 1 } } else { View { ptr: bv.as_ptr(), rs: 1, cs: k as isize } };
-                let want = naive(m, k, n, a, b);
-                // C with a larger leading dimension, to check nothing outside is written.
-                let ldc = m + 3;
-                let mut c = vec![f64::NAN; ldc * n];
-                unsafe { dgemm(m, k, n, a, b, c.as_mut_ptr(), ldc) };
-                for j in 0..n {
-                    for i in 0..ldc {
-                        let got = c[i + j * ldc];
-                        if i < m {
-                            let w = want[i + j * m];
-                            assert!((got - w).abs() <= 1e-12 * (1.0 + w.abs()), "{m}x{k}x{n} ta={ta} tb={tb} ({i},{j}): {got} vs {w}");
-                        } else {
-                            assert!(got.is_nan(), "wrote outside C at ({i},{j})");
-                        }
+    /// op(A) (m x k) and op(B) (k x n) over column-major storage, each
+    /// transposed in storage when its flag is set.
+    fn views(av: &[f64], bv: &[f64], m: usize, k: usize, n: usize, ta: bool, tb: bool) -> (View, View) {
+        let a = if ta { View { ptr: av.as_ptr(), rs: k as isize, cs: 1 } } else { View { ptr: av.as_ptr(), rs: 1, cs: m as isize } };
+        let b = if tb { View { ptr: bv.as_ptr(), rs: n as isize, cs: 1 } } else { View { ptr: bv.as_ptr(), rs: 1, cs: k as isize } };
+        (a, b)
+    }
+
+    fn check(m: usize, k: usize, n: usize, path: &str) {
+        let av: Vec<f64> = (0..m * k).map(|i| ((i * 37 % 101) as f64 - 50.0) / 7.0).collect();
+        let bv: Vec<f64> = (0..k * n).map(|i| ((i * 53 % 89) as f64 - 44.0) / 5.0).collect();
+        for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+            let (a, b) = views(&av, &bv, m, k, n, ta, tb);
+            let want = naive(m, k, n, a, b);
+            // C with a larger leading dimension, to check nothing outside is written.
+            let ldc = m + 3;
+            let mut c = vec![f64::NAN; ldc * n];
+            unsafe { dgemm(m, k, n, a, b, c.as_mut_ptr(), ldc) };
+            for j in 0..n {
+                for i in 0..ldc {
+                    let got = c[i + j * ldc];
+                    if i < m {
+                        let w = want[i + j * m];
+                        assert!((got - w).abs() <= 1e-12 * (1.0 + w.abs()), "{path}: {m}x{k}x{n} ta={ta} tb={tb} ({i},{j}): {got} vs {w}");
+                    } else {
+                        assert!(got.is_nan(), "{path}: wrote outside C at ({i},{j})");
                     }
                 }
             }
         }
     }
-}
 
-/// Single-thread speed against matrixmultiply, alternating runs (sizes
-/// GGMLR_DGEMM_SIZE="m,k,n", default 256,512,256):
-/// `cargo test --release dgemm_speed -- --ignored --nocapture`.
-#[cfg(test)]
-#[test]
-#[ignore]
-fn dgemm_speed() {
-    let d: Vec<usize> = std::env::var("GGMLR_DGEMM_SIZE").unwrap_or_else(|_| "256,512,256".into()).split(',').map(|v| v.parse().unwrap()).collect();
-    let (m, k, n) = (d[0], d[1], d[2]);
-    let av: Vec<f64> = (0..m * k).map(|i| (i as f64 * 0.37).sin()).collect();
-    let bv: Vec<f64> = (0..k * n).map(|i| (i as f64 * 0.11).cos()).collect();
-    let mut c = vec![0.0; m * n];
-    let flop = 2.0 * (m * k * n) as f64;
-    for (ta, tb) in [(false, false), (false, true), (true, false)] {
-        let a = if ta { View { ptr: av.as_ptr(), rs: k as isize, cs: 1 } } else { View { ptr: av.as_ptr(), rs: 1, cs: m as isize } };
-        let b = if tb { View { ptr: bv.as_ptr(), rs: n as isize, cs: 1 } } else { View { ptr: bv.as_ptr(), rs: 1, cs: k as isize } };
-        let (mut ours, mut theirs) = (f64::INFINITY, f64::INFINITY);
-        for _ in 0..300 {
-            let t = std::time::Instant::now();
-            unsafe { dgemm(m, k, n, a, b, c.as_mut_ptr(), m) };
-            ours = ours.min(t.elapsed().as_secs_f64());
-            let t = std::time::Instant::now();
-            unsafe { matrixmultiply::dgemm(m, k, n, 1.0, a.ptr, a.rs, a.cs, b.ptr, b.rs, b.cs, 0.0, c.as_mut_ptr(), 1, m as isize) };
-            theirs = theirs.min(t.elapsed().as_secs_f64());
+    #[test]
+    fn matches_naive_sums_for_edges_depths_and_transposes() {
+        // Sizes around the tile (8 x 6) and block (MC = 128 rows, KC = 256) edges.
+        let sizes = [(1, 1, 1), (7, 3, 5), (8, 256, 6), (9, 257, 7), (97, 300, 13), (130, 513, 61), (200, 40, 1)];
+        for &(m, k, n) in &sizes {
+            check(m, k, n, "blocked");
+            crate::simd::portable(|| check(m, k, n, "portable"));
         }
-        println!("ta={ta} tb={tb}: ours {:.1} GFLOP/s, matrixmultiply {:.1} GFLOP/s", flop / ours / 1e9, flop / theirs / 1e9);
+    }
+
+    /// Single-thread speed against matrixmultiply, alternating runs (sizes
+    /// GGMLR_DGEMM_SIZE="m,k,n", default 256,512,256):
+    /// `cargo test --release dgemm_speed -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn dgemm_speed() {
+        let d = crate::autograd::tests::env_dims("GGMLR_DGEMM_SIZE", "256,512,256");
+        let (m, k, n) = (d[0], d[1], d[2]);
+        let av: Vec<f64> = (0..m * k).map(|i| (i as f64 * 0.37).sin()).collect();
+        let bv: Vec<f64> = (0..k * n).map(|i| (i as f64 * 0.11).cos()).collect();
+        let mut c = vec![0.0; m * n];
+        let flop = 2.0 * (m * k * n) as f64;
+        for (ta, tb) in [(false, false), (false, true), (true, false)] {
+            let (a, b) = views(&av, &bv, m, k, n, ta, tb);
+            let (mut ours, mut theirs) = (f64::INFINITY, f64::INFINITY);
+            for _ in 0..300 {
+                let t = std::time::Instant::now();
+                unsafe { dgemm(m, k, n, a, b, c.as_mut_ptr(), m) };
+                ours = ours.min(t.elapsed().as_secs_f64());
+                let t = std::time::Instant::now();
+                unsafe { matrixmultiply::dgemm(m, k, n, 1.0, a.ptr, a.rs, a.cs, b.ptr, b.rs, b.cs, 0.0, c.as_mut_ptr(), 1, m as isize) };
+                theirs = theirs.min(t.elapsed().as_secs_f64());
+            }
+            println!("ta={ta} tb={tb}: ours {:.1} GFLOP/s, matrixmultiply {:.1} GFLOP/s", flop / ours / 1e9, flop / theirs / 1e9);
+        }
     }
 }

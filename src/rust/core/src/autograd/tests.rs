@@ -171,7 +171,7 @@ fn cpu_ticks() -> f64 {
 }
 
 /// Comma-separated sizes from environment variable `key` (else `default`).
-fn env_dims(key: &str, default: &str) -> Vec<usize> {
+pub(crate) fn env_dims(key: &str, default: &str) -> Vec<usize> {
     let v = std::env::var(key).unwrap_or_else(|_| default.into());
     v.split(',').map(|d| d.trim().parse().expect("sizes must be whole numbers")).collect()
 }

@@ -1,6 +1,7 @@
 //! Runtime choice between the AVX2+FMA kernels (x86-64 CPUs that have them)
-//! and the portable ones. The package is built for the baseline x86-64, so
-//! the fast kernels are compiled with `#[target_feature]` and chosen here.
+//! and the portable ones, for the ncnn layers and the host matrix product.
+//! The package is built for the baseline x86-64, so the fast kernels are
+//! compiled with `#[target_feature]` and chosen here.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 

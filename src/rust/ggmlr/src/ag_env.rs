@@ -8,12 +8,12 @@
 //! that is not a plain double vector or matrix) make it return NULL and R
 //! takes its general path.
 
-use crate::autograd::{handle, with_tape, wrap};
+use crate::autograd::{apply, handle, wrap, Input};
 use crate::guard;
 use anyhow::{anyhow, bail};
 use extendr_api::prelude::*;
 use extendr_api::SEXP;
-use ggmlr_core::autograd::{Mat, Op, TensorRef};
+use ggmlr_core::autograd::{Mat, Op};
 use std::cell::Cell;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_uint};
@@ -233,12 +233,6 @@ unsafe fn is_string(x: SEXP, s: &str) -> bool {
         && CStr::from_ptr(R_CHAR(STRING_ELT(x, 0))).to_bytes() == s.as_bytes()
 }
 
-/// One input of an op on the host: an engine tensor with its gradient flag.
-enum Input {
-    Tensor(TensorRef, bool),
-    Value(Mat),
-}
-
 /// A plain double vector or matrix (no class) as a `Mat`; None otherwise.
 unsafe fn plain_double(x: SEXP) -> Option<Mat> {
     if TYPEOF(x) != REALSXP || OBJECT(x) != 0 {
@@ -257,21 +251,6 @@ unsafe fn plain_double(x: SEXP) -> Option<Mat> {
     Mat::new(r, c, data).ok()
 }
 
-/// Numbers of an op parameter vector (double, integer or logical).
-unsafe fn numbers(x: SEXP) -> Option<Vec<f64>> {
-    let n = Rf_xlength(x) as usize;
-    match TYPEOF(x) {
-        0 => Some(Vec::new()),
-        REALSXP => Some(std::slice::from_raw_parts(REAL(x), n).to_vec()),
-        INTSXP | LGLSXP => {
-            let p = if TYPEOF(x) == INTSXP { INTEGER(x) } else { LOGICAL(x) };
-            let v = std::slice::from_raw_parts(p, n);
-            Some(v.iter().map(|&i| if i == i32::MIN { f64::NAN } else { i as f64 }).collect())
-        }
-        _ => None,
-    }
-}
-
 /// Applies op `name` to `inputs` (a list of `ag_tensor`s and plain numeric
 /// values) on the host and returns the result's tensor environment (or
 /// `list(tensor, aux)` when `aux` is TRUE). Returns NULL when an input is
@@ -285,7 +264,14 @@ fn rs_ag_op_host(name: Robj, inputs: Robj, params: Robj, idx: Robj, aux: Robj) -
         if TYPEOF(list) != VECSXP {
             return Ok(nil());
         }
-        let Some(p) = numbers(params.get()) else { return Ok(nil()) };
+        let p = if params.is_null() {
+            Vec::new()
+        } else {
+            match crate::conv::f64_vec(&params, "params") {
+                Ok(p) => p,
+                Err(_) => return Ok(nil()),
+            }
+        };
         let n = Rf_xlength(list);
         let mut ins = Vec::with_capacity(n as usize);
         let (mut device, mut dtype) = (None, None);
@@ -314,23 +300,7 @@ fn rs_ag_op_host(name: Robj, inputs: Robj, params: Robj, idx: Robj, aux: Robj) -
         let idx = crate::autograd::indices(&idx)?;
         let op = Op::parse(name, &p, idx)?;
         let grad_fn = format!("ag_{name}");
-        let applied = with_tape(|tp| {
-            let mut ts = Vec::with_capacity(ins.len());
-            let mut rgs = Vec::with_capacity(ins.len());
-            for x in ins {
-                match x {
-                    Input::Tensor(t, rg) => {
-                        ts.push(t);
-                        rgs.push(rg);
-                    }
-                    Input::Value(m) => {
-                        ts.push(tp.tensor(m));
-                        rgs.push(false);
-                    }
-                }
-            }
-            tp.apply_on(op, &ts, &rgs, false)
-        })?;
+        let applied = apply(op, ins, false)?;
         let (rows, cols) = applied.tensor.shape();
         let id = applied.tensor.id as i32;
         let h = wrap(applied.tensor);

@@ -7,7 +7,7 @@ use anyhow::{anyhow, bail};
 use extendr_api::prelude::*;
 use ggmlr_core::autograd::optim::{scale_device, sq_norm_device};
 use ggmlr_core::autograd::value::set_cell;
-use ggmlr_core::autograd::{clip_factor, grad_cell, GradCell, GradIn, Mat, Op, OptKind, Optimizer, Storage, Tape, TensorRef};
+use ggmlr_core::autograd::{clip_factor, grad_cell, Applied, GradCell, GradIn, Mat, Op, OptKind, Optimizer, Storage, Tape, TensorRef};
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -201,26 +201,42 @@ fn rs_ag_op(name: Robj, inputs: Robj, rg: Robj, params: Robj, idx: Robj, device:
         if flags.len() != list.len() {
             bail!("rg must have one flag per input");
         }
-        TAPE.with(|tp| {
-            let mut tp = tp.borrow_mut();
-            let mut ts = Vec::with_capacity(list.len());
-            let mut rgs = Vec::with_capacity(list.len());
-            for (i, (_, x)) in list.iter().enumerate() {
-                if x.is_external_pointer() {
-                    ts.push(handle(&x, "input")?);
-                    rgs.push(flags[i].is_true());
-                } else {
-                    let what = format!("input {} of {}", i + 1, op.r_name());
-                    ts.push(tp.tensor(to_mat(&x, &what)?));
-                    rgs.push(false);
-                }
-            }
-            let on_device = device.as_logical().map(|b| b.is_true()).unwrap_or(false);
-            let a = tp.apply_on(op, &ts, &rgs, on_device)?;
-            let (r, c) = a.tensor.shape();
-            let id = a.tensor.id as f64;
-            Ok(list!(wrap(a.tensor), id, a.requires_grad, r as i32, c as i32, a.aux).into())
-        })
+        let mut ins = Vec::with_capacity(list.len());
+        for (i, (_, x)) in list.iter().enumerate() {
+            ins.push(if x.is_external_pointer() {
+                Input::Tensor(handle(&x, "input")?, flags[i].is_true())
+            } else {
+                Input::Value(to_mat(&x, &format!("input {} of {}", i + 1, op.r_name()))?)
+            });
+        }
+        let on_device = device.as_logical().map(|b| b.is_true()).unwrap_or(false);
+        let a = apply(op, ins, on_device)?;
+        let (r, c) = a.tensor.shape();
+        let id = a.tensor.id as f64;
+        Ok(list!(wrap(a.tensor), id, a.requires_grad, r as i32, c as i32, a.aux).into())
+    })
+}
+
+/// One input of an op: an engine tensor with its gradient flag, or a value
+/// (which needs no gradient).
+pub(crate) enum Input {
+    Tensor(TensorRef, bool),
+    Value(Mat),
+}
+
+/// Applies `op` to `ins` on this session's tape (values become tensors).
+pub(crate) fn apply(op: Op, ins: Vec<Input>, on_device: bool) -> anyhow::Result<Applied> {
+    with_tape(|tp| {
+        let (mut ts, mut rgs) = (Vec::with_capacity(ins.len()), Vec::with_capacity(ins.len()));
+        for x in ins {
+            let (t, rg) = match x {
+                Input::Tensor(t, rg) => (t, rg),
+                Input::Value(m) => (tp.tensor(m), false),
+            };
+            ts.push(t);
+            rgs.push(rg);
+        }
+        tp.apply_on(op, &ts, &rgs, on_device)
     })
 }
 

@@ -299,7 +299,6 @@ fn rs_ag_op_host(name: Robj, inputs: Robj, params: Robj, idx: Robj, aux: Robj) -
         let name = name.as_str().ok_or_else(|| anyhow!("`name` must be a string"))?;
         let idx = crate::autograd::indices(&idx)?;
         let op = Op::parse(name, &p, idx)?;
-        let grad_fn = format!("ag_{name}");
         let applied = apply(op, ins, false)?;
         let (rows, cols) = applied.tensor.shape();
         let id = applied.tensor.id as i32;
@@ -312,7 +311,7 @@ fn rs_ag_op_host(name: Robj, inputs: Robj, params: Robj, idx: Robj, aux: Robj) -
             cols,
             device,
             dtype,
-            grad_fn: applied.requires_grad.then_some(grad_fn),
+            grad_fn: applied.requires_grad.then(|| format!("ag_{name}")),
         };
         let e = Robj::from_sexp(tensor_env(&f)?);
         if aux.as_bool() == Some(true) {

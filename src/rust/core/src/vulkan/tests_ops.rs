@@ -165,7 +165,8 @@ fn check_products(c: &std::sync::Arc<VkContext>) {
     assert!(format!("{e:#}").contains("MUL_MAT"), "{e:#}");
 }
 
-/// Held by the tests that switch kernel paths, one at a time.
+/// Held by the tests that switch kernel paths, one at a time, and by those
+/// that count the kernel variants a graph uses.
 static PATHS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Runs `check` with the device's own kernels, then with those GPUs take
@@ -313,7 +314,10 @@ fn mlp_forward_is_one_submission() {
     if ctx().is_none() {
         return;
     }
-    // A context of its own, so other tests' submissions do not count here.
+    // A context of its own, so other tests' submissions do not count here,
+    // and the kernel paths held fixed: a test running both_paths meanwhile
+    // would otherwise switch the variants it counts.
+    let _paths = PATHS.lock().unwrap_or_else(|p| p.into_inner());
     let c = VkContext::unshared(0).unwrap();
     let (inp, hid, outd, batch) = (64, 48, 10, 8);
     let x = values(inp * batch, 20, -1.0, 1.0);

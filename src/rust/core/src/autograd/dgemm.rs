@@ -11,12 +11,12 @@
 use std::cell::RefCell;
 
 /// Rows of the register tile (two vectors of 4 doubles).
-const MR: usize = 8;
+pub(super) const MR: usize = 8;
 /// Columns of the register tile.
-const NR: usize = 6;
+pub(super) const NR: usize = 6;
 /// Depth of a packed panel: an `MR x KC` panel of A (16 KiB) and an
 /// `KC x NR` panel of B (12 KiB) share the L1 cache.
-const KC: usize = 256;
+pub(super) const KC: usize = 256;
 /// Rows of A packed at a time (a 256 KiB block: half of a 512 KiB L2).
 const MC: usize = 128;
 
@@ -27,9 +27,23 @@ pub struct View {
     pub rs: isize,
     pub cs: isize,
 }
+// SAFETY: a view only reads; the matrices it addresses outlive every
+// product that uses it, and nothing writes them meanwhile.
+unsafe impl Send for View {}
+unsafe impl Sync for View {}
+
+impl View {
+    /// The view starting at element `(i0, j0)`.
+    ///
+    /// # Safety
+    /// The element must lie inside the viewed matrix.
+    pub unsafe fn shift(self, i0: usize, j0: usize) -> View {
+        View { ptr: self.ptr.offset(i0 as isize * self.rs + j0 as isize * self.cs), ..self }
+    }
+}
 
 thread_local! {
-    static BUFS: RefCell<(Vec<f64>, Vec<f64>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+    pub(super) static BUFS: RefCell<(Vec<f64>, Vec<f64>)> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
 /// `C[0..m, 0..n] = op(A) (m x k) * op(B) (k x n)`, C column-major with
@@ -71,7 +85,6 @@ unsafe fn blocked(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, l
             buf.resize(len, 0.0);
         }
     }
-    let mut tile = [0.0f64; MR * NR];
     for pc in (0..k).step_by(KC) {
         let kc = KC.min(k - pc);
         pack_b(kc, n, b, pc, bp);
@@ -81,51 +94,76 @@ unsafe fn blocked(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, l
             pack_a(mc, kc, a, ic, pc, ap);
             for jp in 0..npanels {
                 let j0 = jp * NR;
-                let nr = NR.min(n - j0);
                 let bpan = bp.as_ptr().add(jp * NR * kc);
                 for ip in 0..mc.div_ceil(MR) {
                     let i0 = ip * MR;
-                    let mr = MR.min(mc - i0);
                     let apan = ap.as_ptr().add(ip * MR * kc);
                     let cij = c.add(ic + i0 + j0 * ldc);
-                    if mr == MR && nr == NR {
-                        kernel(kc, apan, bpan, cij, ldc, first);
-                    } else {
-                        // A partial tile: compute it whole, then add or store
-                        // the part inside C.
-                        kernel(kc, apan, bpan, tile.as_mut_ptr(), MR, true);
-                        for j in 0..nr {
-                            for i in 0..mr {
-                                let d = cij.add(i + j * ldc);
-                                let v = tile[i + j * MR];
-                                *d = if first { v } else { *d + v };
-                            }
-                        }
-                    }
+                    tile(kc, apan, bpan, cij, ldc, MR.min(mc - i0), NR.min(n - j0), first);
                 }
             }
         }
     }
 }
 
+/// The `mr x nr` tile of C at `cij` (+)= an A panel times a B panel
+/// (stores when `first`, adds otherwise); a partial tile is computed whole
+/// aside and only its part inside C is written.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(super) unsafe fn tile(kc: usize, apan: *const f64, bpan: *const f64, cij: *mut f64, ldc: usize, mr: usize, nr: usize, first: bool) {
+    if mr == MR && nr == NR {
+        return kernel(kc, apan, bpan, cij, ldc, first);
+    }
+    let mut t = [0.0f64; MR * NR];
+    kernel(kc, apan, bpan, t.as_mut_ptr(), MR, true);
+    for j in 0..nr {
+        for i in 0..mr {
+            let d = cij.add(i + j * ldc);
+            let v = t[i + j * MR];
+            *d = if first { v } else { *d + v };
+        }
+    }
+}
+
+/// How many rows (columns) ahead the packing loops prefetch: the source
+/// mostly comes from L3, and without it the copies wait on every line.
+const AHEAD: isize = 3;
+
+/// Asks for the `len` doubles at `p` to be brought into the cache (a hint:
+/// addresses past the end of the source are harmless).
+#[inline(always)]
+fn prefetch_span(p: *const f64, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for off in (0..len).step_by(8) {
+        // SAFETY: a prefetch never faults, whatever the address.
+        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.wrapping_add(off) as *const i8) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (p, len);
+}
+
 /// Packs rows `pc..pc+kc` of op(B) (all `n` columns) into `KC x NR`
 /// panels, each stored row by row, the last one padded with zeros.
-unsafe fn pack_b(kc: usize, n: usize, b: View, pc: usize, bp: &mut [f64]) {
-    for jp in 0..n.div_ceil(NR) {
-        let j0 = jp * NR;
-        let nr = NR.min(n - j0);
-        let dst = &mut bp[jp * NR * kc..(jp + 1) * NR * kc];
-        if b.cs == 1 && nr == NR {
-            // Rows are contiguous: six consecutive values per step.
-            let base = b.ptr.offset(j0 as isize + pc as isize * b.rs);
-            for p in 0..kc {
-                let src = base.offset(p as isize * b.rs);
-                dst[p * NR..p * NR + NR].copy_from_slice(std::slice::from_raw_parts(src, NR));
+pub(super) unsafe fn pack_b(kc: usize, n: usize, b: View, pc: usize, bp: &mut [f64]) {
+    let full = n / NR;
+    if b.cs == 1 {
+        // Rows are contiguous: read each row once, front to back (the
+        // hardware prefetcher follows), six values into each panel.
+        for p in 0..kc {
+            let row = b.ptr.offset((pc + p) as isize * b.rs);
+            prefetch_span(row.wrapping_offset(AHEAD * b.rs), n);
+            for jp in 0..full {
+                let dst = bp.as_mut_ptr().add(jp * NR * kc + p * NR);
+                std::ptr::copy_nonoverlapping(row.add(jp * NR), dst, NR);
             }
-            continue;
         }
-        if b.rs == 1 && nr == NR {
-            // Columns are contiguous: six streams read side by side.
+    } else if b.rs == 1 {
+        // Columns are contiguous: six streams read side by side.
+        for jp in 0..full {
+            let j0 = jp * NR;
+            let dst = &mut bp[jp * NR * kc..(jp + 1) * NR * kc];
             let col = |jj: usize| b.ptr.offset((j0 + jj) as isize * b.cs + pc as isize);
             let cols = [col(0), col(1), col(2), col(3), col(4), col(5)];
             for (p, d) in dst.chunks_exact_mut(NR).enumerate() {
@@ -133,8 +171,13 @@ unsafe fn pack_b(kc: usize, n: usize, b: View, pc: usize, bp: &mut [f64]) {
                     *v = *c.add(p);
                 }
             }
-            continue;
         }
+    }
+    let first = if b.cs == 1 || b.rs == 1 { full } else { 0 };
+    for jp in first..n.div_ceil(NR) {
+        let j0 = jp * NR;
+        let nr = NR.min(n - j0);
+        let dst = &mut bp[jp * NR * kc..(jp + 1) * NR * kc];
         for jj in 0..NR {
             if jj >= nr {
                 for p in 0..kc {
@@ -152,30 +195,33 @@ unsafe fn pack_b(kc: usize, n: usize, b: View, pc: usize, bp: &mut [f64]) {
 
 /// Packs rows `ic..ic+mc`, columns `pc..pc+kc` of op(A) into `MR x KC`
 /// panels, each stored column by column, the last one padded with zeros.
-unsafe fn pack_a(mc: usize, kc: usize, a: View, ic: usize, pc: usize, ap: &mut [f64]) {
-    for ip in 0..mc.div_ceil(MR) {
+pub(super) unsafe fn pack_a(mc: usize, kc: usize, a: View, ic: usize, pc: usize, ap: &mut [f64]) {
+    let full = if a.rs == 1 { mc / MR } else { 0 };
+    // Columns are contiguous: read each column of the block once, front to
+    // back (the hardware prefetcher follows), eight values into each panel.
+    for p in (0..kc).filter(|_| full > 0) {
+        let col = a.ptr.offset(ic as isize + (pc + p) as isize * a.cs);
+        prefetch_span(col.wrapping_offset(AHEAD * a.cs), full * MR);
+        for ip in 0..full {
+            let dst = ap.as_mut_ptr().add(ip * MR * kc + p * MR);
+            std::ptr::copy_nonoverlapping(col.add(ip * MR), dst, MR);
+        }
+    }
+    for ip in full..mc.div_ceil(MR) {
         let i0 = ip * MR;
         let mr = MR.min(mc - i0);
         let dst = &mut ap[ip * MR * kc..(ip + 1) * MR * kc];
         let base = a.ptr.offset((ic + i0) as isize * a.rs + pc as isize * a.cs);
-        if a.rs == 1 && mr == MR {
-            // Columns are contiguous: eight consecutive values per step.
-            for p in 0..kc {
-                let src = base.offset(p as isize * a.cs);
-                dst[p * MR..p * MR + MR].copy_from_slice(std::slice::from_raw_parts(src, MR));
-            }
-        } else {
-            for ii in 0..MR {
-                if ii >= mr {
-                    for p in 0..kc {
-                        dst[p * MR + ii] = 0.0;
-                    }
-                    continue;
-                }
-                let row = base.offset(ii as isize * a.rs);
+        for ii in 0..MR {
+            if ii >= mr {
                 for p in 0..kc {
-                    dst[p * MR + ii] = *row.offset(p as isize * a.cs);
+                    dst[p * MR + ii] = 0.0;
                 }
+                continue;
+            }
+            let row = base.offset(ii as isize * a.rs);
+            for p in 0..kc {
+                dst[p * MR + ii] = *row.offset(p as isize * a.cs);
             }
         }
     }

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 use rayon::prelude::*;
-use super::dgemm;
+use super::{dgemm, dgemm_par};
 
 /// A column-major `rows x cols` matrix of f64: element (i, j) is
 /// `data[i + j * rows]`, exactly as R stores a numeric matrix.
@@ -110,20 +110,14 @@ impl Mat {
     }
 }
 
-/// A raw pointer that may cross threads (blocks of one output matrix).
-#[derive(Clone, Copy)]
-struct SendPtr(*mut f64);
-// SAFETY: only used to write disjoint blocks of one matrix from scoped work.
-unsafe impl Send for SendPtr {}
-unsafe impl Sync for SendPtr {}
-impl SendPtr {
-    fn get(self) -> *mut f64 {
-        self.0
-    }
-}
-
 /// `op(a) %*% op(b)` where `op` transposes when the flag is set.
 pub fn gemm(a: &Mat, ta: bool, b: &Mat, tb: bool) -> Result<Mat> {
+    gemm_post(a, ta, b, tb, &|_, _, _| {})
+}
+
+/// `gemm`, then `post(first_row, column, values)` on every column segment
+/// of the result (each element once), while the product is in the cache.
+pub fn gemm_post(a: &Mat, ta: bool, b: &Mat, tb: bool, post: dgemm_par::Post) -> Result<Mat> {
     let (m, ka) = if ta { (a.cols, a.rows) } else { (a.rows, a.cols) };
     let (kb, n) = if tb { (b.cols, b.rows) } else { (b.rows, b.cols) };
     if ka != kb {
@@ -136,54 +130,35 @@ pub fn gemm(a: &Mat, ta: bool, b: &Mat, tb: bool) -> Result<Mat> {
         );
     }
     let k = ka;
-    let mut c = vec![0.0; m * n];
-    if m == 0 || n == 0 {
-        return Ok(Mat { rows: m, cols: n, data: c });
-    }
-    if k == 0 {
+    if m == 0 || n == 0 || k == 0 {
+        let mut c = vec![0.0; m * n];
+        for j in 0..n {
+            post(0, j, &mut c[j * m..(j + 1) * m]);
+        }
         return Ok(Mat { rows: m, cols: n, data: c });
     }
     // Column-major strides of op(a) and op(b).
     let (rsa, csa) = if ta { (a.rows as isize, 1) } else { (1, a.rows as isize) };
     let (rsb, csb) = if tb { (b.rows as isize, 1) } else { (1, b.rows as isize) };
-    let work = m * n * k;
-    let threads = rayon::current_num_threads();
-    let big = work >= PAR_GEMM_WORK && threads > 1;
-    let cp = SendPtr(c.as_mut_ptr());
-    // One block of C: rows i0..i0+mb, columns j0..j0+nb.
-    let block = |i0: usize, mb: usize, j0: usize, nb: usize| {
-        // SAFETY: the block lies inside C and op(a) rows i0..i0+mb, op(b)
-        // columns j0..j0+nb exist; blocks never overlap, so concurrent
-        // calls write disjoint elements of C.
-        unsafe {
-            let ap = a.data.as_ptr().offset(rsa * i0 as isize);
-            let bp = b.data.as_ptr().offset(csb * j0 as isize);
-            let cpb = cp.get().add(i0 + j0 * m);
-            let av = dgemm::View { ptr: ap, rs: rsa, cs: csa };
-            let bv = dgemm::View { ptr: bp, rs: rsb, cs: csb };
-            dgemm::dgemm(mb, k, nb, av, bv, cpb, m);
+    let av = dgemm::View { ptr: a.data.as_ptr(), rs: rsa, cs: csa };
+    let bv = dgemm::View { ptr: b.data.as_ptr(), rs: rsb, cs: csb };
+    let big = m * n * k >= PAR_GEMM_WORK && rayon::current_num_threads() > 1;
+    // Not zeroed first: the product writes every element of C.
+    let mut c: Vec<f64> = Vec::with_capacity(m * n);
+    // SAFETY: the views address op(a) (m x k) and op(b) (k x n) inside their
+    // matrices; C has room for m x n values, all of which the product
+    // writes before the length is set.
+    unsafe {
+        if big {
+            dgemm_par::dgemm_par(m, k, n, av, bv, c.as_mut_ptr(), m, post);
+        } else {
+            dgemm::dgemm(m, k, n, av, bv, c.as_mut_ptr(), m);
+            c.set_len(m * n);
+            for j in 0..n {
+                post(0, j, &mut c[j * m..(j + 1) * m]);
+            }
         }
-    };
-    // Each block packs its whole slice of the operand it does not split
-    // again (about 8/width of the block's kernel time), so the split runs
-    // along the larger dimension of C, in blocks at least 256 wide; two
-    // blocks per thread when the size allows keep the threads balanced on a
-    // busy machine.
-    let width = |len: usize| len.div_ceil(2 * threads).max(256).min(len.div_ceil(threads));
-    if big && n >= m && n >= 2 * threads {
-        let w = width(n);
-        (0..n.div_ceil(w)).into_par_iter().for_each(|bi| {
-            let j0 = bi * w;
-            block(0, m, j0, w.min(n - j0));
-        });
-    } else if big && m > n && m >= 2 * threads {
-        let w = width(m);
-        (0..m.div_ceil(w)).into_par_iter().for_each(|bi| {
-            let i0 = bi * w;
-            block(i0, w.min(m - i0), 0, n);
-        });
-    } else {
-        block(0, m, 0, n);
+        c.set_len(m * n);
     }
     Ok(Mat { rows: m, cols: n, data: c })
 }

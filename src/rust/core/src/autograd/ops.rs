@@ -1,7 +1,7 @@
 //! The differentiable operations: their names, arity, shape rules and
 //! forward kernels on the host. Backward rules are in `backward.rs`.
 
-use super::mat::{gemm, Mat};
+use super::mat::{gemm, gemm_post, Mat};
 pub use super::kernels::{bidx, broadcast, broadcast_shape, logsumexp_cols, r_pow, softmax_cols};
 use super::kernels::batch_norm_fwd;
 use anyhow::{bail, Result};
@@ -261,14 +261,14 @@ pub fn forward(op: &Op, x: &[&Mat]) -> Result<Fwd> {
         Op::Linear(act) => {
             let (w, xx, b) = (x[0], x[1], x[2]);
             column(b, w.rows, name, "b")?;
-            let mut z = gemm(w, false, xx, false).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-            let act = *act;
-            for j in 0..z.cols {
-                for (v, bi) in z.data[j * z.rows..(j + 1) * z.rows].iter_mut().zip(&b.data) {
+            // Bias and activation on each block of the product as it is done.
+            let (act, bias) = (*act, &b.data);
+            let post = |i0: usize, _j: usize, col: &mut [f64]| {
+                for (v, bi) in col.iter_mut().zip(&bias[i0..]) {
                     *v = act.apply(*v + bi);
                 }
-            }
-            fwd(z)
+            };
+            fwd(gemm_post(w, false, xx, false, &post).map_err(|e| anyhow::anyhow!("{name}: {e}"))?)
         }
         Op::Add | Op::Sub | Op::Mul | Op::Div => {
             let (r, c) = broadcast_shape(x[0], x[1], name)?;

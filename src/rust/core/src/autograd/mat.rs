@@ -14,8 +14,11 @@ pub struct Mat {
     pub data: Vec<f64>,
 }
 
-/// Work (multiply-adds) above which a product is split over threads.
-const PAR_GEMM_WORK: usize = 1 << 22;
+/// Work (multiply-adds) above which a product is split over threads (about
+/// where the time saved outweighs waking the other threads)...
+const PAR_GEMM_WORK: usize = 1 << 20;
+/// ...when it is also this deep (shallower ones mostly move memory).
+const PAR_GEMM_DEPTH: usize = 64;
 /// Elements above which element-wise loops run on several threads.
 pub const PAR_ELEMS: usize = 1 << 16;
 
@@ -142,7 +145,7 @@ pub fn gemm_post(a: &Mat, ta: bool, b: &Mat, tb: bool, post: dgemm_par::Post) ->
     let (rsb, csb) = if tb { (b.rows as isize, 1) } else { (1, b.rows as isize) };
     let av = dgemm::View { ptr: a.data.as_ptr(), rs: rsa, cs: csa };
     let bv = dgemm::View { ptr: b.data.as_ptr(), rs: rsb, cs: csb };
-    let big = m * n * k >= PAR_GEMM_WORK && rayon::current_num_threads() > 1;
+    let big = m * n * k > PAR_GEMM_WORK && k >= PAR_GEMM_DEPTH && rayon::current_num_threads() > 1;
     // Not zeroed first: the product writes every element of C.
     let mut c: Vec<f64> = Vec::with_capacity(m * n);
     // SAFETY: the views address op(a) (m x k) and op(b) (k x n) inside their

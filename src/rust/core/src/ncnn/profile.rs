@@ -53,7 +53,7 @@ fn env_usize(key: &str, default: usize) -> usize {
 }
 
 /// Best-of-`reps` forward time of every layer, and of the whole pass (ms).
-fn profile(arch: &str, threads: usize, size: usize, reps: usize) -> (Vec<(String, String, f64)>, f64, f64) {
+fn profile(arch: &str, threads: usize, size: usize, reps: usize) -> (Vec<(String, String, f64, f64)>, f64, f64) {
     let mut net = Net::new(threads, true).unwrap();
     let text = std::fs::read_to_string(fixture(&format!("{arch}.param"))).unwrap();
     net.load_param_text(&text).unwrap();
@@ -64,7 +64,8 @@ fn profile(arch: &str, threads: usize, size: usize, reps: usize) -> (Vec<(String
         .collect();
     let input = net.find_blob("data").unwrap();
     let output = net.find_blob("prob").unwrap();
-    let mut best: BTreeMap<usize, f64> = BTreeMap::new();
+    // Per layer: fastest time and summed time.
+    let mut best: BTreeMap<usize, (f64, f64)> = BTreeMap::new();
     let cpu = threads == 1 && std::env::var("GGMLR_PROFILE_CLOCK").as_deref() != Ok("wall");
     let clock: fn() -> f64 = if cpu { thread_cpu } else { wall };
     let (mut total, mut sum_all) = (f64::INFINITY, 0.0);
@@ -82,14 +83,14 @@ fn profile(arch: &str, threads: usize, size: usize, reps: usize) -> (Vec<(String
         total = total.min(dt);
         sum_all += dt;
         for &(li, t) in ex.timings() {
-            let e = best.entry(li).or_insert(f64::INFINITY);
-            *e = e.min(t);
+            let e = best.entry(li).or_insert((f64::INFINITY, 0.0));
+            *e = (e.0.min(t), e.1 + t);
         }
     }
     let info = net.layer_info();
     let rows = best
         .iter()
-        .map(|(&li, &t)| (info[li].name.clone(), info[li].type_name.clone(), t * 1e3))
+        .map(|(&li, &(t, sum))| (info[li].name.clone(), info[li].type_name.clone(), t * 1e3, sum / reps.max(1) as f64 * 1e3))
         .collect();
     (rows, total * 1e3, sum_all / reps.max(1) as f64 * 1e3)
 }
@@ -110,8 +111,8 @@ fn ncnn_profile() {
         let kind = if cpu { "thread CPU time" } else { "wall time" };
         println!("\n{arch}: {threads} thread(s), {size}x{size}, best of {reps} ({kind})");
         let sum: f64 = rows.iter().map(|r| r.2).sum();
-        for (name, ty, ms) in rows {
-            println!("  {name:<14} {ty:<22} {ms:8.3} ms {:5.1}%", 100.0 * ms / sum);
+        for (name, ty, ms, mean) in rows {
+            println!("  {name:<14} {ty:<22} {ms:8.3} ms {:5.1}%  (mean {mean:.3} ms)", 100.0 * ms / sum);
         }
         if sum > 0.0 {
             println!("  sum of layers {sum:.3} ms; whole pass {total:.3} ms (mean {mean:.3} ms)");

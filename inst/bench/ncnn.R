@@ -2,7 +2,8 @@
 # 224x224 input, 1 and 2 threads, next to the real ncnn (Python package
 # `ncnn`) on the same files in the same run when it is importable (set
 # GGMLR_PYTHON to choose the Python). Both sides warm up for 0.5 s, then time
-# batches of runs and keep the fastest batch (robust on a busy machine).
+# batches of runs and keep the fastest batch (robust on a busy machine), in
+# GGMLR_BENCH_ROUNDS (default 3) rounds that alternate between the two.
 # Prints ms per inference and the ratio ggmlR / ncnn.
 suppressPackageStartupMessages(library(ggmlR))
 
@@ -82,13 +83,21 @@ theirs <- function(arch, threads) {
   as.numeric(out[length(out)])
 }
 
-cat(sprintf("ncnn inference, %dx%d input, ms per inference (fastest of %d batches)\n", size, size, batches))
+# The machine's speed can drift over seconds (other processes, clocks), so
+# the two sides alternate in rounds and each keeps its fastest batch over
+# all rounds: both get the same chances of a quiet moment.
+rounds <- as.integer(Sys.getenv("GGMLR_BENCH_ROUNDS", "3"))
+cat(sprintf("ncnn inference, %dx%d input, ms per inference (fastest of %d batches in each of %d alternating rounds)\n",
+            size, size, batches, rounds))
 if (!has_ncnn) cat("(the Python package 'ncnn' is not importable: no reference column)\n")
 cat(sprintf("%-16s %7s %10s %10s %8s\n", "arch", "threads", "ggmlR", "ncnn", "ratio"))
 for (arch in archs) {
   for (threads in c(1L, 2L)) {
-    a <- ours(arch, threads)
-    b <- if (has_ncnn) theirs(arch, threads) else NA_real_
+    a <- b <- Inf
+    for (r in seq_len(rounds)) {
+      a <- min(a, ours(arch, threads))
+      b <- if (has_ncnn) min(b, theirs(arch, threads)) else NA_real_
+    }
     cat(sprintf("%-16s %7d %10.2f %10.2f %8.2f\n", sub("arch_", "", arch), threads, a, b, a / b))
   }
 }

@@ -3,6 +3,7 @@
 
 use super::conv_common::{conv_gemm, ConvParams};
 use super::gemm::{Epi, PackedA};
+use super::winograd::{self, Winograd};
 use crate::ncnn::layer::one;
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
 use crate::ncnn_bail;
@@ -10,6 +11,9 @@ use crate::ncnn_bail;
 pub struct Convolution {
     p: ConvParams,
     packed: PackedA,
+    /// The weights transformed for Winograd (3x3 stride 1), used instead
+    /// of `packed`, which then stays empty.
+    wino: Option<Winograd>,
     bias: Vec<f32>,
 }
 
@@ -18,6 +22,7 @@ impl Convolution {
         Ok(Convolution {
             p: ConvParams::new(pd, false)?,
             packed: PackedA::default(),
+            wino: None,
             bias: vec![],
         })
     }
@@ -27,7 +32,14 @@ impl Layer for Convolution {
     fn load_model(&mut self, mb: &mut ModelBin) -> anyhow::Result<()> {
         let (w, b) = self.p.load(mb)?;
         let k = self.p.weight_data_size / self.p.num_output;
-        self.packed = PackedA::new(&w, self.p.num_output, k);
+        let inch = self.p.in_channels();
+        if winograd::suits(&self.p, inch) {
+            self.wino = Some(Winograd::new(&w, self.p.num_output, inch));
+            self.packed = PackedA::default();
+        } else {
+            self.wino = None;
+            self.packed = PackedA::new(&w, self.p.num_output, k);
+        }
         self.bias = b;
         Ok(())
     }
@@ -45,6 +57,10 @@ impl Layer for Convolution {
         let (t, b, l, r) = p.pads(x.w, x.h);
         let (outw, outh) = p.out_size_wh(x.w + l + r, x.h + t + b)?;
         let mut out = Mat::for_overwrite_3d(outw, outh, p.num_output);
+        if let Some(wg) = &self.wino {
+            wg.forward(&x, (t, b, l, r), p.pad_value, &self.bias, &p.act, &mut out.data, outw, outh);
+            return Ok(vec![out]);
+        }
         let ep = Epi { bias: &self.bias, act: &p.act };
         conv_gemm(&x, p, 0, inch, &self.packed, &mut out.data, outw, outh, &ep);
         Ok(vec![out])

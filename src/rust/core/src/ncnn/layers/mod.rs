@@ -30,6 +30,7 @@ pub use crate::simd;
 pub mod slice;
 pub mod softmax;
 pub mod split;
+pub mod winograd;
 
 fn boxed<L: crate::ncnn::Layer + Send + Sync + 'static>(
     r: anyhow::Result<L>,

@@ -292,7 +292,13 @@ pub fn conv_gemm(
             })
             .collect();
         let bv = BView { base: &xp.data, offs: &offs, rs: wp };
-        conv_gemm_rows(a, &bv, outw, outh, out, ep);
+        if kk == 1 && wp == outw {
+            // A 1x1 kernel over unpadded rows: the plane is one long row,
+            // tiled without a partial tile at the end of every row.
+            conv_gemm_rows(a, &bv, outw * outh, 1, out, ep);
+        } else {
+            conv_gemm_rows(a, &bv, outw, outh, out, ep);
+        }
         return;
     }
     // Strided or large: in bands of output rows, each task borders (and
@@ -429,6 +435,11 @@ mod tests {
             ("3=2 4=1 13=2 16=3", 41, 300, 2, 6, 3),
             ("4=1 14=2 16=0", 70, 300, 4, 6, 3),
             ("3=2 2=2 4=2 14=1 13=1", 40, 161, 3, 6, 3),
+            // 1x1 kernels of stride 1: the plane as one long row, split
+            // into runs of columns (with an activation after the product).
+            ("9=1", 13, 9, 5, 7, 1),
+            ("4=1 9=4", 70, 300, 4, 6, 1),
+            ("14=2 16=1 9=3 -23310=2,-0.5,0.5", 33, 41, 8, 13, 1),
         ] {
             let text = format!(
                 "7767517\n1 1\nConvolution c 0 1 x 0={m} 1={k} 5=1 6={} {keys}\n",

@@ -145,10 +145,18 @@ fn conv_gemm_with(
     if n == 0 || a.m == 0 {
         return;
     }
-    let rows = task_rows(a.m * a.k * n, outw, outh);
-    let tasks = (outh + rows - 1) / rows;
     let biases = biases(a, ep);
     let job = Rows::new(a, b, outw, outh, n, out.as_mut_ptr(), ep, &biases);
+    if outh == 1 {
+        // One long row (a 1x1 convolution over a whole plane): tasks are
+        // runs of columns.
+        let cols = task_cols(a.m * a.k * n, outw);
+        let tasks = outw.div_ceil(cols);
+        par::range(tasks, |t| job.go_cols(t * cols, ((t + 1) * cols).min(outw), fast));
+        return;
+    }
+    let rows = task_rows(a.m * a.k * n, outw, outh);
+    let tasks = (outh + rows - 1) / rows;
     par::range(tasks, |t| job.go(t * rows, ((t + 1) * rows).min(outh), fast));
 }
 
@@ -165,6 +173,18 @@ pub fn task_rows(macs: usize, outw: usize, outh: usize) -> usize {
         outh.max(1)
     } else {
         rows
+    }
+}
+
+/// Columns per task of a one-row product of `macs` multiply-adds over `n`
+/// columns: whole tiles, a few tasks per thread when the work is worth
+/// threading, one task when it is not.
+fn task_cols(macs: usize, n: usize) -> usize {
+    let threads = par::threads();
+    if threads > 1 && macs >= PARALLEL_MACS {
+        n.div_ceil(3 * threads).div_ceil(NR).max(1) * NR
+    } else {
+        n.max(1)
     }
 }
 
@@ -224,34 +244,46 @@ impl<'a> Rows<'a> {
 
     /// Output rows y0..y1, on the AVX2 tiles when `fast`.
     fn go(&self, y0: usize, y1: usize, fast: bool) {
+        self.go_range(y0, y1, 0, self.outw, fast)
+    }
+
+    /// Columns x0..x1 of every output row.
+    fn go_cols(&self, x0: usize, x1: usize, fast: bool) {
+        self.go_range(0, 1, x0, x1, fast)
+    }
+
+    fn go_range(&self, y0: usize, y1: usize, x0: usize, x1: usize, fast: bool) {
         if fast {
             // SAFETY: chosen only when the CPU has AVX2 and FMA.
-            unsafe { self.run_avx2(y0, y1) }
+            unsafe { self.run_avx2(y0, y1, x0, x1) }
         } else {
-            self.run(y0, y1, false)
+            self.run(y0, y1, x0, x1, false)
         }
     }
 
     /// Output rows y0..y1 with the AVX2 tiles inlined into the loops.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn run_avx2(&self, y0: usize, y1: usize) {
-        self.run(y0, y1, true)
+    unsafe fn run_avx2(&self, y0: usize, y1: usize, x0: usize, x1: usize) {
+        self.run(y0, y1, x0, x1, true)
     }
 
     #[cfg(not(target_arch = "x86_64"))]
-    unsafe fn run_avx2(&self, y0: usize, y1: usize) {
-        self.run(y0, y1, false)
+    unsafe fn run_avx2(&self, y0: usize, y1: usize, x0: usize, x1: usize) {
+        self.run(y0, y1, x0, x1, false)
     }
 
+    /// Columns x0..x1 of output rows y0..y1 (the activation after the
+    /// product, when it is not fused, needs whole rows: x0..x1 = 0..outw
+    /// unless there is one row).
     #[inline(always)]
-    fn run(&self, y0: usize, y1: usize, fast: bool) {
+    fn run(&self, y0: usize, y1: usize, x0: usize, x1: usize, fast: bool) {
         let (a, b, outw, n, cp) = (self.a, self.b, self.outw, self.n, self.out);
         let mut tmp = [[0.0f32; NR]; MR];
         for y in y0..y1 {
-            let mut x = 0;
-            while x < outw {
-                let w = (outw - x).min(NR);
+            let mut x = x0;
+            while x < x1 {
+                let w = (x1 - x).min(NR);
                 // A full-width tile may read past the row (into the next
                 // row or the padding) as long as it stays inside base.
                 let full = fast && self.maxoff + y * b.rs + x + NR <= b.base.len();
@@ -277,8 +309,9 @@ impl<'a> Rows<'a> {
             }
             if self.post {
                 for r in 0..a.m {
-                    // SAFETY: row y of channel r, written above by this task.
-                    let row = unsafe { std::slice::from_raw_parts_mut(cp.0.add(r * n + y * outw), outw) };
+                    // SAFETY: row y of channel r, columns x0..x1, written
+                    // above by this task.
+                    let row = unsafe { std::slice::from_raw_parts_mut(cp.0.add(r * n + y * outw + x0), x1 - x0) };
                     self.ep.act.apply(row);
                 }
             }

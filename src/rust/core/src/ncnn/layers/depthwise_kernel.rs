@@ -123,6 +123,16 @@ fn rows<const FMA: bool>(
         block::<FMA, GROUP, 8>(plane, taps, rstep, bias, clamp, out, outw, x);
         x += 8;
     }
+    if x < outw && last - outw + x + 8 <= plane.len() {
+        // The last few columns as a block of 8 that reads on into the
+        // next row (still inside the plane); only the real columns are kept.
+        let mut tmp = [0.0f32; GROUP * 8];
+        block::<FMA, GROUP, 8>(&plane[x..], taps, rstep, bias, clamp, &mut tmp, 8, 0);
+        for (r, t) in tmp.chunks_exact(8).enumerate() {
+            out[r * outw + x..(r + 1) * outw].copy_from_slice(&t[..outw - x]);
+        }
+        x = outw;
+    }
     if x < outw {
         for r in 0..GROUP {
             row::<FMA>(plane, taps, r * rstep + x, bias, clamp, &mut out[r * outw + x..(r + 1) * outw]);

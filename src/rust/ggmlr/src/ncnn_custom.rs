@@ -116,9 +116,7 @@ pub fn mat_to_r(m: &Mat) -> Robj {
 
 pub fn r_to_mat(x: &Robj, what: &str) -> anyhow::Result<Mat> {
     let data: Vec<f32> = if let Some(s) = x.as_real_slice() {
-        let mut v = ggmlr_core::ncnn::mat::take_vec(s.len());
-        v.extend(s.iter().map(|v| *v as f32));
-        v
+        ggmlr_core::ncnn::mat::f32_from_f64(s)
     } else if let Some(s) = x.as_integer_slice() {
         s.iter()
             .map(|v| if *v == i32::MIN { f32::NAN } else { *v as f32 })

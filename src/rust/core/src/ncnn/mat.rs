@@ -52,6 +52,22 @@ pub fn take_vec(n: usize) -> Vec<f32> {
     Vec::with_capacity(n)
 }
 
+/// `s` rounded to f32, in a vector from the reuse cache (vectorised: an
+/// input image is converted on every inference).
+pub fn f32_from_f64(s: &[f64]) -> Vec<f32> {
+    let mut v = take_vec(s.len());
+    v.clear();
+    let spare = &mut v.spare_capacity_mut()[..s.len()];
+    crate::simd::wide(|| {
+        for (d, x) in spare.iter_mut().zip(s) {
+            d.write(*x as f32);
+        }
+    });
+    // SAFETY: the first s.len() values were written just above.
+    unsafe { v.set_len(s.len()) };
+    v
+}
+
 fn give_back(mut v: Vec<f32>) {
     let cap = v.capacity();
     if cap < CACHE_MIN {

@@ -5,6 +5,7 @@
 //! Custom layers are trait objects ([`layer::Layer`] made by a
 //! [`registry::CustomFactory`]); this module never sees R.
 
+mod fuse_concat;
 pub mod layer;
 pub mod layers;
 pub mod mat;

@@ -286,7 +286,29 @@ impl Net {
         })
     }
 
-    fn run_layer(&self, li: usize, bottoms: Vec<Mat>, ntop: usize) -> anyhow::Result<Vec<Mat>> {
+    /// The parsed param.
+    pub(super) fn spec(&self) -> &NetSpec {
+        &self.spec
+    }
+
+    /// Layer `li` when it is a builtin one.
+    pub(super) fn builtin_layer(&self, li: usize) -> Option<&(dyn Layer + Send + Sync)> {
+        match self.layers.get(li)? {
+            Imp::Builtin(b) => Some(b.as_ref()),
+            Imp::Custom(..) => None,
+        }
+    }
+
+    /// Runs `f` where builtin layers run: on the worker pool, or on this
+    /// thread with sequential loops.
+    pub(super) fn on_pool<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        match &self.opt.pool {
+            Some(p) => p.install(f),
+            None => crate::ncnn::par::run_sequential(f),
+        }
+    }
+
+    pub(super) fn run_layer(&self, li: usize, bottoms: Vec<Mat>, ntop: usize) -> anyhow::Result<Vec<Mat>> {
         match &self.layers[li] {
             Imp::Builtin(b) => {
                 let opt = &self.opt;
@@ -390,8 +412,20 @@ impl Extractor {
             }
             state[li] = 1;
             let l = &spec.layers[li];
+            // A channel Concat of convolutions runs them itself, into its
+            // output: it waits on their inputs instead.
+            let fused = if self.light_mode {
+                super::fuse_concat::convs_of_concat(net, li, &self.blobs, &self.given)
+            } else {
+                None
+            };
+            let needs: Vec<(usize, usize)> = match &fused {
+                Some(convs) => convs.iter().map(|&p| (spec.layers[p].bottoms[0], p)).collect(),
+                None => l.bottoms.iter().map(|&b| (b, li)).collect(),
+            };
             let mut pending = false;
-            for &b in &l.bottoms {
+            for &(b, user) in &needs {
+                let l = &spec.layers[user];
                 if self.blobs[b].is_some() {
                     continue;
                 }
@@ -425,6 +459,22 @@ impl Extractor {
                 }
             }
             if pending {
+                continue;
+            }
+            if let Some(convs) = fused {
+                let xs: Vec<Mat> = needs.iter().map(|&(b, _)| self.blobs[b].take().unwrap()).collect();
+                let clock = self.timings.as_ref().map(|t| t.1);
+                let mut times = Vec::new();
+                let top = super::fuse_concat::run(net, li, &convs, xs, clock, &mut times)?;
+                if let Some(t) = self.timings.as_mut() {
+                    t.0.extend(times);
+                }
+                self.blobs[l.tops[0]] = Some(top);
+                for p in convs {
+                    state[p] = 2;
+                }
+                state[li] = 2;
+                stack.pop();
                 continue;
             }
             let is_input = l.bottoms.is_empty()

@@ -14,9 +14,19 @@ impl Concat {
     }
 }
 
+impl Concat {
+    /// Whether the blobs are joined along channels when they are 3-d.
+    pub fn joins_channels(&self) -> bool {
+        self.axis == 0 || self.axis == -3
+    }
+}
+
 impl Layer for Concat {
     fn one_blob_only(&self) -> bool {
         false
+    }
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         if bottoms.is_empty() {

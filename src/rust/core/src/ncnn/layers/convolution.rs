@@ -44,8 +44,22 @@ impl Layer for Convolution {
         Ok(())
     }
 
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, "Convolution")?;
+        let (outw, outh, c) = self.out_shape(&x)?;
+        let mut out = Mat::for_overwrite_3d(outw, outh, c);
+        self.forward_into(&x, &mut out.data)?;
+        Ok(vec![out])
+    }
+}
+
+impl Convolution {
+    /// (w, h, channels) of the output for input `x`, or why `x` does not fit.
+    pub fn out_shape(&self, x: &Mat) -> anyhow::Result<(usize, usize, usize)> {
         let p = &self.p;
         let inch = p.in_channels();
         if x.dims != 3 || x.c != inch {
@@ -56,13 +70,21 @@ impl Layer for Convolution {
         }
         let (t, b, l, r) = p.pads(x.w, x.h);
         let (outw, outh) = p.out_size_wh(x.w + l + r, x.h + t + b)?;
-        let mut out = Mat::for_overwrite_3d(outw, outh, p.num_output);
+        Ok((outw, outh, p.num_output))
+    }
+
+    /// The output for input `x` written to the first values of `out`
+    /// (channel after channel, as `out_shape` gives).
+    pub fn forward_into(&self, x: &Mat, out: &mut [f32]) -> anyhow::Result<()> {
+        let (outw, outh, _) = self.out_shape(x)?;
+        let p = &self.p;
+        let (t, b, l, r) = p.pads(x.w, x.h);
         if let Some(wg) = &self.wino {
-            wg.forward(&x, (t, b, l, r), p.pad_value, &self.bias, &p.act, &mut out.data, outw, outh);
-            return Ok(vec![out]);
+            wg.forward(x, (t, b, l, r), p.pad_value, &self.bias, &p.act, out, outw, outh);
+            return Ok(());
         }
         let ep = Epi { bias: &self.bias, act: &p.act };
-        conv_gemm(&x, p, 0, inch, &self.packed, &mut out.data, outw, outh, &ep);
-        Ok(vec![out])
+        conv_gemm(x, p, 0, p.in_channels(), &self.packed, out, outw, outh, &ep);
+        Ok(())
     }
 }

@@ -263,10 +263,16 @@ pub fn forward(op: &Op, x: &[&Mat]) -> Result<Fwd> {
             column(b, w.rows, name, "b")?;
             // Bias and activation on each block of the product as it is done.
             let (act, bias) = (*act, &b.data);
-            let post = |i0: usize, _j: usize, col: &mut [f64]| {
-                for (v, bi) in col.iter_mut().zip(&bias[i0..]) {
-                    *v = act.apply(*v + bi);
+            // One loop per activation, so that each vectorises.
+            fn each(col: &mut [f64], bias: &[f64], f: impl Fn(f64) -> f64) {
+                for (v, bi) in col.iter_mut().zip(bias) {
+                    *v = f(*v + bi);
                 }
+            }
+            let post = |i0: usize, _j: usize, col: &mut [f64]| match act {
+                Act::None => each(col, &bias[i0..], |z| z),
+                Act::Relu => each(col, &bias[i0..], |z| Act::Relu.apply(z)),
+                _ => each(col, &bias[i0..], |z| act.apply(z)),
             };
             fwd(gemm_post(w, false, xx, false, &post).map_err(|e| anyhow::anyhow!("{name}: {e}"))?)
         }

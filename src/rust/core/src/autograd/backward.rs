@@ -32,7 +32,13 @@ pub fn backward(op: &Op, x: &[&Mat], out: &Mat, saved: &[Mat], g: &Mat, need: &[
             if want(1) { Some(gemm(x[0], true, g, false)?) } else { None },
         ]),
         Op::Linear(act) => {
-            let gz = if *act == Act::None { g.clone() } else { g.zip(out, |g, y| g * act.grad_from_out(y)) };
+            // One closure per activation kind, so that each loop vectorises.
+            let gz = match act {
+                Act::None => g.clone(),
+                Act::Relu => g.zip(out, |g, y| g * if y > 0.0 { 1.0 } else { 0.0 }),
+                Act::Sigmoid => g.zip(out, |g, y| g * (y * (1.0 - y))),
+                Act::Tanh => g.zip(out, |g, y| g * (1.0 - y * y)),
+            };
             Ok(vec![
                 if want(0) { Some(gemm(&gz, false, x[1], true)?) } else { None },
                 if want(1) { Some(gemm(x[0], true, &gz, false)?) } else { None },

@@ -78,9 +78,9 @@ impl Convolution {
     pub fn forward_into(&self, x: &Mat, out: &mut [f32]) -> anyhow::Result<()> {
         let (outw, outh, _) = self.out_shape(x)?;
         let p = &self.p;
-        let (t, b, l, r) = p.pads(x.w, x.h);
         if let Some(wg) = &self.wino {
-            wg.forward(x, (t, b, l, r), p.pad_value, &self.bias, &p.act, out, outw, outh);
+            let (t, _, l, _) = p.pads(x.w, x.h);
+            wg.forward(x, t, l, p.pad_value, &self.bias, &p.act, out, outw, outh);
             return Ok(());
         }
         let ep = Epi { bias: &self.bias, act: &p.act };

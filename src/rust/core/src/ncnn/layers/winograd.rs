@@ -74,12 +74,13 @@ impl Winograd {
         Winograd { m, c, u: u.iter().map(|a| PackedA::new(a, m, c)).collect() }
     }
 
-    /// The convolution of `x` (3-d, `self.c` channels), bordered by
-    /// (t, b, l, r) with `pad_value`, into `out` (`self.m` planes of
-    /// `outw` x `outh`, the sizes a 3x3 kernel of stride 1 gives), adding
-    /// `bias` (empty: none) and applying `act`.
+    /// The convolution of `x` (3-d, `self.c` channels), bordered with
+    /// `pad_value` by `top` rows and `left` columns (and as many at the
+    /// bottom and right as `outh` and `outw` imply), into `out` (`self.m`
+    /// planes of `outw` x `outh`), adding `bias` (empty: none) and applying
+    /// `act`.
     #[allow(clippy::too_many_arguments)]
-    pub fn forward(&self, x: &Mat, pads: (usize, usize, usize, usize), pad_value: f32, bias: &[f32], act: &Activation, out: &mut [f32], outw: usize, outh: usize) {
+    pub fn forward(&self, x: &Mat, top: usize, left: usize, pad_value: f32, bias: &[f32], act: &Activation, out: &mut [f32], outw: usize, outh: usize) {
         let (th, tw) = (outh.div_ceil(2), outw.div_ceil(2));
         if th == 0 || tw == 0 {
             return;
@@ -87,10 +88,9 @@ impl Winograd {
         assert!(out.len() >= self.m * outw * outh, "convolution output buffer too small");
         // Border the input to whole tiles: rows and columns past the
         // padded input only feed outputs that are not kept.
-        let (t, b, l, r) = pads;
         let (hp, wp) = (2 * th + 2, 2 * tw + 2);
-        let xp = border(x, t, hp - x.h - t, l, wp - x.w - l, pad_value);
-        let _ = (b, r);
+        assert!(hp >= x.h + top && wp >= x.w + left, "Winograd output smaller than its input");
+        let xp = border(x, top, hp - x.h - top, left, wp - x.w - left, pad_value);
         let per_tile = 16 * (self.c + self.m) * 4;
         let band = ((BAND_BYTES / per_tile).max(BAND_MIN_TILES) / tw).clamp(1, th);
         let bands = th.div_ceil(band);
@@ -379,7 +379,7 @@ mod tests {
                 let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
                 for portable in [false, true] {
                     let mut got = vec![f32::NAN; m * outw * outh];
-                    let mut run = || pool.install(|| wg.forward(&x, pads, 0.25, &bias, &act, &mut got, outw, outh));
+                    let mut run = || pool.install(|| wg.forward(&x, pads.0, pads.2, 0.25, &bias, &act, &mut got, outw, outh));
                     if portable { crate::simd::portable(&mut run) } else { run() }
                     for (i, (g, e)) in got.iter().zip(&want).enumerate() {
                         assert!((g - e).abs() <= 1e-4 * (1.0 + e.abs()), "{w}x{h}x{c} -> {m} {pads:?} act {kind} threads {threads}: value {i}: {g} vs {e}");
@@ -428,7 +428,7 @@ mod speed {
                 best * 1e3
             };
             let direct = time(&mut || conv_gemm(&x, &p, 0, c, &a, &mut out, side, side, &Epi { bias: &bias, act: &p.act }));
-            let wino = time(&mut || wg.forward(&x, (1, 1, 1, 1), 0.0, &bias, &p.act, &mut out, side, side));
+            let wino = time(&mut || wg.forward(&x, 1, 1, 0.0, &bias, &p.act, &mut out, side, side));
             println!("{side}x{side}, {c} -> {m}: direct {direct:.3} ms, winograd {wino:.3} ms ({:.2}x)", direct / wino);
         }
     }

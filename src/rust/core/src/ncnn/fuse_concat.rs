@@ -8,7 +8,7 @@
 use super::layers::concat::Concat;
 use super::layers::convolution::Convolution;
 use super::net::Net;
-use super::Mat;
+use super::{err, Mat};
 
 /// The builtin layer `li` as a `T`, if it is one.
 fn builtin<T: 'static>(net: &Net, li: usize) -> Option<&T> {
@@ -52,18 +52,20 @@ pub(super) fn convs_of_concat(net: &Net, li: usize, computed: &[Option<Mat>], gi
 /// times each convolution. Outputs of different sizes (which Concat would
 /// reject) take the ordinary path, so the error is the usual one.
 pub(super) fn run(net: &Net, li: usize, convs: &[usize], xs: Vec<Mat>, clock: Option<fn() -> f64>, timings: &mut Vec<(usize, f64)>) -> anyhow::Result<Mat> {
+    // An error names its layer, as on the ordinary path.
+    let at = |i: usize| move |e: anyhow::Error| err(format!("{}: {e:#}", net.spec().layers[i].describe()));
     let layers: Vec<&Convolution> = convs.iter().map(|&p| builtin::<Convolution>(net, p).expect("checked by convs_of_concat")).collect();
     let mut shapes = Vec::with_capacity(convs.len());
     for (k, (c, x)) in layers.iter().zip(&xs).enumerate() {
-        shapes.push(c.out_shape(x).map_err(|e| anyhow::anyhow!("{}: {e:#}", net.spec().layers[convs[k]].describe()))?);
+        shapes.push(c.out_shape(x).map_err(at(convs[k]))?);
     }
     let (w, h) = (shapes[0].0, shapes[0].1);
     if shapes.iter().any(|s| (s.0, s.1) != (w, h)) {
         let mut tops = Vec::with_capacity(convs.len());
         for (&p, x) in convs.iter().zip(xs) {
-            tops.extend(net.run_layer(p, vec![x], 1).map_err(|e| anyhow::anyhow!("{}: {e:#}", net.spec().layers[p].describe()))?);
+            tops.extend(net.run_layer(p, vec![x], 1).map_err(at(p))?);
         }
-        let mut out = net.run_layer(li, tops, 1).map_err(|e| anyhow::anyhow!("{}: {e:#}", net.spec().layers[li].describe()))?;
+        let mut out = net.run_layer(li, tops, 1).map_err(at(li))?;
         return Ok(out.remove(0));
     }
     let mut out = Mat::for_overwrite_3d(w, h, shapes.iter().map(|s| s.2).sum());
@@ -72,7 +74,7 @@ pub(super) fn run(net: &Net, li: usize, convs: &[usize], xs: Vec<Mat>, clock: Op
         let (part, tail) = std::mem::take(&mut rest).split_at_mut(w * h * shapes[k].2);
         rest = tail;
         let t0 = clock.map(|f| f());
-        net.on_pool(|| c.forward_into(x, part)).map_err(|e| anyhow::anyhow!("{}: {e:#}", net.spec().layers[convs[k]].describe()))?;
+        net.on_pool(|| c.forward_into(x, part)).map_err(at(convs[k]))?;
         if let (Some(f), Some(t0)) = (clock, t0) {
             timings.push((convs[k], f() - t0));
         }
@@ -150,5 +152,7 @@ mod tests {
         let plain = run(&param, &bytes, false, 1, None).unwrap_err();
         assert_eq!(format!("{fused:#}"), format!("{plain:#}"));
         assert!(format!("{fused:#}").contains("cannot concatenate"), "{fused:#}");
+        assert_eq!(crate::error::class_of(&fused), Some("ncnn_error"));
+        assert_eq!(crate::error::class_of(&plain), Some("ncnn_error"));
     }
 }

@@ -32,12 +32,12 @@ pub fn backward(op: &Op, x: &[&Mat], out: &Mat, saved: &[Mat], g: &Mat, need: &[
             if want(1) { Some(gemm(x[0], true, g, false)?) } else { None },
         ]),
         Op::Linear(act) => {
-            // One closure per activation kind, so that each loop vectorises.
-            let gz = match act {
+            // The kind fixed in each arm, so that each loop vectorises.
+            let gz = match *act {
                 Act::None => g.clone(),
-                Act::Relu => g.zip(out, |g, y| g * if y > 0.0 { 1.0 } else { 0.0 }),
-                Act::Sigmoid => g.zip(out, |g, y| g * (y * (1.0 - y))),
-                Act::Tanh => g.zip(out, |g, y| g * (1.0 - y * y)),
+                Act::Relu => g.zip(out, |g, y| g * Act::Relu.grad_from_out(y)),
+                Act::Sigmoid => g.zip(out, |g, y| g * Act::Sigmoid.grad_from_out(y)),
+                Act::Tanh => g.zip(out, |g, y| g * Act::Tanh.grad_from_out(y)),
             };
             Ok(vec![
                 if want(0) { Some(gemm(&gz, false, x[1], true)?) } else { None },

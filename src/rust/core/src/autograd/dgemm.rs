@@ -79,12 +79,8 @@ pub unsafe fn dgemm(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64,
 #[allow(clippy::too_many_arguments)]
 unsafe fn blocked(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, ldc: usize, ap: &mut Vec<f64>, bp: &mut Vec<f64>) {
     let npanels = n.div_ceil(NR);
-    // The buffers only grow: shrinking and regrowing would refill them.
-    for (buf, len) in [(&mut *bp, npanels * NR * KC.min(k)), (&mut *ap, MC * KC.min(k))] {
-        if buf.len() < len {
-            buf.resize(len, 0.0);
-        }
-    }
+    grow(bp, npanels * NR * KC.min(k));
+    grow(ap, MC * KC.min(k));
     for pc in (0..k).step_by(KC) {
         let kc = KC.min(k - pc);
         pack_b(kc, n, b, pc, bp);
@@ -103,6 +99,14 @@ unsafe fn blocked(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, l
                 }
             }
         }
+    }
+}
+
+/// Makes a packing buffer at least `len` long. Buffers only grow:
+/// shrinking and regrowing would refill them.
+pub(super) fn grow(buf: &mut Vec<f64>, len: usize) {
+    if buf.len() < len {
+        buf.resize(len, 0.0);
     }
 }
 

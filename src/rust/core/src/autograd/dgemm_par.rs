@@ -85,12 +85,10 @@ pub unsafe fn dgemm_par(m: usize, k: usize, n: usize, a: View, b: View, c: *mut 
 #[allow(clippy::too_many_arguments)]
 unsafe fn by_columns(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, ldc: usize, post: Post, threads: usize, sh: &mut Vec<f64>) {
     let mpan = m.div_ceil(MR);
-    if sh.len() < mpan * MR * KC.min(k) {
-        sh.resize(mpan * MR * KC.min(k), 0.0);
-    }
+    dgemm::grow(sh, mpan * MR * KC.min(k));
     // Columns per block: about four blocks per thread, 4 to 16 panels.
     let nb = block_len(n, 4 * threads, NR, 4, 16);
-    let (cp, shp) = (Ptr(c), Ptr(sh.as_mut_ptr()));
+    let cp = Ptr(c);
     for pc in (0..k).step_by(KC) {
         let kc = KC.min(k - pc);
         let (first, last) = (pc == 0, pc + kc == k);
@@ -99,15 +97,15 @@ unsafe fn by_columns(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64
             let ic = bi * 8 * MR;
             dgemm::pack_a((8 * MR).min(m - ic), kc, a, ic, pc, dst);
         });
+        // Taken after the packing, which borrowed the buffer mutably.
+        let shp = Ptr(sh.as_mut_ptr());
         (0..n.div_ceil(nb)).into_par_iter().for_each(|bi| {
             let (c, ap) = (cp, shp);
             let j0 = bi * nb;
             let w = nb.min(n - j0);
             dgemm::BUFS.with(|bufs| {
                 let bp = &mut bufs.borrow_mut().1;
-                if bp.len() < w.div_ceil(NR) * NR * kc {
-                    bp.resize(w.div_ceil(NR) * NR * kc, 0.0);
-                }
+                dgemm::grow(bp, w.div_ceil(NR) * NR * kc);
                 dgemm::pack_b(kc, w, b.shift(0, j0), pc, bp);
                 // One A panel (in L1) against every panel of the block (in L2).
                 for ip in 0..mpan {
@@ -132,12 +130,10 @@ unsafe fn by_columns(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64
 #[allow(clippy::too_many_arguments)]
 unsafe fn by_rows(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, ldc: usize, post: Post, threads: usize, sh: &mut Vec<f64>) {
     let npan = n.div_ceil(NR);
-    if sh.len() < npan * NR * KC.min(k) {
-        sh.resize(npan * NR * KC.min(k), 0.0);
-    }
+    dgemm::grow(sh, npan * NR * KC.min(k));
     // Rows per block: about four blocks per thread, 4 to 16 panels.
     let mb = block_len(m, 4 * threads, MR, 4, 16);
-    let (cp, shp) = (Ptr(c), Ptr(sh.as_mut_ptr()));
+    let cp = Ptr(c);
     for pc in (0..k).step_by(KC) {
         let kc = KC.min(k - pc);
         let (first, last) = (pc == 0, pc + kc == k);
@@ -146,15 +142,15 @@ unsafe fn by_rows(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, l
             let j0 = bi * 8 * NR;
             dgemm::pack_b(kc, (8 * NR).min(n - j0), b.shift(0, j0), pc, dst);
         });
+        // Taken after the packing, which borrowed the buffer mutably.
+        let shp = Ptr(sh.as_mut_ptr());
         (0..m.div_ceil(mb)).into_par_iter().for_each(|bi| {
             let (c, bsh) = (cp, shp);
             let i0 = bi * mb;
             let h = mb.min(m - i0);
             dgemm::BUFS.with(|bufs| {
                 let ap = &mut bufs.borrow_mut().0;
-                if ap.len() < h.div_ceil(MR) * MR * kc {
-                    ap.resize(h.div_ceil(MR) * MR * kc, 0.0);
-                }
+                dgemm::grow(ap, h.div_ceil(MR) * MR * kc);
                 dgemm::pack_a(h, kc, a, i0, pc, ap);
                 // One B panel (in L1) against every panel of the block (in L2).
                 for jp in 0..npan {

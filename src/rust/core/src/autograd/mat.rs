@@ -156,12 +156,13 @@ pub fn gemm_post(a: &Mat, ta: bool, b: &Mat, tb: bool, post: dgemm_par::Post) ->
             dgemm_par::dgemm_par(m, k, n, av, bv, c.as_mut_ptr(), m, post);
         } else {
             dgemm::dgemm(m, k, n, av, bv, c.as_mut_ptr(), m);
-            c.set_len(m * n);
-            for j in 0..n {
-                post(0, j, &mut c[j * m..(j + 1) * m]);
-            }
         }
         c.set_len(m * n);
+    }
+    if !big {
+        for j in 0..n {
+            post(0, j, &mut c[j * m..(j + 1) * m]);
+        }
     }
     Ok(Mat { rows: m, cols: n, data: c })
 }

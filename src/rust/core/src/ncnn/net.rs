@@ -312,10 +312,7 @@ impl Net {
         match &self.layers[li] {
             Imp::Builtin(b) => {
                 let opt = &self.opt;
-                match &opt.pool {
-                    Some(p) => p.install(|| b.forward(bottoms, ntop, opt)),
-                    None => crate::ncnn::par::run_sequential(|| b.forward(bottoms, ntop, opt)),
-                }
+                self.on_pool(|| b.forward(bottoms, ntop, opt))
             }
             // Custom layers run on the calling thread.
             Imp::Custom(Some(c), _) => c.forward(bottoms, ntop, &self.opt),

@@ -12,9 +12,7 @@ impl Concat {
     pub fn new(pd: &ParamDict) -> anyhow::Result<Concat> {
         Ok(Concat { axis: pd.int(0, 0) })
     }
-}
 
-impl Concat {
     /// Whether the blobs are joined along channels when they are 3-d.
     pub fn joins_channels(&self) -> bool {
         self.axis == 0 || self.axis == -3

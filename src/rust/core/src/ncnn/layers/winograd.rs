@@ -124,8 +124,12 @@ impl Winograd {
             input_transform(xp, ty0, ty1, tw, v, eo);
             let none = Activation::default();
             let ep = Epi { bias: &[], act: &none };
+            // Rows of the transformed input for element xi: (xi * c + i) * nt.
+            let mut offs: Vec<usize> = (0..c).map(|i| i * nt).collect();
             for (xi, u) in self.u.iter().enumerate() {
-                let offs: Vec<usize> = (0..c).map(|i| (xi * c + i) * nt).collect();
+                if xi > 0 {
+                    offs.iter_mut().for_each(|o| *o += c * nt);
+                }
                 let bv = BView { base: v, offs: &offs, rs: nt };
                 conv_gemm_band(u, &bv, nt, 1, nt, prod.as_mut_ptr().add(xi * m * nt), &ep);
             }

@@ -1,7 +1,9 @@
 //! The bottom layer: error conventions, element types, the runtime choice of
-//! CPU kernels, and human-readable formatting. Imports nothing of the crate.
+//! CPU kernels, human-readable formatting and the quantized block formats.
+//! Imports nothing of the crate.
 
 pub mod dtype;
 pub mod error;
 pub mod fmt;
+pub mod quant;
 pub mod simd;

@@ -110,6 +110,14 @@ impl Context {
         for s in &srcs {
             s.check_live()?;
         }
+        let bs = layout.dtype.block_size();
+        ensure!(
+            layout.ne[0] % bs == 0,
+            "a {} tensor stores values in blocks of {bs} along its first dimension; {} values \
+             is not a whole number of blocks (use a multiple of {bs})",
+            layout.dtype.name(),
+            layout.ne[0]
+        );
         ensure!(
             layout.checked_span_bytes().is_some(),
             "a {} tensor of sizes {} is too large to address",

@@ -10,6 +10,7 @@ mod elementwise;
 mod matmul;
 mod movement;
 pub mod par;
+mod quantized;
 mod reduce;
 
 #[cfg(test)]

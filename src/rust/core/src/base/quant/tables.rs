@@ -184,6 +184,7 @@ pub fn free_all() {
 }
 
 /// Whether the table of `q` is built now.
+#[cfg(test)]
 pub fn is_built(q: QType) -> bool {
     Kind::of(q).is_some_and(|k| lock()[k.slot()].is_some())
 }

@@ -81,15 +81,17 @@ docs: install
 	$(RSCRIPT) -e 'roxygen2::roxygenise(load_code = roxygen2::load_installed)'
 	$(R) CMD INSTALL --no-multiarch $(INSTALL_LIB) .
 
-# Bounded fuzzing of the ncnn param and model readers (FUZZ_SECONDS each).
+# Bounded fuzzing of the ncnn param and model readers and of the GGUF reader (FUZZ_SECONDS each).
 # Installs cargo-fuzz when missing; uses a nightly toolchain when one is
 # installed, else stable with RUSTC_BOOTSTRAP=1.
 FUZZ_SECONDS ?= 60
 fuzz:
 	@command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-	@mkdir -p fuzz/corpus/ncnn_readers
+	@mkdir -p fuzz/corpus/ncnn_readers fuzz/corpus/gguf_reader
 	cd fuzz && if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then TC=+nightly; else TC=; export RUSTC_BOOTSTRAP=1; fi; \
 	  cargo $$TC fuzz run ncnn_readers corpus/ncnn_readers seeds -- \
+	    -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 && \
+	  cargo $$TC fuzz run gguf_reader corpus/gguf_reader seeds-gguf -- \
 	    -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1
 
 clean:

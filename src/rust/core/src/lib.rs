@@ -20,6 +20,7 @@
 //! - [`graph`]: forward graphs and their computation;
 //! - [`residency`]: the pass and persistent pools, generations, handles;
 //! - [`autograd`]: the tape, the backward rules, optimizers;
+//! - [`gguf`]: GGUF weight files, read (memory-mapped) and written;
 //! - [`ncnn`]: ncnn model inference, beside the rest on [`base`] only.
 
 pub mod base;
@@ -31,6 +32,7 @@ pub mod backend;
 pub mod graph;
 pub mod residency;
 pub mod autograd;
+pub mod gguf;
 pub mod ncnn;
 
 pub use base::error::{Classed, Result};

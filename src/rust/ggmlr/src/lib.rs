@@ -14,6 +14,8 @@ mod graph;
 mod guard;
 mod malloc;
 mod ops;
+mod quant;
+mod gguf;
 mod residency;
 mod tensor;
 mod vulkan;
@@ -57,6 +59,8 @@ extendr_module! {
     use graph;
     use buffer;
     use ops;
+    use quant;
+    use gguf;
     use residency;
     use vulkan;
     use vulkan_backend;

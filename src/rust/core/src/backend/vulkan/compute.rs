@@ -50,7 +50,7 @@ impl DeviceMemory for VkBuffer {
 pub fn vk_buffer(mem: &BufferMem) -> Option<&VkBuffer> {
     match mem {
         BufferMem::Device(d) => d.as_any().downcast_ref::<VkBuffer>(),
-        BufferMem::Host(_) | BufferMem::Freed => None,
+        BufferMem::Host(_) | BufferMem::Mapped(_) | BufferMem::Freed => None,
     }
 }
 

@@ -77,21 +77,23 @@ fn bits_to_bytes<const N: usize>(b: &[u8; N], o: usize) -> __m256i {
     _mm256_cmpeq_epi8(_mm256_or_si256(bytes, others), _mm256_set1_epi8(-1))
 }
 
-/// Sum over blocks of `f(x block, y block)` (eight lanes each), in two
-/// interleaved accumulators so that consecutive blocks do not wait on each other.
+/// Sum over blocks of `d * q` for `(d, q) = f(x block, y block)` (a scale and
+/// eight lanes of integer sums), in two interleaved accumulators so that
+/// consecutive blocks do not wait on each other.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn sum2<const X: usize, const Y: usize>(x: &[u8], y: &[u8], nb: usize, f: impl Fn(&[u8; X], &[u8; Y]) -> __m256) -> f32 {
+fn sum2<const X: usize, const Y: usize>(x: &[u8], y: &[u8], nb: usize, f: impl Fn(&[u8; X], &[u8; Y]) -> (f32, __m256i)) -> f32 {
     let (mut a0, mut a1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+    let step = |acc: __m256, (d, q): (f32, __m256i)| _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(q), acc);
     let mut it = blocks::<X, Y>(x, y, nb);
     loop {
         match (it.next(), it.next()) {
             (Some((x0, y0)), Some((x1, y1))) => {
-                a0 = _mm256_add_ps(a0, f(x0, y0));
-                a1 = _mm256_add_ps(a1, f(x1, y1));
+                a0 = step(a0, f(x0, y0));
+                a1 = step(a1, f(x1, y1));
             }
             (Some((x0, y0)), None) => {
-                a0 = _mm256_add_ps(a0, f(x0, y0));
+                a0 = step(a0, f(x0, y0));
                 break;
             }
             _ => break,
@@ -107,17 +109,17 @@ fn blocks<'a, const X: usize, const Y: usize>(x: &'a [u8], y: &'a [u8], nb: usiz
 #[target_feature(enable = "avx2,fma,f16c")]
 pub fn q4_0(x: &[u8], y: &[u8], nb: usize) -> f32 {
     sum2::<18, 34>(x, y, nb, |xb, yb| {
-        let d = _mm256_set1_ps(h2f(xb, 0) * h2f(yb, 0));
+        let d = h2f(xb, 0) * h2f(yb, 0);
         let qx = _mm256_sub_epi8(nibbles(xb, 2), _mm256_set1_epi8(8));
-        _mm256_mul_ps(d, _mm256_cvtepi32_ps(dot_i8(qx, load32(yb, 2))))
+        (d, dot_i8(qx, load32(yb, 2)))
     })
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
 pub fn q8_0(x: &[u8], y: &[u8], nb: usize) -> f32 {
     sum2::<34, 34>(x, y, nb, |xb, yb| {
-        let d = _mm256_set1_ps(h2f(xb, 0) * h2f(yb, 0));
-        _mm256_mul_ps(d, _mm256_cvtepi32_ps(dot_i8(load32(xb, 2), load32(yb, 2))))
+        let d = h2f(xb, 0) * h2f(yb, 0);
+        (d, dot_i8(load32(xb, 2), load32(yb, 2)))
     })
 }
 
@@ -128,19 +130,19 @@ pub fn q4_1(x: &[u8], y: &[u8], nb: usize) -> f32 {
         mins += h2f(xb, 2) * h2f(yb, 2);
     }
     mins + sum2::<20, 36>(x, y, nb, |xb, yb| {
-        let d = _mm256_set1_ps(h2f(xb, 0) * h2f(yb, 0));
-        _mm256_mul_ps(d, _mm256_cvtepi32_ps(dot_u8(nibbles(xb, 4), load32(yb, 4))))
+        let d = h2f(xb, 0) * h2f(yb, 0);
+        (d, dot_u8(nibbles(xb, 4), load32(yb, 4)))
     })
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
 pub fn q5_0(x: &[u8], y: &[u8], nb: usize) -> f32 {
     sum2::<22, 34>(x, y, nb, |xb, yb| {
-        let d = _mm256_set1_ps(h2f(xb, 0) * h2f(yb, 0));
+        let d = h2f(xb, 0) * h2f(yb, 0);
         // Clear high bit: nibble - 16 (0xF0 | nibble as a signed byte); set: the nibble.
         let hi = _mm256_andnot_si256(bits_to_bytes(xb, 2), _mm256_set1_epi8(0xF0u8 as i8));
         let qx = _mm256_or_si256(nibbles(xb, 6), hi);
-        _mm256_mul_ps(d, _mm256_cvtepi32_ps(dot_i8(qx, load32(yb, 2))))
+        (d, dot_i8(qx, load32(yb, 2)))
     })
 }
 
@@ -151,10 +153,10 @@ pub fn q5_1(x: &[u8], y: &[u8], nb: usize) -> f32 {
         mins += h2f(xb, 2) * h2f(yb, 2);
     }
     mins + sum2::<24, 36>(x, y, nb, |xb, yb| {
-        let d = _mm256_set1_ps(h2f(xb, 0) * h2f(yb, 0));
+        let d = h2f(xb, 0) * h2f(yb, 0);
         let hi = _mm256_and_si256(bits_to_bytes(xb, 4), _mm256_set1_epi8(0x10));
         let qx = _mm256_or_si256(nibbles(xb, 8), hi);
-        _mm256_mul_ps(d, _mm256_cvtepi32_ps(dot_u8(qx, load32(yb, 4))))
+        (d, dot_u8(qx, load32(yb, 4)))
     })
 }
 
@@ -163,9 +165,9 @@ pub fn iq4_nl(x: &[u8], y: &[u8], nb: usize) -> f32 {
     let t = _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
     let table = _mm256_set_m128i(t, t);
     sum2::<18, 34>(x, y, nb, |xb, yb| {
-        let d = _mm256_set1_ps(h2f(xb, 0) * h2f(yb, 0));
+        let d = h2f(xb, 0) * h2f(yb, 0);
         let qx = _mm256_shuffle_epi8(table, nibbles(xb, 2));
-        _mm256_mul_ps(d, _mm256_cvtepi32_ps(dot_i8(qx, load32(yb, 2))))
+        (d, dot_i8(qx, load32(yb, 2)))
     })
 }
 

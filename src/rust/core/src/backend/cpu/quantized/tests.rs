@@ -182,6 +182,6 @@ fn bench_dot_rows() {
         };
         let dt = min_time(&mut || dot_rows(rows, Act::Q(&acts), &mut out, &mut Vec::new()));
         let dp = min_time(&mut || simd::portable(|| dot_rows(rows, Act::Q(&acts), &mut out, &mut Vec::new())));
-        println!("{}: {:.2} ns/value wide, {:.2} portable", q.name(), dt * 1e9 / (k * 256) as f64, dp * 1e9 / (k * 256) as f64);
+        println!("{}: {:.3} ns/value wide, {:.3} portable", q.name(), dt * 1e9 / (k * 256) as f64, dp * 1e9 / (k * 256) as f64);
     }
 }

@@ -113,6 +113,13 @@ impl Backend {
         Ok(())
     }
 
+    /// The error for a Vulkan backend whose context is gone.
+    pub fn gone(&self) -> anyhow::Error {
+        self.check_live().err().unwrap_or_else(|| {
+            anyhow::anyhow!("backend '{}' has no Vulkan device any more; create a new backend", self.name)
+        })
+    }
+
     /// Threads used by the CPU backend's kernels.
     pub fn set_n_threads(&self, n: usize) -> crate::Result<()> {
         self.check_live()?;
@@ -138,7 +145,7 @@ impl Backend {
         match &self.imp {
             BackendImpl::Cpu(c) => c.compute(nodes),
             BackendImpl::Vulkan(_) => {
-                let ctx = self.vulkan_context().ok_or_else(|| self.check_live().unwrap_err())?;
+                let ctx = self.vulkan_context().ok_or_else(|| self.gone())?;
                 crate::vulkan_backend::compute(&ctx, &self.name, nodes)
             }
         }

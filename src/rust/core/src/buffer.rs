@@ -155,7 +155,7 @@ impl Buffer {
                 BufferMem::Host(v.into_boxed_slice())
             }
             BackendImpl::Vulkan(_) => {
-                let ctx = backend.vulkan_context().ok_or_else(|| backend.check_live().unwrap_err())?;
+                let ctx = backend.vulkan_context().ok_or_else(|| backend.gone())?;
                 let ctx = &ctx;
                 let vb = ctx.alloc(bytes).map_err(|e| {
                     e.context(format!("allocating a {} {} buffer on backend '{}'", fmt_bytes(bytes), tag.name(), backend.name()))
@@ -366,17 +366,7 @@ impl Drop for Buffer {
 
 /// Human-readable byte counts: "512 B", "1.5 KiB", "3.0 MiB".
 pub fn fmt_bytes(n: usize) -> String {
-    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
-    let mut v = n as f64 / 1024.0;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    format!("{v:.1} {}", UNITS[u])
+    crate::alloc::fmt_bytes(n as u64)
 }
 
 #[cfg(test)]

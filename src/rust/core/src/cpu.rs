@@ -10,34 +10,28 @@ pub struct CpuBackend {
     pool: Mutex<Arc<Pool>>,
 }
 
-/// A thread pool and its size.
+/// A thread pool and its size; it starts new threads when first used in a
+/// forked child (see [`crate::threads`]).
 #[derive(Debug)]
 pub struct Pool {
     pub n_threads: usize,
-    pub rayon: Option<rayon::ThreadPool>,
+    threads: crate::threads::Pool,
 }
 
 impl Pool {
     pub fn new(n_threads: usize) -> crate::Result<Pool> {
-        let rayon = if n_threads > 1 {
-            Some(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(n_threads)
-                    .thread_name(|i| format!("ggmlr-cpu-{i}"))
-                    .build()
-                    .context("could not start the CPU backend's threads")?,
-            )
-        } else {
-            None
-        };
-        Ok(Pool { n_threads, rayon })
+        let threads = crate::threads::Pool::new(n_threads, "ggmlr-cpu")
+            .context("could not start the CPU backend's threads")?;
+        Ok(Pool { n_threads, threads })
     }
 
     /// Run `f` inside the pool (so rayon's parallel iterators use its threads).
     pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
-        match &self.rayon {
-            Some(p) => p.install(f),
-            None => f(),
+        match self.threads.get() {
+            Ok(Some(p)) => p.install(f),
+            // One thread, or no threads could start in this process: the
+            // caller's thread does the work.
+            _ => f(),
         }
     }
 }
@@ -48,7 +42,10 @@ pub fn default_threads() -> usize {
 
 impl CpuBackend {
     pub fn new() -> CpuBackend {
-        let pool = Pool::new(default_threads()).unwrap_or(Pool { n_threads: 1, rayon: None });
+        let pool = Pool::new(default_threads()).unwrap_or_else(|_| Pool {
+            n_threads: 1,
+            threads: crate::threads::Pool::single(),
+        });
         CpuBackend { pool: Mutex::new(Arc::new(pool)) }
     }
 
@@ -69,13 +66,16 @@ impl CpuBackend {
         Ok(())
     }
 
+    /// Compute `nodes` in order; a stop requested through [`crate::cancel`]
+    /// ends it between nodes (large kernels also stop between chunks).
     pub fn compute(&self, nodes: &[Node]) -> crate::Result<()> {
         let pool = self.pool();
         for n in nodes {
+            crate::cancel::check()?;
             crate::ops::run(n, &pool)
                 .with_context(|| format!("computing {}", n.tensor.describe()))?;
         }
-        Ok(())
+        crate::cancel::check()
     }
 }
 

@@ -11,10 +11,12 @@
 //! [`graph::Graph`] orders them and resolves them into [`graph::Node`]s that a
 //! [`backend::Backend`] computes (CPU kernels in [`ops`]).
 
+pub mod alloc;
 pub mod autograd;
 pub mod backend;
 pub mod buffer;
 pub mod build;
+pub mod cancel;
 pub mod context;
 pub mod cpu;
 pub mod dtype;
@@ -28,6 +30,7 @@ pub mod ops;
 pub mod residency;
 pub mod simd;
 pub mod tensor;
+pub mod threads;
 pub mod vulkan;
 pub mod vulkan_backend;
 pub mod vulkan_probe;

@@ -70,6 +70,27 @@ pub struct Tensor {
     storage: Mutex<Option<Storage>>,
 }
 
+impl Drop for Tensor {
+    /// A tensor owns its sources, so a long chain (`y <- op(y)` a hundred
+    /// thousand times) would drop recursively, one stack frame per tensor,
+    /// and overflow the stack. Unlink it iteratively instead: every source
+    /// whose last owner this is gives up its own sources before it goes.
+    fn drop(&mut self) {
+        let mut stack: Vec<Arc<Tensor>> = std::mem::take(&mut self.srcs);
+        if let Some((base, _)) = self.view.take() {
+            stack.push(base);
+        }
+        while let Some(t) = stack.pop() {
+            if let Some(mut inner) = Arc::into_inner(t) {
+                stack.append(&mut inner.srcs);
+                if let Some((base, _)) = inner.view.take() {
+                    stack.push(base);
+                }
+            }
+        }
+    }
+}
+
 impl Tensor {
     pub(crate) fn new(
         ctx: Arc<CtxState>,

@@ -20,6 +20,7 @@ static HOOK: Once = Once::new();
 /// the message for the error returned to R.
 fn install_quiet_panic_hook() {
     HOOK.call_once(|| {
+        crate::interrupt::install();
         std::panic::set_hook(Box::new(|info| {
             let msg = if let Some(s) = info.payload().downcast_ref::<&str>() {
                 (*s).to_string()
@@ -58,6 +59,10 @@ where
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
             let class = ggmlr_core::error::class_of(&e);
+            if class == Some(ggmlr_core::cancel::INTERRUPT_CLASS) {
+                // The engine stopped for a Ctrl-C: R signals it (see .rs()).
+                crate::interrupt::consume();
+            }
             error_robj(&format!("{e:#}"), class)
         }
         Err(_) => {

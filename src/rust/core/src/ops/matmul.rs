@@ -17,6 +17,9 @@ struct Mat<'a> {
     cs: isize,
 }
 
+/// Multiply-adds of one sgemm call at most (about 0.1 s on one core).
+const SLAB_WORK: usize = 1 << 28;
+
 /// C (m x n, row-major, contiguous rows of n) = A (m x k) * B (k x n), rows of C
 /// split across the pool.
 fn gemm(pool: &Pool, m: usize, k: usize, n: usize, a: Mat<'_>, b: Mat<'_>, c: &mut [f32]) {
@@ -24,7 +27,7 @@ fn gemm(pool: &Pool, m: usize, k: usize, n: usize, a: Mat<'_>, b: Mat<'_>, c: &m
     if m == 0 || n == 0 {
         return;
     }
-    let run = |row0: usize, c_rows: &mut [f32]| {
+    let one = |row0: usize, c_rows: &mut [f32]| {
         let rows = c_rows.len() / n;
         if k == 0 {
             c_rows.fill(0.0);
@@ -53,6 +56,18 @@ fn gemm(pool: &Pool, m: usize, k: usize, n: usize, a: Mat<'_>, b: Mat<'_>, c: &m
                 n as isize,
                 1,
             );
+        }
+    };
+    // Large blocks go in slabs of rows, so that a requested stop (Ctrl-C)
+    // is seen within a fraction of a second; each slab packs the shared
+    // operand again, which costs little at this size.
+    let slab = (SLAB_WORK / k.saturating_mul(n).max(1)).max(64);
+    let run = |row0: usize, c_rows: &mut [f32]| {
+        for (i, part) in c_rows.chunks_mut(slab * n).enumerate() {
+            if crate::cancel::requested() {
+                return;
+            }
+            one(row0 + i * slab, part);
         }
     };
     let work = m * n * k;

@@ -42,7 +42,13 @@ pub fn par_rows(
     pool.install(|| {
         out.par_chunks_mut(rows_per * row_len)
             .enumerate()
-            .for_each(|(c, chunk)| f(c * rows_per, chunk));
+            .for_each(|(c, chunk)| {
+                // A requested stop skips the remaining chunks; the node
+                // loop then reports the interruption.
+                if !crate::cancel::requested() {
+                    f(c * rows_per, chunk)
+                }
+            });
     });
 }
 

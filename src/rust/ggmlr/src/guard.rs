@@ -58,8 +58,8 @@ where
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
-            let class = ggmlr_core::error::class_of(&e);
-            if class == Some(ggmlr_core::cancel::INTERRUPT_CLASS) {
+            let class = ggmlr_core::base::error::class_of(&e);
+            if class == Some(ggmlr_core::base::cancel::INTERRUPT_CLASS) {
                 // The engine stopped for a Ctrl-C: R signals it (see .rs()).
                 crate::interrupt::consume();
             }

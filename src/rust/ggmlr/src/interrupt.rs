@@ -1,6 +1,6 @@
 //! Ctrl-C for the engine. R's SIGINT handler only sets a flag
 //! (`R_interrupts_pending`), which R acts on at its next check. The engine
-//! asks [`ggmlr_core::cancel`] between graph nodes, ncnn layers and chunks of
+//! asks [`ggmlr_core::base::cancel`] between graph nodes, ncnn layers and chunks of
 //! large kernels; the source installed here answers by reading that flag (a
 //! plain read, safe from any thread; no R function is called). When a
 //! computation stops for it, [`consume`] clears the flag on R's main thread
@@ -8,7 +8,7 @@
 //! R/errors.R), so `tryCatch(interrupt =)` and the top level see a real
 //! interrupt, and R does not act on the same keypress twice.
 
-use ggmlr_core::cancel::Cancel;
+use ggmlr_core::base::cancel::Cancel;
 use std::os::raw::c_int;
 use std::ptr::{addr_of, addr_of_mut};
 
@@ -33,8 +33,8 @@ impl Cancel for RInterrupt {
 /// Install the interrupt source and the fork-safe global pool (once, from
 /// R's main thread: the first call into the binding).
 pub fn install() {
-    ggmlr_core::cancel::install(Box::new(RInterrupt));
-    ggmlr_core::threads::init_global_with_current_thread();
+    ggmlr_core::base::cancel::install(Box::new(RInterrupt));
+    ggmlr_core::base::threads::init_global_with_current_thread();
 }
 
 /// Clear the pending interrupt the engine acted on (R's main thread only).

@@ -28,8 +28,8 @@ const ABORTED: &str = "\u{0}abort";
 /// interruption (abort) itself, which must stay one.
 fn failed(prefix: &str, m: String) -> anyhow::Error {
     match m.as_str() {
-        INTERRUPTED => ggmlr_core::cancel::interrupted(),
-        ABORTED => ggmlr_core::cancel::aborted(),
+        INTERRUPTED => ggmlr_core::base::cancel::interrupted(),
+        ABORTED => ggmlr_core::base::cancel::aborted(),
         _ => err(format!("{prefix}: {m}")),
     }
 }

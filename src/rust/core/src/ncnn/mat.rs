@@ -51,13 +51,13 @@ pub fn take_vec(n: usize) -> Vec<f32> {
     }
     // Sizes come from params and inputs: a refusal unwinds to the layer
     // that asked (see `alloc::Refused`), never aborts.
-    crate::alloc::or_unwind(crate::alloc::try_with_capacity(n, "a blob"))
+    crate::base::alloc::or_unwind(crate::base::alloc::try_with_capacity(n, "a blob"))
 }
 
 /// Elements of a blob of these extents; a product that overflows unwinds as
 /// a refused allocation.
 fn elements(dims: &[usize]) -> usize {
-    crate::alloc::or_unwind(crate::alloc::product(dims, "a blob"))
+    crate::base::alloc::or_unwind(crate::base::alloc::product(dims, "a blob"))
 }
 
 /// `s` rounded to f32, in a vector from the reuse cache (vectorised: an
@@ -66,7 +66,7 @@ pub fn f32_from_f64(s: &[f64]) -> Vec<f32> {
     let mut v = take_vec(s.len());
     v.clear();
     let spare = &mut v.spare_capacity_mut()[..s.len()];
-    crate::simd::wide(|| {
+    crate::base::simd::wide(|| {
         for (d, x) in spare.iter_mut().zip(s) {
             d.write(*x as f32);
         }
@@ -223,7 +223,7 @@ impl Mat {
             3 => (shape[0], shape[1], 1, shape[2]),
             _ => (shape[0], shape[1], shape[2], shape[3]),
         };
-        let n = crate::alloc::product(shape, "a blob")?;
+        let n = crate::base::alloc::product(shape, "a blob")?;
         if n != data.len() {
             crate::ncnn_bail!(
                 "blob shape {:?} needs {} values, got {}",

@@ -59,7 +59,7 @@ impl<'a> ModelBin<'a> {
     /// `n` weights from `bytes` (zeros when the reader is empty), allocated
     /// fallibly: `n` comes from the param.
     fn f32s(bytes: Option<&[u8]>, n: usize, what: &str) -> anyhow::Result<Vec<f32>> {
-        let mut v = crate::alloc::try_with_capacity(n, what).map_err(|e| err(format!("{e:#}")))?;
+        let mut v = crate::base::alloc::try_with_capacity(n, what).map_err(|e| err(format!("{e:#}")))?;
         match bytes {
             None => v.resize(n, 0.0),
             Some(s) => v.extend(s.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))),
@@ -84,7 +84,7 @@ impl<'a> ModelBin<'a> {
             0 => self.raw(n, what),
             TAG_FP16 => {
                 let b = self.take(align4(n.checked_mul(2).unwrap_or(usize::MAX - 8)), what)?;
-                let mut v = crate::alloc::try_with_capacity(n, what).map_err(|e| err(format!("{e:#}")))?;
+                let mut v = crate::base::alloc::try_with_capacity(n, what).map_err(|e| err(format!("{e:#}")))?;
                 match b {
                     None => v.resize(n, 0.0),
                     Some(s) => v.extend(s.chunks_exact(2).take(n).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())),

@@ -36,14 +36,14 @@ pub struct Net {
     /// Bumped whenever the layers change, so stale extractors are refused.
     generation: u64,
     /// The worker threads of `opt`, started anew in a forked child.
-    threads: crate::threads::Pool,
+    threads: crate::base::threads::Pool,
 }
 
 impl Net {
     pub fn new(num_threads: usize, light_mode: bool) -> anyhow::Result<Net> {
         let n = num_threads.max(1);
         // One thread: layers run on the calling thread, loops sequentially.
-        let threads = crate::threads::Pool::new(n, "ncnn-worker")
+        let threads = crate::base::threads::Pool::new(n, "ncnn-worker")
             .map_err(|e| err(format!("{e:#}")))?;
         let pool = threads.get().map_err(|e| err(format!("{e:#}")))?;
         Ok(Net {
@@ -316,10 +316,10 @@ impl Net {
         match self.layers.get(li) {
             Some(Imp::Builtin(b)) => {
                 let opt = &self.opt;
-                crate::alloc::catch_refusal(|| self.on_pool(|| b.forward(bottoms, ntop, opt)))
+                crate::base::alloc::catch_refusal(|| self.on_pool(|| b.forward(bottoms, ntop, opt)))
             }
             // Custom layers run on the calling thread.
-            Some(Imp::Custom(Some(c), _)) => crate::alloc::catch_refusal(|| c.forward(bottoms, ntop, &self.opt)),
+            Some(Imp::Custom(Some(c), _)) => crate::base::alloc::catch_refusal(|| c.forward(bottoms, ntop, &self.opt)),
             Some(Imp::Custom(None, _)) | None => ncnn_bail!("layer was destroyed"),
         }
     }
@@ -384,7 +384,7 @@ impl Extractor {
     }
 
     /// Compute `blob` (and what it needs). A stop requested through
-    /// [`crate::cancel`] ends the pass between layers.
+    /// [`crate::base::cancel`] ends the pass between layers.
     pub fn extract(&mut self, net: &Net, blob: usize) -> anyhow::Result<Mat> {
         self.check(net)?;
         match self.blobs.get(blob) {
@@ -425,7 +425,7 @@ impl Extractor {
                 stack.pop();
                 continue;
             }
-            crate::cancel::check()?;
+            crate::base::cancel::check()?;
             state[li] = 1;
             let l = &spec.layers[li];
             // A channel Concat of convolutions runs them itself, into its
@@ -482,7 +482,7 @@ impl Extractor {
                 let xs = self.take_bottoms(net, &blobs)?;
                 let clock = self.timings.as_ref().map(|t| t.1);
                 let mut times = Vec::new();
-                let top = crate::alloc::catch_refusal(|| super::fuse_concat::run(net, li, &convs, xs, clock, &mut times))?;
+                let top = crate::base::alloc::catch_refusal(|| super::fuse_concat::run(net, li, &convs, xs, clock, &mut times))?;
                 if let Some(t) = self.timings.as_mut() {
                     t.0.extend(times);
                 }
@@ -507,7 +507,7 @@ impl Extractor {
             let bottoms = self.take_bottoms(net, &l.bottoms)?;
             let t0 = self.timings.as_ref().map(|t| (t.1)());
             let tops = net.run_layer(li, bottoms, l.tops.len()).map_err(|e| {
-                if crate::cancel::is_interrupt(&e) {
+                if crate::base::cancel::is_interrupt(&e) {
                     e
                 } else {
                     err(format!("{}: {e:#}", l.describe()))

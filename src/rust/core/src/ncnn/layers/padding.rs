@@ -110,8 +110,8 @@ impl Layer for Padding {
             x.c.saturating_add(front).saturating_add(behind),
         );
         // The sizes come from the param: checked before the allocation.
-        let n = crate::alloc::product(&[w, h, c], "the Padding output")?;
-        crate::alloc::check(n, 4, "the Padding output")?;
+        let n = crate::base::alloc::product(&[w, h, c], "the Padding output")?;
+        crate::base::alloc::check(n, 4, "the Padding output")?;
         let mut data = crate::ncnn::mat::Buf::filled(n, 0.0);
         for q in 0..c {
             let sq = q as i64 - front as i64;

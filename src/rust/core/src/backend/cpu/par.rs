@@ -1,0 +1,70 @@
+//! The CPU backend's thread pool and its parallel loop over rows.
+
+use anyhow::Context as _;
+use rayon::prelude::*;
+
+/// A thread pool and its size; it starts new threads when first used in a
+/// forked child (see [`crate::base::threads`]).
+#[derive(Debug)]
+pub struct Pool {
+    pub n_threads: usize,
+    threads: crate::base::threads::Pool,
+}
+
+impl Pool {
+    pub fn new(n_threads: usize) -> crate::Result<Pool> {
+        let threads = crate::base::threads::Pool::new(n_threads, "ggmlr-cpu")
+            .context("could not start the CPU backend's threads")?;
+        Ok(Pool { n_threads, threads })
+    }
+
+    /// A pool of one thread (the caller's).
+    pub fn single() -> Pool {
+        Pool { n_threads: 1, threads: crate::base::threads::Pool::single() }
+    }
+
+    /// Run `f` inside the pool (so rayon's parallel iterators use its threads).
+    pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        match self.threads.get() {
+            Ok(Some(p)) => p.install(f),
+            // One thread, or no threads could start in this process: the
+            // caller's thread does the work.
+            _ => f(),
+        }
+    }
+}
+
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+/// Below this many output elements a kernel runs on the calling thread.
+pub const PAR_MIN: usize = 1 << 15;
+
+/// Run `f(first_row, rows)` over `out` split into chunks of whole rows of
+/// `row_len`, in parallel on `pool` when the work is large enough.
+pub fn par_rows(
+    pool: &Pool,
+    out: &mut [f32],
+    row_len: usize,
+    f: impl Fn(usize, &mut [f32]) + Sync + Send,
+) {
+    let row_len = row_len.max(1);
+    let n_rows = out.len() / row_len;
+    if pool.n_threads <= 1 || out.len() < PAR_MIN || n_rows < 2 {
+        f(0, out);
+        return;
+    }
+    let rows_per = n_rows.div_ceil(pool.n_threads * 4).max(1);
+    pool.install(|| {
+        out.par_chunks_mut(rows_per * row_len)
+            .enumerate()
+            .for_each(|(c, chunk)| {
+                // A requested stop skips the remaining chunks; the node
+                // loop then reports the interruption.
+                if !crate::base::cancel::requested() {
+                    f(c * rows_per, chunk)
+                }
+            });
+    });
+}

@@ -25,6 +25,12 @@
 #' a
 #' ggml_free(ctx)
 ggml_new_tensor <- function(ctx, type = GGML_TYPE_F32, n_dims, ne) {
+  if (!is.numeric(n_dims) || length(n_dims) != 1L || is.na(n_dims) || !n_dims %in% 1:4) {
+    .abort(sprintf("`n_dims` must be 1, 2, 3 or 4, not %s", .describe_value(n_dims)))
+  }
+  if (!is.numeric(ne) || anyNA(ne)) {
+    .abort(sprintf("`ne` must be a numeric vector of sizes, not %s", .describe_value(ne)))
+  }
   if (length(ne) < n_dims) {
     .abort(sprintf("`ne` has %d size(s) but `n_dims` is %s.", length(ne), format(n_dims)))
   }

@@ -65,7 +65,11 @@ where
             }
             error_robj(&format!("{e:#}"), class)
         }
-        Err(_) => {
+        Err(payload) => {
+            // An allocation refused deep in the engine (see base::alloc::Refused).
+            if let Some(r) = payload.downcast_ref::<ggmlr_core::base::alloc::Refused>() {
+                return error_robj(&r.0, None);
+            }
             let detail = LAST_PANIC
                 .with(|p| p.borrow_mut().take())
                 .unwrap_or_else(|| "unknown panic".into());

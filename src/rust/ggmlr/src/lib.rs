@@ -17,6 +17,7 @@ mod malloc;
 mod ops;
 mod residency;
 mod rstr;
+mod savefile;
 mod tensor;
 mod vulkan;
 mod vulkan_backend;
@@ -63,4 +64,5 @@ extendr_module! {
     use vulkan;
     use vulkan_backend;
     use ncnn;
+    use savefile;
 }

@@ -203,8 +203,15 @@ impl Tensor {
         Ok(())
     }
 
+    /// Whether the tensor has memory of its own that is still there (a
+    /// freed buffer's tensors have none: allocating the context again gives
+    /// them new memory, as the freed-buffer error tells the user to do).
     pub(crate) fn has_own_storage(&self) -> bool {
-        self.storage.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+        self.storage
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_some_and(|s| !s.buf.is_freed())
     }
 
     pub(crate) fn set_storage(&self, s: DataSlot) {

@@ -7,7 +7,7 @@
     .abort(sprintf("`%s` must be the path of a file (a single string), not %s", arg,
                    .describe_value(path)), call = call)
   }
-  if (!validUTF8(enc2utf8(path))) {
+  if (!.is_text(path)) {
     .abort(sprintf("`%s` is not valid text; give the path as a character string", arg), call = call)
   }
   path <- path.expand(enc2utf8(path))
@@ -27,6 +27,15 @@
   if (!is.raw(bytes)) .abort("internal: .write_file_atomic() needs a raw vector", call = call)
   .rs(rs_write_atomic(path, bytes), call = call)
   invisible(path)
+}
+
+# Whether each string is text: marked Latin-1 (converted when used), or in
+# the native encoding and valid UTF-8. Invalid bytes (rawToChar() of binary
+# data, a binary file read as text) and "bytes" strings are not. Checked
+# before enc2utf8(), which would turn invalid bytes into "<ff>" escapes.
+.is_text <- function(x) {
+  enc <- Encoding(x)
+  enc == "latin1" | (enc != "bytes" & validUTF8(x))
 }
 
 # A short description of an R value for messages: "NA", "a list", "a number".

@@ -95,7 +95,7 @@ ncnn_net <- function(num_threads = NULL, light_mode = TRUE) {
     if (!is.character(text) || length(text) < 1L || anyNA(text)) {
       .abort("`text` must be the text of an ncnn param (a string)", "ncnn_error")
     }
-    if (!all(validUTF8(enc2utf8(text)))) {
+    if (!all(.is_text(text))) {
       .abort("`text` is not valid UTF-8 text: an ncnn param is text; for a binary .param.bin use load_param_bin(), for weights load_model()", "ncnn_error")
     }
     text <- enc2utf8(text)
@@ -151,24 +151,22 @@ ncnn_net <- function(num_threads = NULL, light_mode = TRUE) {
   if (dir.exists(path)) {
     .abort(sprintf("'%s' is a folder, not a %s file", path, what), "ncnn_error", call = sys.call(-2L))
   }
-  size <- file.size(path)
-  read <- tryCatch(
-    if (binary) readBin(path, "raw", size) else readLines(path, warn = FALSE, encoding = "UTF-8"),
-    error = function(e) e,
-    # readLines() warns of embedded nuls: binary data.
-    warning = function(w) NA_character_
-  )
-  if (inherits(read, "error")) {
+  read <- tryCatch(readBin(path, "raw", file.size(path)), error = function(e) e, warning = function(w) w)
+  if (inherits(read, "condition")) {
     .abort(sprintf("cannot read %s file '%s': %s", what, path, conditionMessage(read)),
       "ncnn_error", call = sys.call(-2L))
   }
   if (binary) return(read)
-  if (anyNA(read) || !all(validUTF8(read)) || any(grepl("[\001-\010]", read, useBytes = TRUE))) {
+  # A text param is UTF-8 without control bytes; anything else is binary
+  # data (a .bin of weights, a .param.bin) given to the wrong method.
+  text <- if (any(read < as.raw(9L) | (read > as.raw(13L) & read < as.raw(32L)))) NA_character_ else rawToChar(read)
+  if (is.na(text) || !validUTF8(text)) {
     .abort(sprintf(
       "'%s' is not a text param file (it holds binary data); for a binary .param.bin use load_param_bin(), for a .bin weights file load_model()",
       path), "ncnn_error", call = sys.call(-2L))
   }
-  paste(read, collapse = "\n")
+  Encoding(text) <- "UTF-8"
+  text
 }
 
 .ncnn_extractor <- function(net, eptr) {

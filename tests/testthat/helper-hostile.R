@@ -2,8 +2,8 @@
 # fails the cases concerned instead of ending the whole test run.
 #
 # hostile_run(cases, setup) evaluates each case (a quoted expression) in a
-# child Rscript, one after another, each in its own environment whose parent
-# holds what `setup` made. The child logs the start and the outcome of every
+# child Rscript, one after another, each in its own environment in which
+# `setup` ran first. The child logs the start and the outcome of every
 # case to a file as it goes; when it dies or hangs, the case that started and
 # did not finish is reported as "crashed" / "hung" and the remaining cases run
 # in a new child. Returns a data frame: name, outcome ("value", "error",
@@ -20,13 +20,13 @@ setup <- readRDS(%s)
 log <- file(%s, open = "a")
 put <- function(...) { cat(..., "\\n", sep = "", file = log); flush(log) }
 clean <- function(s) gsub("[\\t\\n\\r]+", " ", paste(s, collapse = " "))
-base <- new.env(parent = globalenv())
-if (!is.null(setup)) eval(setup, base)
 for (nm in names(cases)) {
   put("START\\t", nm)
   res <- withCallingHandlers(
     tryCatch({
-      v <- eval(cases[[nm]], new.env(parent = base))
+      env <- new.env(parent = globalenv())
+      if (!is.null(setup)) eval(setup, env)
+      v <- eval(cases[[nm]], env)
       c("value", clean(class(v)), clean(if (is.atomic(v) && length(v) <= 8) as.character(v) else ""))
     },
     error = function(e) c("error", clean(class(e)), clean(conditionMessage(e))),

@@ -25,10 +25,23 @@ pub fn physical_memory() -> Option<u64> {
     })
 }
 
+static LIMIT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// The largest single allocation granted: the machine's physical memory
-/// (unknown: no limit beyond the address space).
+/// (unknown: no limit beyond the address space), or a lower limit set with
+/// [`set_limit`].
 pub fn limit() -> u64 {
-    physical_memory().unwrap_or(isize::MAX as u64)
+    let machine = physical_memory().unwrap_or(isize::MAX as u64);
+    match LIMIT.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => machine,
+        l => l.min(machine),
+    }
+}
+
+/// Lower the single-allocation limit to `bytes` (0: back to the machine's
+/// memory). For fuzzing and tests, which must not take gigabytes.
+pub fn set_limit(bytes: u64) {
+    LIMIT.store(bytes, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// `n` elements of `elem` bytes, checked against overflow and [`limit`].
@@ -42,11 +55,8 @@ pub fn check(n: usize, elem: usize, what: &str) -> crate::Result<usize> {
         } else {
             fmt_bytes(bytes as u64)
         };
-        anyhow::bail!(
-            "cannot allocate {size} for {what}: more than this machine's memory ({}); \
-             use smaller sizes",
-            fmt_bytes(lim)
-        );
+        let whose = if LIMIT.load(std::sync::atomic::Ordering::Relaxed) == 0 { "this machine's memory" } else { "the allocation limit" };
+        anyhow::bail!("cannot allocate {size} for {what}: more than {whose} ({}); use smaller sizes", fmt_bytes(lim));
     }
     Ok(bytes as usize)
 }

@@ -96,7 +96,7 @@ fn check_locked(s: &Stats, extra: u64, what: &str) -> crate::Result<()> {
         let fmt = crate::base::fmt::fmt_bytes;
         let limit = if s.limit >= usize::MAX as f64 { usize::MAX } else { s.limit as usize };
         anyhow::bail!(
-            "the memory budget refuses {} for {what}: {} are in use and the limit is {}. \
+            "memory budget exceeded: {} requested for {what}, {} in use, limit {}. \
              Free tensors, buffers or contexts you no longer need, or raise the limit with \
              ag_memory_limit() (Inf for none).",
             fmt(extra.min(usize::MAX as u64) as usize),
@@ -234,8 +234,8 @@ pub(crate) mod tests {
         s.limit = 1100.0;
         assert!(check_locked(&s, 100, "a test").is_ok());
         let err = check_locked(&s, 101, "a test").unwrap_err().to_string();
-        assert!(err.contains("budget refuses 101 B for a test"), "{err}");
-        assert!(err.contains("1000 B are in use and the limit is 1.1 KiB"), "{err}");
+        assert!(err.contains("budget exceeded: 101 B requested for a test"), "{err}");
+        assert!(err.contains("1000 B in use, limit 1.1 KiB"), "{err}");
         assert!(err.contains("ag_memory_limit()") && !err.contains(".ag_tape"), "{err}");
         s.limit = f64::INFINITY;
         assert!(check_locked(&s, u64::MAX, "a test").is_ok());

@@ -82,6 +82,11 @@ fn corrupt(what: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("the file is corrupted ({what}); it cannot be loaded: save the model again")
 }
 
+/// The checksum of a payload (CRC-32, IEEE).
+pub fn checksum(payload: &[u8]) -> u32 {
+    crc32fast::hash(payload)
+}
+
 /// Decode a whole file: header, checksum, payload.
 pub fn decode(bytes: &[u8]) -> crate::Result<Value> {
     if bytes.len() < HEADER || &bytes[..8] != MAGIC {
@@ -110,7 +115,7 @@ pub fn decode(bytes: &[u8]) -> crate::Result<Value> {
     }
     ensure!(len == have, corrupt(format!("{} bytes after the data", have - len)));
     let payload = &bytes[HEADER..];
-    let crc = crc32fast::hash(payload);
+    let crc = checksum(payload);
     ensure!(crc == u32_at(20), corrupt("the checksum does not match the data"));
     let mut r = Reader { b: payload, pos: 0 };
     let v = r.value(0)?;

@@ -182,13 +182,13 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL) {
   miss <- setdiff(names(params), names(saved))
   extra <- setdiff(names(saved), names(params))
   if (length(miss) || length(extra)) {
-    .abort(sprintf("the rebuilt model does not match the file: missing in the file: %s; not in the model: %s",
+    .abort(sprintf("the rebuilt model does not match the file (parameter mismatch): missing in the file: %s; not in the model: %s",
                    paste(miss, collapse = ", "), paste(extra, collapse = ", ")), call = call)
   }
   for (nm in names(params)) {
     v <- saved[[nm]]
     if (!is.double(v) || !identical(as.integer(dim(v)), as.integer(params[[nm]]$shape))) {
-      .abort(sprintf("parameter '%s' is %s in the model but %s in the file", nm,
+      .abort(sprintf("shape mismatch: parameter '%s' is %s in the model but %s in the file", nm,
                      paste(params[[nm]]$shape, collapse = "x"),
                      if (is.double(v)) paste(dim(v), collapse = "x") else "not numeric"), call = call)
     }

@@ -41,6 +41,9 @@ put("END")
 
 hostile_run <- function(cases, setup = NULL, timeout = 120, env = character()) {
   stopifnot(is.list(cases), !is.null(names(cases)), !anyDuplicated(names(cases)))
+  # For reports: HOSTILE_COUNT_FILE collects the number of cases run.
+  count_file <- Sys.getenv("HOSTILE_COUNT_FILE")
+  if (nzchar(count_file)) cat(length(cases), "\n", file = count_file, append = TRUE)
   dir <- tempfile("hostile")
   dir.create(dir)
   on.exit(unlink(dir, recursive = TRUE), add = TRUE)

@@ -1,7 +1,7 @@
 //! Writing: the encoder of the format in [`super`], and the atomic write
 //! that replaces a file only once its new contents are safely on disk.
 
-use super::{Attrs, Value, MAGIC, VERSION};
+use super::value::{Attrs, Value, MAGIC, VERSION};
 use anyhow::{bail, Context as _};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

@@ -175,6 +175,10 @@ rs_graph_compute <- function(ctx, g) .Call(wrap__rs_graph_compute, ctx, g)
 #' @noRd
 rs_backend_graph_compute <- function(b, g) .Call(wrap__rs_backend_graph_compute, b, g)
 
+#' Memory for the graph's tensors that have none, in one user buffer.
+#' @noRd
+rs_graph_alloc <- function(g, b) .Call(wrap__rs_graph_alloc, g, b)
+
 #' list(n_nodes, n_leafs)
 #' @noRd
 rs_graph_info <- function(g) .Call(wrap__rs_graph_info, g)

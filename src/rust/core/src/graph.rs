@@ -6,6 +6,7 @@
 //! layout (views already resolved to their base buffer, offset and strides).
 
 use crate::backend::Backend;
+use crate::buffer::{align_up, Buffer, BufferTag};
 use crate::op::Op;
 use crate::tensor::{Tensor, TensorRef};
 use anyhow::Context as _;
@@ -99,6 +100,33 @@ impl Graph {
             out.push(Node { op: t.op().clone(), srcs, dst, tensor: t.clone() });
         }
         Ok(out)
+    }
+
+    /// Give every tensor of the graph that has no memory yet (views aside:
+    /// they use their base's) a place in ONE new buffer on `backend`. `None`
+    /// when every tensor already has memory.
+    pub fn alloc(&self, backend: &Backend, tag: BufferTag) -> crate::Result<Option<Arc<Buffer>>> {
+        let todo: Vec<&Arc<Tensor>> = self
+            .leafs
+            .iter()
+            .chain(self.nodes.iter())
+            .filter(|t| t.view_base().is_none() && !t.has_data())
+            .collect();
+        if todo.is_empty() {
+            return Ok(None);
+        }
+        let mut offsets = Vec::with_capacity(todo.len());
+        let mut size = 0usize;
+        for t in &todo {
+            t.check_live()?;
+            offsets.push(size);
+            size = align_up(size + t.nbytes().max(1));
+        }
+        let buf = Arc::new(Buffer::allocate(backend, size, tag)?);
+        for (t, off) in todo.iter().zip(offsets) {
+            t.set_storage(crate::tensor::Storage { buf: buf.clone(), offset: off });
+        }
+        Ok(Some(buf))
     }
 
     /// Compute the graph on `backend`.

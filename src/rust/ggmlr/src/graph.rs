@@ -43,6 +43,21 @@ fn rs_backend_graph_compute(b: Robj, g: Robj) -> Robj {
     })
 }
 
+/// Memory for the graph's tensors that have none, in one user buffer.
+/// @noRd
+#[extendr]
+fn rs_graph_alloc(g: Robj, b: Robj) -> Robj {
+    guard(|| {
+        let g: &Graph = xptr(&g, "graph", "ggml_cgraph")?;
+        let b: &Backend = crate::conv::backend_arg(&b, "backend")?;
+        b.check_live()?;
+        Ok(match g.alloc(b, ggmlr_core::buffer::BufferTag::User)? {
+            Some(buf) => ExternalPtr::new(buf).into(),
+            None => ().into(),
+        })
+    })
+}
+
 /// list(n_nodes, n_leafs)
 /// @noRd
 #[extendr]
@@ -58,5 +73,6 @@ extendr_module! {
     fn rs_build_forward_expand;
     fn rs_graph_compute;
     fn rs_backend_graph_compute;
+    fn rs_graph_alloc;
     fn rs_graph_info;
 }

@@ -5,7 +5,7 @@ use crate::guard;
 use crate::tensor::tensor;
 use extendr_api::prelude::*;
 use ggmlr_core::backend::{self, Backend};
-use ggmlr_core::context::Context;
+use ggmlr_core::tensor::Context;
 use ggmlr_core::graph::Graph;
 
 /// @noRd
@@ -51,7 +51,7 @@ fn rs_graph_alloc(g: Robj, b: Robj) -> Robj {
         let g: &Graph = xptr(&g, "graph", "ggml_cgraph")?;
         let b: &Backend = crate::conv::backend_arg(&b, "backend")?;
         b.check_live()?;
-        Ok(match g.alloc(b, ggmlr_core::buffer::BufferTag::User)? {
+        Ok(match g.alloc(b, ggmlr_core::memory::BufferTag::User)? {
             Some(buf) => ExternalPtr::new(buf).into(),
             None => ().into(),
         })

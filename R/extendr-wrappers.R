@@ -157,6 +157,10 @@ rs_tensor_info <- function(t) .Call(wrap__rs_tensor_info, t)
 #' @noRd
 rs_set_name <- function(t, name) .Call(wrap__rs_set_name, t, name)
 
+#' Sets ggml's "input", "output" or "param" flag.
+#' @noRd
+rs_tensor_set_flag <- function(t, flag) .Call(wrap__rs_tensor_set_flag, t, flag)
+
 #' Write values (ggml order) from element `first`.
 #' @noRd
 rs_tensor_set <- function(t, values, first) .Call(wrap__rs_tensor_set, t, values, first)
@@ -178,6 +182,11 @@ rs_backend_graph_compute <- function(b, g) .Call(wrap__rs_backend_graph_compute,
 #' Memory for the graph's tensors that have none, in one user buffer.
 #' @noRd
 rs_graph_alloc <- function(g, b) .Call(wrap__rs_graph_alloc, g, b)
+
+#' Every tensor of the graph, leafs then nodes in topological order:
+#' list(list(tensor, id, op, params, srcs, ne, nb, offset, flags, type)).
+#' @noRd
+rs_graph_nodes <- function(g) .Call(wrap__rs_graph_nodes, g)
 
 #' list(n_nodes, n_leafs)
 #' @noRd

@@ -2,16 +2,19 @@
 # model's device (on "gpu" they become resident in the persistent pool the
 # first time a step reads them, and the optimizer updates them there).
 #
-# Layouts (autograd values are [features, batch] matrices, one column per
-# sample; multi-dimensional samples are stored with the first listed axis
-# fastest in memory as follows):
-#   vector  c(F)        F values
-#   sequence c(L, C)    C fastest, then L: time step t is rows t*C + 1:C
-#   image   c(H, W, C)  W fastest, then H, then C (ggml's [W, H, C] order)
+# Layouts: autograd values are [features, batch] matrices, one column per
+# sample. A sample with several axes is stored channels first in memory
+# (Keras' channels-last order, read fastest-first):
+#   vector   c(F)        F values
+#   sequence c(L, C)     C fastest, then L: time step t is rows t*C + 1:C
+#   image    c(H, W, C)  C fastest, then W, then H
+# so a value reshaped to [C, positions * batch] has one column per position
+# and sample: batch norm, channel softmax and concatenation work on that
+# view, and convolutions gather its columns (R/nn_conv.R).
 # Weights:
 #   dense       weight [units, fan_in], bias [units, 1]
-#   conv_2d     kernel [filters, KW * KH * C], bias [filters, 1]
-#   conv_1d     kernel [filters, K * C], bias [filters, 1]
+#   conv_2d     kernel [filters, C * KW * KH] (C fastest), bias [filters, 1]
+#   conv_1d     kernel [filters, C * K], bias [filters, 1]
 #   batch_norm  gamma, beta [C, 1] (C: features or channels); running stats
 #   embedding   weight [dim, vocab_size]
 #   lstm        W_gates [4u, F], U_gates [4u, u], b_gates [4u, 1] (i, f, g, o)

@@ -42,7 +42,7 @@
   m <- switch(length(shape),
     t(x),
     matrix(aperm(x, c(3L, 2L, 1L)), ncol = n),
-    matrix(aperm(x, c(3L, 2L, 4L, 1L)), ncol = n))
+    matrix(aperm(x, c(4L, 3L, 2L, 1L)), ncol = n))
   if (identical(st$config$dtype, "int32")) {
     if (any(m != round(m))) {
       .abort(sprintf("%s(): input \"%s\" is int32 (indices), but %s holds non-integer values",

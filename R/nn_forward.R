@@ -26,17 +26,27 @@
   )
 }
 
-# Softmax over the last axis of each sample.
+# Softmax over the last axis (the channels) of each sample.
 .nn_softmax <- function(x, shape, label) {
   if (length(shape) == 1L) return(ag_softmax(x))
-  if (length(shape) == 2L) {
-    n <- x$shape[2L]
-    c <- shape[2L]
-    return(ag_reshape(ag_softmax(ag_reshape(x, c, shape[1L] * n)), prod(shape), n))
-  }
-  .abort(sprintf("layer \"%s\": softmax over an image output is not supported; flatten first", label),
-         call = NULL)
+  ag_softmax(.nn_to_channels(x, shape))
 }
+
+# Values travel between layers as [prod(shape), batch] ("flat") or, after
+# layers that work per position (convolution, pooling, batch norm), as
+# [C, positions * batch] ("channels"): the same memory order, so a layer
+# reshapes only when it needs the other view.
+.nn_flat <- function(x, shape) {
+  f <- prod(shape)
+  if (x$shape[1L] == f) x else ag_reshape(x, f, prod(x$shape) %/% f)
+}
+
+.nn_to_channels <- function(x, shape) {
+  c <- shape[length(shape)]
+  if (x$shape[1L] == c) x else ag_reshape(x, c, prod(x$shape) %/% c)
+}
+
+.nn_from_channels <- function(v, shape) .nn_flat(v, shape)
 
 # Runs the plan. `inputs`: a list named by input id (ag tensors, or integer
 # matrices [L, batch] for int32 inputs). `logits`: the id of a step whose
@@ -52,6 +62,7 @@
       .nn_step_forward(rt, st, xs, training, identical(st$id, logits))
     }
   }
+  for (id in rt$plan$outputs) vals[[id]] <- .nn_flat(vals[[id]], .nn_step(rt$plan, id)$out_shape)
   vals
 }
 
@@ -59,28 +70,29 @@
   cfg <- st$config
   w <- if (!is.null(st$key)) rt$weights[[st$key]]
   x <- xs[[1L]]
+  s1 <- st$in_shapes[[1L]]
   act <- if (no_act) NULL else cfg$activation
   switch(st$type,
     dense = {
       code <- if (!is.null(act) && act %in% names(.nn_act_codes)) .nn_act_codes[[act]] else 0
-      out <- .ag_op("linear", list(w$weight, x, w$bias), code)
+      out <- .ag_op("linear", list(w$weight, .nn_flat(x, s1), w$bias), code)
       if (code == 0) .nn_activate(out, act, st$out_shape, st$label) else out
     },
-    flatten = x,
+    flatten = .nn_flat(x, s1),
     dropout = .nn_dropout(x, cfg$rate, training),
     batch_norm = .nn_batch_norm(rt, st, x, w, training),
     embedding = .nn_embedding(x, w, st),
-    lstm = .nn_lstm(x, w, st, act),
-    gru = .nn_gru(x, w, st, act),
-    add = Reduce(ag_add, xs),
+    lstm = .nn_lstm(.nn_flat(x, s1), w, st, act),
+    gru = .nn_gru(.nn_flat(x, s1), w, st, act),
+    add = {
+      same <- all(vapply(xs, function(v) identical(v$shape, x$shape), logical(1L)))
+      Reduce(ag_add, if (same) xs else lapply(xs, .nn_flat, shape = s1))
+    },
     concatenate = .nn_concatenate(xs, st),
     global_average_pooling_2d = .nn_global_pool(x, st$in_shapes[[1L]], "mean"),
     global_max_pooling_2d = .nn_global_pool(x, st$in_shapes[[1L]], "max"),
-    conv_2d = , conv_1d = {
-      out <- .nn_conv(x, w, st)
-      .nn_activate(out, act, st$out_shape, st$label)
-    },
-    max_pooling_2d = .nn_max_pool(x, st),
+    conv_2d = , conv_1d = .nn_conv(rt, st, x, w, act),
+    max_pooling_2d = .nn_max_pool(rt, st, x),
     .abort(sprintf("layer \"%s\": unknown layer type \"%s\"", st$label, st$type), call = NULL)
   )
 }
@@ -92,23 +104,12 @@
   ag_mul(x, matrix(keep / (1 - rate), d[1L], d[2L]))
 }
 
-# Batch norm per channel: features of a vector; channels of a sequence
-# (rows of the [C, L * batch] view); channels of an image (the slowest
-# axis: regrouped so that each row holds one channel).
+# Batch norm per channel: the features of a vector, the channels (rows of
+# the [C, positions * batch] view) of a sequence or an image.
 .nn_batch_norm <- function(rt, st, x, w, training) {
   s <- st$in_shapes[[1L]]
-  n <- x$shape[2L]
   c <- .nn_channels(s)
-  p <- prod(s) / c
-  to_rows <- switch(length(s),
-    function(v) v,
-    function(v) ag_reshape(v, c, p * n),
-    function(v) ag_reshape(ag_transpose(ag_reshape(v, p, c * n)), c, n * p))
-  from_rows <- switch(length(s),
-    function(v) v,
-    function(v) ag_reshape(v, c * p, n),
-    function(v) ag_reshape(ag_transpose(ag_reshape(v, c * n, p)), p * c, n))
-  xr <- to_rows(x)
+  xr <- if (length(s) == 1L) x else .nn_to_channels(x, s)
   bn <- rt$bn[[st$key]]
   eps <- st$config$eps
   if (training) {
@@ -124,7 +125,7 @@
   } else {
     out <- .ag_op("batch_norm", list(xr, w$gamma, w$beta, bn$mean, bn$var), c(eps, 0))
   }
-  from_rows(out)
+  out
 }
 
 .nn_embedding <- function(idx, w, st) {
@@ -195,35 +196,36 @@
   if (isTRUE(st$config$return_sequences)) .ag_op("concat_rows", hs) else h
 }
 
-# Concatenation: along the slowest axis of the layout it is a join of rows;
-# along the channels of a sequence, a join per time step.
+# Concatenation: along the slowest axis (the first listed) it is a join of
+# rows; along the channels, a join of the rows of the [C, positions * batch]
+# views.
 .nn_concatenate <- function(xs, st) {
   s <- st$in_shapes[[1L]]
-  ax <- .nn_concat_axis(st$config$axis, length(s), st$label)
-  slowest <- c(1L, 1L, 3L)[length(s)]
-  if (ax == slowest) return(.ag_op("concat_rows", xs))
-  if (length(s) == 2L && ax == 2L) {
-    pieces <- list()
-    for (t in seq_len(s[1L])) {
-      for (i in seq_along(xs)) {
-        ci <- st$in_shapes[[i]][2L]
-        pieces[[length(pieces) + 1L]] <- .nn_time_step(xs[[i]], t, ci)
-      }
-    }
-    return(.ag_op("concat_rows", pieces))
+  nd <- length(s)
+  ax <- .nn_concat_axis(st$config$axis, nd, st$label)
+  if (ax == 1L) return(.ag_op("concat_rows", Map(.nn_flat, xs, st$in_shapes)))
+  if (ax == nd) {
+    parts <- Map(function(x, sh) .nn_to_channels(x, sh), xs, st$in_shapes)
+    return(.nn_from_channels(.ag_op("concat_rows", parts), st$out_shape))
   }
-  .abort(sprintf("layer \"%s\" (concatenate): joining images along axis %d is not supported; join channels (axis = -1)",
+  .abort(sprintf("layer \"%s\" (concatenate): joining images along the width (axis %d) is not supported; join channels (axis = -1) or rows (axis = 0)",
                  st$label, st$config$axis), call = NULL)
 }
 
-# Global pooling of an image [W * H * C, batch]: regrouped to
-# [W * H, C * batch] (one column per channel and sample), then the mean of
-# each column, or the maximum by pairwise maxima max(a, b) = b + relu(a - b).
+# Global pooling of an image [C * W * H, batch]: regrouped to [W * H,
+# batch * C] (one column per sample and channel), then the mean of each
+# column, or the maximum by pairwise maxima max(a, b) = b + relu(a - b).
 .nn_global_pool <- function(x, s, how) {
-  n <- x$shape[2L]
+  n <- prod(x$shape) %/% prod(s)
   p <- s[1L] * s[2L]
-  v <- ag_reshape(x, p, s[3L] * n)
-  if (how == "mean") return(ag_reshape(ag_mean(v, dim = 2), s[3L], n))
+  c <- s[3L]
+  v <- ag_reshape(ag_transpose(.nn_to_channels(x, s)), p, n * c)
+  v <- if (how == "mean") ag_mean(v, dim = 2) else .nn_max_rows(v, p)
+  ag_transpose(ag_reshape(v, n, c))
+}
+
+# The maximum over the `p` rows of each column of `v` (a [1, ncol] tensor).
+.nn_max_rows <- function(v, p) {
   while (p > 1L) {
     half <- p %/% 2L
     a <- .nn_rows(v, 0, half)
@@ -232,5 +234,5 @@
     v <- if (p %% 2L == 1L) .ag_op("concat_rows", list(m, .nn_rows(v, 2L * half, p))) else m
     p <- half + p %% 2L
   }
-  ag_reshape(v, s[3L], n)
+  v
 }

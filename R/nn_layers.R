@@ -205,22 +205,24 @@ ggml_layer_conv_1d <- function(model, filters, kernel_size, activation = NULL,
 #' y <- ggml_layer_global_average_pooling_2d(x)
 #' y$node_type
 ggml_layer_max_pooling_2d <- function(model, pool_size = c(2L, 2L), strides = NULL,
-                                      name = NULL, trainable = TRUE) {
+                                      name = NULL, trainable = TRUE, input_shape = NULL) {
   pool_size <- rep_len(.nn_int(pool_size, "pool_size", len = 1:2), 2L)
   strides <- if (is.null(strides)) pool_size else rep_len(.nn_int(strides, "strides", len = 1:2), 2L)
-  .nn_layer(model, "max_pooling_2d", list(pool_size = pool_size, strides = strides), name, trainable)
+  .nn_layer(model, "max_pooling_2d", list(pool_size = pool_size, strides = strides), name, trainable,
+            input_shape)
 }
 
 #' @rdname ggml_layer_max_pooling_2d
 #' @export
-ggml_layer_global_max_pooling_2d <- function(model, name = NULL, trainable = TRUE) {
-  .nn_layer(model, "global_max_pooling_2d", list(), name, trainable)
+ggml_layer_global_max_pooling_2d <- function(model, name = NULL, trainable = TRUE, input_shape = NULL) {
+  .nn_layer(model, "global_max_pooling_2d", list(), name, trainable, input_shape)
 }
 
 #' @rdname ggml_layer_max_pooling_2d
 #' @export
-ggml_layer_global_average_pooling_2d <- function(model, name = NULL, trainable = TRUE) {
-  .nn_layer(model, "global_average_pooling_2d", list(), name, trainable)
+ggml_layer_global_average_pooling_2d <- function(model, name = NULL, trainable = TRUE,
+                                                 input_shape = NULL) {
+  .nn_layer(model, "global_average_pooling_2d", list(), name, trainable, input_shape)
 }
 
 #' Flatten layer
@@ -256,12 +258,13 @@ ggml_layer_flatten <- function(model, name = NULL, trainable = TRUE, input_shape
 #'   ggml_layer_dense(32, activation = "relu", input_shape = 10) |>
 #'   ggml_layer_dropout(0.3) |>
 #'   ggml_layer_dense(2, activation = "softmax")
-ggml_layer_dropout <- function(model, rate, stochastic = FALSE, name = NULL, trainable = FALSE) {
+ggml_layer_dropout <- function(model, rate, stochastic = FALSE, name = NULL, trainable = FALSE,
+                               input_shape = NULL) {
   if (!is.numeric(rate) || length(rate) != 1L || is.na(rate) || rate < 0 || rate >= 1) {
     .abort(sprintf("`rate` must be a number in [0, 1), not %s", paste(format(rate), collapse = " ")))
   }
   cfg <- list(rate = as.double(rate), stochastic = .nn_check_flag(stochastic, "stochastic"))
-  .nn_layer(model, "dropout", cfg, name, trainable)
+  .nn_layer(model, "dropout", cfg, name, trainable, input_shape)
 }
 
 #' Batch normalisation layer
@@ -282,11 +285,12 @@ ggml_layer_dropout <- function(model, rate, stochastic = FALSE, name = NULL, tra
 #'   ggml_layer_dense(16, input_shape = 4) |>
 #'   ggml_layer_batch_norm() |>
 #'   ggml_layer_dense(2, activation = "softmax")
-ggml_layer_batch_norm <- function(model, eps = 1e-5, name = NULL, trainable = TRUE, momentum = 0.1) {
+ggml_layer_batch_norm <- function(model, eps = 1e-5, name = NULL, trainable = TRUE, momentum = 0.1,
+                                  input_shape = NULL) {
   cfg <- list(eps = .ag_scalar(eps, "eps"), momentum = .ag_scalar(momentum, "momentum"))
   if (cfg$eps <= 0) .abort("`eps` must be positive")
   if (cfg$momentum <= 0 || cfg$momentum > 1) .abort("`momentum` must be in (0, 1]")
-  .nn_layer(model, "batch_norm", cfg, name, trainable)
+  .nn_layer(model, "batch_norm", cfg, name, trainable, input_shape)
 }
 
 #' Embedding layer

@@ -13,8 +13,9 @@
 .file_max_depth <- 64L
 
 # Writes `bytes` to `path` through a temporary file in the same folder,
-# renamed over `path` only when it was written completely.
-.write_file_atomic <- function(path, bytes, fn, call = sys.call(-1L)) {
+# renamed over `path` only when it was written completely. `write(bytes,
+# con)` does the writing (tests give one that fails).
+.write_file_atomic <- function(path, bytes, fn, call = sys.call(-1L), write = writeBin) {
   if (!is.character(path) || length(path) != 1L || is.na(path) || !nzchar(path)) {
     .abort(sprintf("%s(): `path` must be a file name", fn), call = call)
   }
@@ -29,7 +30,7 @@
   on.exit(if (!ok) unlink(tmp), add = TRUE)
   res <- tryCatch({
     con <- file(tmp, open = "wb")
-    tryCatch(writeBin(bytes, con), finally = close(con))
+    tryCatch(write(bytes, con), finally = close(con))
     isTRUE(file.size(tmp) == length(bytes))
   }, error = function(e) conditionMessage(e), warning = function(w) conditionMessage(w))
   if (!isTRUE(res)) {

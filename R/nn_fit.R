@@ -98,6 +98,7 @@ ggml_fit.default <- function(model, ...) {
 # The optimizer of a runtime over its trainable parameters (made again when
 # that set changes; kept between fits otherwise, as Keras does).
 .nn_optimizer <- function(model, rt) {
+  .nn_refresh_trainable(model, rt)
   params <- .nn_trainable_params(rt)
   for (st in rt$plan$steps) {
     if (is.null(st$key)) next
@@ -119,6 +120,25 @@ ggml_fit.default <- function(model, ...) {
   rt$optimizer <- opt
   rt$opt_params <- params
   opt
+}
+
+# Layers frozen or unfrozen after compiling take effect at the next fit.
+.nn_refresh_trainable <- function(model, rt) {
+  steps <- rt$plan$steps
+  if (inherits(model, "ggml_sequential_model")) {
+    for (j in seq_along(steps)) {
+      i <- steps[[j]]$layer_index
+      if (!is.na(i)) steps[[j]]$trainable <- isTRUE(model$layers[[i]]$trainable)
+    }
+  } else {
+    ov <- model$trainable_override %||% logical(0)
+    for (j in seq_along(steps)) {
+      v <- ov[steps[[j]]$label]
+      if (!is.na(v)) steps[[j]]$trainable <- v[[1L]]
+    }
+  }
+  rt$plan$steps <- steps
+  invisible(rt)
 }
 
 .nn_fit <- function(model, x, y, epochs, batch_size, validation_split, validation_data,

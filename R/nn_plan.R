@@ -126,7 +126,8 @@ nn_infer_shapes <- function(model) {
     l <- model$layers[[i]]
     id <- paste0("layer_", i)
     steps[[length(steps) + 1L]] <- list(
-      id = id, type = l$type, config = l$config, parents = prev, key = paste0("layer_", i),
+      id = id, type = l$type, config = l$config, parents = prev,
+      key = if (l$type %in% .nn_weighted_types) paste0("layer_", i),
       label = l$name, trainable = isTRUE(l$trainable), in_shapes = list(l$input_shape),
       out_shape = l$output_shape, layer_index = i)
     prev <- id

@@ -223,7 +223,7 @@ fn gather_grad(b: &mut Builder, c: &Context, g: T, idx: &[usize], rows: usize, v
         return b.fill(c, rows, v, 0.0);
     }
     if m.saturating_mul(rows) >= n {
-        let mut oh = vec![0.0; v * n];
+        let mut oh = zeros_checked(v.saturating_mul(n))?;
         for (k, &i) in idx.iter().enumerate() {
             oh[i + k * v] = 1.0;
         }
@@ -231,7 +231,8 @@ fn gather_grad(b: &mut Builder, c: &Context, g: T, idx: &[usize], rows: usize, v
         return c.op(G::OutProd, &[g, oh]);
     }
     // inv[j][col] = the j-th position reading `col`, or n (the zero column).
-    let mut inv = vec![n as f64; m * v];
+    let mut inv = zeros_checked(m.saturating_mul(v))?;
+    inv.iter_mut().for_each(|x| *x = n as f64);
     let mut seen = vec![0usize; v];
     for (k, &i) in idx.iter().enumerate() {
         inv[seen[i] * v + i] = k as f64;
@@ -249,4 +250,15 @@ fn gather_grad(b: &mut Builder, c: &Context, g: T, idx: &[usize], rows: usize, v
         });
     }
     Ok(acc.expect("at least one gather"))
+}
+
+/// A zeroed vector of `len` values, or an error (not an abort) when the
+/// memory cannot be had.
+fn zeros_checked(len: usize) -> Result<Vec<f64>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| {
+        anyhow::anyhow!("the gradient of an embedding lookup needs {len} values of work space, more than this machine can give")
+    })?;
+    v.resize(len, 0.0);
+    Ok(v)
 }

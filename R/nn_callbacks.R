@@ -17,6 +17,19 @@
   monitor
 }
 
+# Tracks the best value of a metric: `$seen(v)` returns NA for a missing
+# value, TRUE when `v` improves on the best by more than `min_delta` (and
+# records it), FALSE otherwise; `$best()` is the best so far.
+.nn_tracker <- function(mode, min_delta) {
+  best <- if (mode == "min") Inf else -Inf
+  list(seen = function(v) {
+    if (is.null(v) || is.na(v)) return(NA)
+    better <- if (mode == "min") v < best - min_delta else v > best + min_delta
+    if (better) best <<- v
+    better
+  }, best = function() best)
+}
+
 .nn_nonneg <- function(x, what, call = sys.call(-1L)) {
   if (!is.numeric(x) || length(x) != 1L || is.na(x) || x < 0) {
     .abort(sprintf("`%s` must be a non-negative number", what), call = call)
@@ -51,24 +64,18 @@ ggml_callback_early_stopping <- function(monitor = "val_loss", patience = 5, min
   mode <- .nn_mode(mode, monitor)
   patience <- .nn_nonneg(patience, "patience")
   min_delta <- .nn_nonneg(min_delta, "min_delta")
-  best <- if (mode == "min") Inf else -Inf
+  track <- .nn_tracker(mode, min_delta)
   wait <- 0L
   list(on_epoch_end = function(epoch, logs, state) {
-    v <- logs[[monitor]]
-    if (is.null(v) || is.na(v)) return(invisible())
-    better <- if (mode == "min") v < best - min_delta else v > best + min_delta
-    if (better) {
-      best <<- v
-      wait <<- 0L
-    } else {
-      wait <<- wait + 1L
-      if (wait >= patience) {
-        if (isTRUE(verbose)) {
-          message(sprintf("Early stopping at epoch %d: %s has not improved for %d epochs (best %.4g)",
-                          epoch, monitor, wait, best))
-        }
-        state$stop <- TRUE
+    better <- track$seen(logs[[monitor]])
+    if (is.na(better)) return(invisible())
+    wait <<- if (better) 0L else wait + 1L
+    if (wait >= patience && !better) {
+      if (isTRUE(verbose)) {
+        message(sprintf("Early stopping at epoch %d: %s has not improved for %d epochs (best %.4g)",
+                        epoch, monitor, wait, track$best()))
       }
+      state$stop <- TRUE
     }
     invisible()
   })
@@ -141,19 +148,13 @@ ggml_schedule_reduce_on_plateau <- function(monitor = "val_loss", factor = 0.5, 
   patience <- .nn_nonneg(patience, "patience")
   min_lr <- .nn_nonneg(min_lr, "min_lr")
   min_delta <- .nn_nonneg(min_delta, "min_delta")
-  best <- if (mode == "min") Inf else -Inf
+  track <- .nn_tracker(mode, min_delta)
   wait <- 0L
   list(on_epoch_end = function(epoch, logs, state) {
-    v <- logs[[monitor]]
-    if (is.null(v) || is.na(v)) return(invisible())
-    better <- if (mode == "min") v < best - min_delta else v > best + min_delta
-    if (better) {
-      best <<- v
-      wait <<- 0L
-      return(invisible())
-    }
-    wait <<- wait + 1L
-    if (wait >= patience) {
+    better <- track$seen(logs[[monitor]])
+    if (is.na(better)) return(invisible())
+    wait <<- if (better) 0L else wait + 1L
+    if (wait >= patience && !better) {
       lr <- max(.nn_lr_get(state$lr_ud) * factor, min_lr)
       .nn_lr_set(state$lr_ud, lr)
       if (isTRUE(verbose)) {

@@ -303,7 +303,10 @@ ggml_opt_grad_acc <- function(opt_ctx, node) {
     oc$n_acc <- oc$n_acc + 1L
     if (oc$n_acc >= oc$opt_period) {
       oc$optimizer$lr <- oc$lr[[oc$lr$active]]
-      grads <- lapply(oc$mirror, function(p) (p$grad %||% p$data * 0) / oc$n_acc)
+      grads <- lapply(oc$mirror, function(p) {
+        g <- p$grad
+        if (is.null(g)) .ag_data(p) * 0 else g / oc$n_acc
+      })
       names(grads) <- vapply(oc$mirror, function(p) as.character(p$id), "")
       oc$optimizer$step(grads)
       for (p in oc$mirror) p$grad <- NULL

@@ -179,24 +179,55 @@ ggml_unfreeze_weights.default <- function(model, ...) .nn_check_model(model)
   model
 }
 
-#' Where a model computes
+#' Where a model computes, and what it learnt
 #'
-#' @param model A compiled model.
-#' @return A list: `requested` (the `backend` given to [ggml_compile()]),
-#'   `used` (`"cpu"` or `"vulkan"`), `device` (the autograd device,
-#'   `"cpu"` or `"gpu"`) and `description`.
+#' `ggml_model_backend()` says where a compiled model computes;
+#' `ggml_training_history()` gives its training history as a data frame.
+#'
+#' @param object,model A compiled model.
+#' @param verbose Return details instead of one string.
+#' @param format `"wide"` (one row per epoch) or `"long"` (one row per epoch
+#'   and metric).
+#' @param ... Unused.
+#' @return `ggml_model_backend()`: `"cpu"` or `"vulkan"`; with `verbose`, a
+#'   list: `requested` (the `backend` given to [ggml_compile()]), `used`,
+#'   `device` (the device's description), `fallback` (a non-CPU backend was
+#'   asked for but the CPU is used) and `autograd_device` (`"cpu"` or
+#'   `"gpu"`). `ggml_training_history()`: a data frame, or `NULL` with a
+#'   warning before any training.
 #' @family models
 #' @export
 #' @examples
 #' model <- ggml_model_sequential() |> ggml_layer_dense(2, input_shape = 3)
 #' model <- ggml_compile(model, loss = "mse", backend = "cpu")
-#' ggml_model_backend(model)$used
-ggml_model_backend <- function(model) {
-  .nn_check_model(model)
-  if (!isTRUE(model$compiled)) .abort("the model is not compiled: call ggml_compile() first")
-  c <- model$compilation
-  list(requested = c$backend_requested, used = c$backend_used, device = c$device,
-       description = c$device_description)
+#' ggml_model_backend(model)
+#' model <- ggml_fit(model, matrix(runif(30), 10), matrix(runif(20), 10), epochs = 2, verbose = 0)
+#' ggml_training_history(model, "long")
+ggml_model_backend <- function(object, verbose = FALSE) {
+  .nn_check_model(object)
+  if (!isTRUE(object$compiled)) .abort("the model is not compiled: call ggml_compile() first")
+  c <- object$compilation
+  if (!isTRUE(verbose)) return(c$backend_used)
+  list(requested = c$backend_requested, used = c$backend_used, device = c$device_description,
+       fallback = !identical(c$backend_requested, "cpu") && identical(c$backend_used, "cpu"),
+       autograd_device = c$device)
+}
+
+#' @rdname ggml_model_backend
+#' @export
+ggml_training_history <- function(object, format = c("wide", "long"), ...) {
+  format <- match.arg(format)
+  .nn_check_model(object)
+  if (is.null(object$history) || !length(object$history$train_loss)) {
+    warning("the model has no training history yet (fit it first)", call. = FALSE)
+    return(NULL)
+  }
+  df <- as.data.frame(object$history)
+  df <- df[, vapply(df, function(v) !all(is.na(v)), logical(1L)), drop = FALSE]
+  if (format == "wide") return(df)
+  m <- setdiff(names(df), "epoch")
+  data.frame(epoch = rep(df$epoch, length(m)), metric = rep(m, each = nrow(df)),
+             value = unlist(df[m], use.names = FALSE))
 }
 
 #' A default multi-layer perceptron

@@ -197,7 +197,8 @@ ggml_fit.default <- function(model, ...) {
       r <- .nn_train_step(rt, tg, opt, d, idx)
       tot_l <- tot_l + r[1L] * length(idx)
       tot_c <- tot_c + r[2L]
-      .nn_bar_update(bar, tot_l / min(b * batch_size, d$n))
+      seen <- min(b * batch_size, d$n)
+      .nn_bar_update(bar, tot_l / seen, tot_c / seen)
     }
     .nn_bar_done(bar)
     logs <- list(train_loss = tot_l / d$n, train_accuracy = tot_c / d$n,

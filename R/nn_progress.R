@@ -3,20 +3,24 @@
 
 .nn_bar_start <- function(verbose, ep, epochs, n_batches) {
   if (verbose != 1L) return(NULL)
-  env <- new.env(parent = emptyenv())
+  # The format's expressions are evaluated here (they need `::`).
+  env <- new.env(parent = baseenv())
   env$loss <- NA_real_
+  env$acc <- NA_real_
   env$ep <- ep
   env$epochs <- epochs
   env$fmt <- function(v) if (is.na(v)) "-" else sprintf("%.4f", v)
   env$id <- cli::cli_progress_bar(
     total = n_batches, clear = TRUE, .envir = env,
-    format = "Epoch {ep}/{epochs} {cli::pb_bar} {cli::pb_current}/{cli::pb_total} - loss: {fmt(loss)} - {cli::pb_eta}")
+    format = paste("Epoch {ep}/{epochs} {cli::pb_bar} {cli::pb_current}/{cli::pb_total}",
+                   "- loss: {fmt(loss)} - accuracy: {fmt(acc)} - {cli::pb_eta}"))
   env
 }
 
-.nn_bar_update <- function(bar, loss) {
+.nn_bar_update <- function(bar, loss, acc) {
   if (is.null(bar)) return(invisible())
   bar$loss <- loss
+  bar$acc <- acc
   cli::cli_progress_update(id = bar$id, .envir = bar)
 }
 

@@ -203,4 +203,11 @@ test_that("verbose prints one line per epoch; 0 prints nothing", {
   expect_length(out, 3)
   expect_match(out[3], "^Epoch 3/3 .* loss: [0-9.]+ - accuracy: [0-9.]+ - val_loss: [0-9.]+ - val_accuracy")
   expect_length(capture.output(m <- ggml_fit(m, d$x, d$y, epochs = 3, verbose = 0)), 0)
+  # the progress bar of verbose = 1, drawn even when not interactive
+  old <- options(cli.dynamic = FALSE, cli.progress_show_after = 0)
+  on.exit(options(old))
+  out <- c(capture.output(msgs <- capture.output(m <- ggml_fit(m, d$x, d$y, epochs = 2, batch_size = 8,
+                                                               verbose = 1), type = "message")))
+  expect_true(any(grepl("Epoch 1/2 .*5/5 - loss: [0-9.]+ - accuracy: [0-9.]+", msgs)))
+  expect_equal(sum(grepl("^Epoch [12]/2 - ", out)), 2L)
 })

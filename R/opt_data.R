@@ -171,6 +171,11 @@ ggml_opt_dataset_shuffle <- function(opt_ctx, dataset, idata = -1) {
 # Columns `idx` (0-based) of a [ne, ndata] dataset tensor, as a matrix.
 .opt_columns <- function(t, ne, idx, cache = NULL) {
   if (!is.null(cache)) return(cache[, idx + 1L, drop = FALSE])
+  ndata <- ggml_nelements(t) / ne
+  if (length(idx) * 8 >= ndata) {
+    # Most of the dataset: one read.
+    return(matrix(as.double(ggml_backend_tensor_get_data(t)), ne)[, idx + 1L, drop = FALSE])
+  }
   m <- matrix(0, ne, length(idx))
   size <- ggml_type_size(ggml_tensor_type(t))
   for (j in seq_along(idx)) {

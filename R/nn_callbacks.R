@@ -30,6 +30,23 @@
   }, best = function() best)
 }
 
+# A callback that calls `act(epoch, wait, best, state)` at the end of an
+# epoch once `monitor` has not improved for `patience` epochs; `act` returns
+# TRUE to start waiting again.
+.nn_on_plateau <- function(monitor, mode, patience, min_delta, act, call = sys.call(-1L)) {
+  monitor <- .nn_check_monitor(monitor, call = call)
+  track <- .nn_tracker(.nn_mode(mode, monitor, call = call), .nn_nonneg(min_delta, "min_delta", call = call))
+  patience <- .nn_nonneg(patience, "patience", call = call)
+  wait <- 0L
+  list(on_epoch_end = function(epoch, logs, state) {
+    better <- track$seen(logs[[monitor]])
+    if (is.na(better)) return(invisible())
+    wait <<- if (better) 0L else wait + 1L
+    if (wait >= patience && !better && isTRUE(act(epoch, wait, track$best(), state))) wait <<- 0L
+    invisible()
+  })
+}
+
 .nn_nonneg <- function(x, what, call = sys.call(-1L)) {
   if (!is.numeric(x) || length(x) != 1L || is.na(x) || x < 0) {
     .abort(sprintf("`%s` must be a non-negative number", what), call = call)
@@ -60,24 +77,13 @@
 #' state$stop
 ggml_callback_early_stopping <- function(monitor = "val_loss", patience = 5, min_delta = 0,
                                          mode = "auto", verbose = TRUE) {
-  monitor <- .nn_check_monitor(monitor)
-  mode <- .nn_mode(mode, monitor)
-  patience <- .nn_nonneg(patience, "patience")
-  min_delta <- .nn_nonneg(min_delta, "min_delta")
-  track <- .nn_tracker(mode, min_delta)
-  wait <- 0L
-  list(on_epoch_end = function(epoch, logs, state) {
-    better <- track$seen(logs[[monitor]])
-    if (is.na(better)) return(invisible())
-    wait <<- if (better) 0L else wait + 1L
-    if (wait >= patience && !better) {
-      if (isTRUE(verbose)) {
-        message(sprintf("Early stopping at epoch %d: %s has not improved for %d epochs (best %.4g)",
-                        epoch, monitor, wait, track$best()))
-      }
-      state$stop <- TRUE
+  .nn_on_plateau(monitor, mode, patience, min_delta, function(epoch, wait, best, state) {
+    if (isTRUE(verbose)) {
+      message(sprintf("Early stopping at epoch %d: %s has not improved for %d epochs (best %.4g)",
+                      epoch, monitor, wait, best))
     }
-    invisible()
+    state$stop <- TRUE
+    FALSE
   })
 }
 
@@ -142,27 +148,15 @@ ggml_schedule_cosine_decay <- function(eta_min = 0, T_max = NULL) {
 ggml_schedule_reduce_on_plateau <- function(monitor = "val_loss", factor = 0.5, patience = 5,
                                             min_lr = 1e-7, min_delta = 1e-4, mode = "auto",
                                             verbose = TRUE) {
-  monitor <- .nn_check_monitor(monitor)
-  mode <- .nn_mode(mode, monitor)
   factor <- .nn_nonneg(factor, "factor")
-  patience <- .nn_nonneg(patience, "patience")
   min_lr <- .nn_nonneg(min_lr, "min_lr")
-  min_delta <- .nn_nonneg(min_delta, "min_delta")
-  track <- .nn_tracker(mode, min_delta)
-  wait <- 0L
-  list(on_epoch_end = function(epoch, logs, state) {
-    better <- track$seen(logs[[monitor]])
-    if (is.na(better)) return(invisible())
-    wait <<- if (better) 0L else wait + 1L
-    if (wait >= patience && !better) {
-      lr <- max(.nn_lr_get(state$lr_ud) * factor, min_lr)
-      .nn_lr_set(state$lr_ud, lr)
-      if (isTRUE(verbose)) {
-        message(sprintf("Epoch %d: learning rate %.6g (%s has not improved for %d epochs)",
-                        epoch, lr, monitor, wait))
-      }
-      wait <<- 0L
+  .nn_on_plateau(monitor, mode, patience, min_delta, function(epoch, wait, best, state) {
+    lr <- max(.nn_lr_get(state$lr_ud) * factor, min_lr)
+    .nn_lr_set(state$lr_ud, lr)
+    if (isTRUE(verbose)) {
+      message(sprintf("Epoch %d: learning rate %.6g (%s has not improved for %d epochs)",
+                      epoch, lr, monitor, wait))
     }
-    invisible()
+    TRUE
   })
 }

@@ -211,3 +211,19 @@ test_that("verbose prints one line per epoch; 0 prints nothing", {
   expect_true(any(grepl("Epoch 1/2 .*5/5 - loss: [0-9.]+ - accuracy: [0-9.]+", msgs)))
   expect_equal(sum(grepl("^Epoch [12]/2 - ", out)), 2L)
 })
+
+test_that("reduce_on_plateau: reduces after `patience` epochs without improvement, waits again, stops at min_lr", {
+  lr <- .nn_lr_new(adamw = 0.1, sgd = 0.1)
+  state <- new.env()
+  state$lr_ud <- lr
+  cb <- ggml_schedule_reduce_on_plateau("val_loss", factor = 0.5, patience = 2, min_lr = 0.02, verbose = FALSE)
+  vals <- c(1, 0.9, 0.95, 0.92, 0.91, 0.93, 0.94, 0.99, 1, 1)
+  got <- numeric(0)
+  for (e in seq_along(vals)) {
+    cb$on_epoch_end(e, list(val_loss = vals[e]), state)
+    got <- c(got, ggml_opt_get_lr(lr)[["adamw"]])
+  }
+  expect_equal(got, c(0.1, 0.1, 0.1, 0.05, 0.05, 0.025, 0.025, 0.02, 0.02, 0.02))
+  cb$on_epoch_end(11, list(val_loss = NA), state)
+  expect_equal(ggml_opt_get_lr(lr)[["sgd"]], 0.02)
+})

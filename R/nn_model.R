@@ -184,7 +184,7 @@ ggml_unfreeze_weights.default <- function(model, ...) .nn_check_model(model)
 #' `ggml_model_backend()` says where a compiled model computes;
 #' `ggml_training_history()` gives its training history as a data frame.
 #'
-#' @param object,model A compiled model.
+#' @param object A compiled model.
 #' @param verbose Return details instead of one string.
 #' @param format `"wide"` (one row per epoch) or `"long"` (one row per epoch
 #'   and metric).

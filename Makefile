@@ -9,7 +9,8 @@ RSCRIPT ?= Rscript
 CARGO_TARGET := src/rust/target
 CARGO_ENV := CARGO_PROFILE_RELEASE_STRIP=debuginfo
 DEBS := r-base-core r-base-dev r-cran-testthat r-cran-roxygen2 r-cran-cli \
-        r-cran-rlang mesa-vulkan-drivers libvulkan1
+        r-cran-rlang r-cran-generics r-cran-knitr r-cran-rmarkdown pandoc \
+        mesa-vulkan-drivers libvulkan1
 SPEC_DIR ?= ../shared/spec
 # Set RLIB=/some/dir to install into (and test from) a private R library.
 RLIB ?=

@@ -9,7 +9,7 @@
 .ag_op <- function(name, inputs, params = NULL, idx = NULL, aux = FALSE,
                    call = sys.call(-1L)) {
   r <- rs_ag_op_host(name, inputs, params, idx, aux)
-  if (is.null(r)) .ag_op_general(name, inputs, params, idx, aux, call) else .rs(r, call = call)
+  if (is.null(r)) .ag_op_general(name, inputs, params, idx, aux, call) else .ag_s4(.rs(r, call = call), aux)
 }
 
 .ag_op_general <- function(name, inputs, params, idx, aux, call) {

@@ -6,8 +6,5 @@
   if (!isFALSE(getOption("ggmlR.malloc_tuning"))) rs_malloc_tune()
   .rs(rs_ag_env_init(ns, .ag_tensor_data_fn, .ag_tensor_grad_fn, .ag_grads_fn))
   .ag_residency_on_load(.ag_device_state)
-  # R >= 4.4 dispatches %*% on S3 classes through the matrixOps group.
-  if (getRversion() >= "4.4.0") {
-    registerS3method("matrixOps", "ag_tensor", .ag_matrixOps, envir = asNamespace(pkgname))
-  }
+  .ag_dispatch_on_load(ns)
 }

@@ -1,0 +1,35 @@
+# Attaching the package is silent and masks nothing: checked in a child R
+# process, as a user's session sees it.
+
+rscript <- function(code) {
+  out <- tempfile()
+  err <- tempfile()
+  on.exit(unlink(c(out, err)))
+  libs <- paste(.libPaths(), collapse = .Platform$path.sep)
+  status <- system2(file.path(R.home("bin"), "Rscript"), c("--no-init-file", "-e", shQuote(code)),
+                    stdout = out, stderr = err, env = paste0("R_LIBS=", shQuote(libs)))
+  list(status = status, stdout = readLines(out), stderr = readLines(err))
+}
+
+test_that("Rscript -e 'library(ggmlR)' writes nothing to stdout or stderr", {
+  r <- rscript("library(ggmlR)")
+  expect_identical(r$status, 0L)
+  expect_identical(r$stderr, character())
+  expect_identical(r$stdout, character())
+})
+
+test_that("library(ggmlR) masks nothing, and `%*%` on tensors goes through base's operator", {
+  r <- rscript(paste(
+    "library(ggmlR)",
+    "cat(find('%*%'), sep = '\\n')",
+    "cat(length(conflicts(detail = TRUE)$`package:ggmlR`), '\\n')",
+    "x <- ag_tensor(diag(2)) %*% matrix(1:4, 2)",
+    "cat(class(x), dim(x), '\\n')",
+    "x",
+    sep = "; "))
+  expect_identical(r$status, 0L)
+  expect_identical(r$stderr, character())
+  expect_identical(r$stdout[1:3], c("package:base", "0 ", "ag_tensor 2 2 "))
+  # auto-printing a tensor (an S4 object before R 4.4) shows print()'s format
+  expect_identical(r$stdout[4], "<ag_tensor 2x2> cpu f64")
+})

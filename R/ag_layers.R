@@ -127,6 +127,8 @@ print.ag_layer <- function(x, ...) {
 #' model <- ag_sequential(ag_linear(2, 2), ag_dropout(0.5))
 #' ag_eval(model)
 #' model$layers[[2]]$training
+#' ag_train(model)
+#' model$layers[[2]]$training
 NULL
 
 #' @rdname ag_mode

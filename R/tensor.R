@@ -23,6 +23,10 @@
 #' b <- ggml_new_tensor(ctx, GGML_TYPE_F16, 3, c(2, 3, 4))
 #' ggml_tensor_shape(b)
 #' a
+#' v <- ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 5)
+#' c3 <- ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 2, 3, 4)
+#' c4 <- ggml_new_tensor_4d(ctx, GGML_TYPE_BF16, 2, 3, 4, 5)
+#' sapply(list(v, a, c3, c4), ggml_n_dims)
 #' ggml_free(ctx)
 ggml_new_tensor <- function(ctx, type = GGML_TYPE_F32, n_dims, ne) {
   if (length(ne) < n_dims) {
@@ -71,6 +75,7 @@ ggml_new_tensor_4d <- function(ctx, type = GGML_TYPE_F32, ne0, ne1, ne2, ne3) {
 #' ggml_n_dims(a)
 #' ggml_tensor_shape(a)
 #' ggml_is_contiguous(ggml_transpose(ctx, a))
+#' ggml_tensor_type(a) == GGML_TYPE_F32
 #' ggml_free(ctx)
 ggml_nelements <- function(tensor) .rs(rs_tensor_info(tensor))$nelements
 

@@ -1,5 +1,6 @@
 .onLoad <- function(libname, pkgname) {
   ns <- asNamespace(pkgname)
+  .ggmlR_threads_on_load()
   # Keep freed memory for reuse instead of returning it to the kernel at
   # once (see ?ag_memory_stats); options(ggmlR.malloc_tuning = FALSE) before
   # loading the package keeps the C library's defaults.

@@ -80,7 +80,7 @@ print.ggml_backend <- function(x, ...) {
   if (isTRUE(.rs(rs_backend_is_freed(x)))) {
     cat("<ggml_backend> (freed)\n")
   } else {
-    cat("<ggml_backend>", .rs(rs_backend_name(x)), "\n")
+    cat(sprintf("<ggml_backend> %s\n", .rs(rs_backend_name(x))))
   }
   invisible(x)
 }

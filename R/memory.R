@@ -43,7 +43,11 @@ ag_memory_stats <- function() {
 
 #' @export
 print.ag_memory_stats <- function(x, ...) {
-  if (nrow(x) != 1L) return(print(as.data.frame(x), ...))
+  needed <- c("total_bytes", "total_buffers", "peak_bytes", "limit", "refusals", "ncnn_cache_bytes",
+              paste0(c("pass", "persistent", "user"), "_bytes"), paste0(c("pass", "persistent", "user"), "_buffers"),
+              paste0(c("upload", "download"), "_bytes"), paste0(c("upload", "download"), "_calls"))
+  # a subset or several rows print as the data frame they are
+  if (nrow(x) != 1L || !all(needed %in% names(x))) return(print(as.data.frame(x), ...))
   b <- .ag_bytes
   lim <- if (is.finite(x$limit)) b(x$limit) else "none"
   cat(sprintf("<ag_memory_stats> %s live in %s, peak %s, budget %s\n", b(x$total_bytes),

@@ -35,3 +35,17 @@ test_that("?ggmlR is an overview page, not an internal one", {
   built <- vignette(package = "ggmlR")$results
   if (nrow(built)) expect_true(all(vignettes %in% built[, "Item"]))
 })
+
+test_that("DESCRIPTION: a version above 0.7.9, real authors, URL and BugReports", {
+  expect_true(packageVersion("ggmlR") > "0.7.9")
+  expect_identical(packageVersion("ggmlR")$minor, 8L)
+  d <- packageDescription("ggmlR")
+  authors <- eval(parse(text = d[["Authors@R"]]))
+  expect_true(any(vapply(authors, function(p) "cre" %in% p$role, logical(1L))))
+  expect_false(any(grepl("example\\.(org|com)", format(authors, include = "email"))))
+  expect_match(d$URL, "^https://")
+  expect_match(d$BugReports, "^https://.*/issues$")
+  expect_match(d$Description, "0.7.9")
+  expect_true(all(c("knitr", "rmarkdown") %in% trimws(strsplit(d$Suggests, ",\\s*")[[1]])))
+  expect_identical(d$VignetteBuilder, "knitr")
+})

@@ -295,3 +295,10 @@ test_that("ag_memory_stats() print snapshot", {
   s$download_bytes <- 1843; s$download_calls <- 7; s$limit <- 512 * 1024^2; s$refusals <- 1
   expect_snapshot(s)
 })
+
+test_that("a subset of ag_memory_stats() prints as a data frame", {
+  s <- ag_memory_stats()
+  sub <- s[, c("pass_bytes", "peak_bytes")]
+  expect_output(print(sub), "pass_bytes peak_bytes")
+  expect_output(print(rbind(s, s)), "pass_bytes")
+})

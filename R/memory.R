@@ -50,7 +50,7 @@ print.ag_memory_stats <- function(x, ...) {
   if (nrow(x) != 1L || !all(needed %in% names(x))) return(print(as.data.frame(x), ...))
   b <- .ag_bytes
   lim <- if (is.finite(x$limit)) b(x$limit) else "none"
-  cat(sprintf("<ag_memory_stats> %s live in %s, peak %s, budget %s\n", b(x$total_bytes),
+  cat(sprintf("<ag_memory_stats> live %s (%s), peak %s, budget %s\n", b(x$total_bytes),
               .ag_count_words(x$total_buffers, "buffer"), b(x$peak_bytes), lim))
   pools <- data.frame(
     pool = c("pass", "persistent", "user"),
@@ -61,10 +61,11 @@ print.ag_memory_stats <- function(x, ...) {
               "ggml_init(), ggml_backend_alloc_*()"))
   out <- utils::capture.output(print(pools, row.names = FALSE, right = FALSE))
   cat(paste0("  ", sub("\\s+$", "", out)), sep = "\n")
-  cat(sprintf("  uploads %s in %s, downloads %s in %s; ncnn cache %s\n",
+  cat(sprintf("  uploads %s (%s), downloads %s (%s)\n",
               b(x$upload_bytes), .ag_count_words(x$upload_calls, "call"),
-              b(x$download_bytes), .ag_count_words(x$download_calls, "call"), b(x$ncnn_cache_bytes)))
-  if (x$refusals > 0) cat(sprintf("  %s refused by the budget\n", .ag_count_words(x$refusals, "allocation")))
+              b(x$download_bytes), .ag_count_words(x$download_calls, "call")))
+  cat(sprintf("  ncnn cache %s%s\n", b(x$ncnn_cache_bytes),
+              if (x$refusals > 0) sprintf("; %s refused by the budget", .ag_count_words(x$refusals, "allocation")) else ""))
   cat("  \"cpu\" tensors are R heap memory, not in the ledger (see ?ag_memory_stats)\n")
   cat("  as.data.frame() or $ give all", ncol(x), "figures\n")
   invisible(x)

@@ -76,9 +76,11 @@ ggml_scale <- function(ctx, a, s) .op(ctx, "scale", list(a), s)
 #' ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, r))
 #' matrix(ggml_get_f32(r), 2, 4)
 #' t(A) %*% B
-#' o <- ggml_out_prod(ctx, ggml_cont(ctx, ggml_transpose(ctx, a)), ggml_cont(ctx, ggml_transpose(ctx, b)))
+#' at <- ggml_cont(ctx, ggml_transpose(ctx, a))   # t(A), [2, 3]
+#' bt <- ggml_cont(ctx, ggml_transpose(ctx, b))   # t(B), [4, 3]
+#' o <- ggml_out_prod(ctx, at, bt)
 #' ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, o))
-#' matrix(ggml_get_f32(o), 2, 4)  # t(A) %*% B again, as A' %*% t(B')
+#' matrix(ggml_get_f32(o), 2, 4)                 # t(A) %*% B again
 #' ggml_free(ctx)
 ggml_mul_mat <- function(ctx, a, b) .op(ctx, "mul_mat", list(a, b))
 

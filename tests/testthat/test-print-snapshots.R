@@ -29,7 +29,16 @@ printable <- function() {
   net$load_param_mem("7767517\n2 2\nInput data 0 1 data\nReLU relu 1 1 data out\n")
   net$load_model(ncnn_datareader_empty())
   sgd <- optimizer_sgd(list(w = w), lr = 0.1)
-  list(
+  buf <- ggml_backend_alloc_ctx_tensors(bctx, cpu)
+  # what holds ledger memory is freed by the caller (free()), not left to
+  # the garbage collector in the middle of another test
+  free <- function() {
+    ggml_backend_buffer_free(buf)
+    ggml_free(bctx)
+    ggml_free(ctx)
+    ggml_backend_free(cpu)
+  }
+  objs <- list(
     ag_dataloader = ag_dataloader(matrix(1:20, 2, 10), batch_size = 4),
     ag_grads = grads,
     ag_handle = .ag_handle(NULL, c(2L, 2L)),
@@ -46,7 +55,7 @@ printable <- function() {
     ag_tensor = w,
     ggmlR_ag_state = readRDS(f),
     ggml_backend = cpu,
-    ggml_backend_buffer = ggml_backend_alloc_ctx_tensors(bctx, cpu),
+    ggml_backend_buffer = buf,
     ggml_cgraph = ggml_build_forward_expand(ctx, ggml_relu(ctx, a)),
     ggml_context = ctx,
     ggml_tensor = a,
@@ -55,6 +64,8 @@ printable <- function() {
     ncnn_net = net,
     summary.ag_layer = summary(model)
   )
+  attr(objs, "free") <- free
+  objs
 }
 
 print_titled <- function(cls, x) {
@@ -71,6 +82,7 @@ test_that("every registered print method has a snapshot", {
     expect_true(inherits(objs[[cl]], cl), info = cl)
     expect_snapshot(print_titled(cl, objs[[cl]]), transform = mask)
   }
+  attr(objs, "free")()
 })
 
 test_that("main messages and errors", {

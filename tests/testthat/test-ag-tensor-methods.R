@@ -167,3 +167,26 @@ test_that("print, show and str snapshots", {
   expect_snapshot(error = TRUE, with_grad_tape(cos(x)))
   expect_snapshot(error = TRUE, rbind(x, 1:2))
 })
+
+test_that("indexing, binding and the Math group on device \"gpu\" agree with \"cpu\"", {
+  set.seed(21)
+  m <- matrix(rnorm(12), 3, 4)
+  f <- function(x) {
+    sum(x[c(3, 1), -2] * 2) + sum(rbind(x, x[1, ])) + sum(cbind(x, t(x[1:3, 1:3]))) +
+      mean(exp(x[c(1, 12)])) + sum(abs(t(x)))
+  }
+  run <- function(device) {
+    on_device(device, {
+      x <- ag_param(m)
+      with_grad_tape(loss <- f(x))
+      backward(loss)
+      list(loss = loss$data, grad = x$grad, label = .ag_storage_label(x))
+    })
+  }
+  g <- run("gpu")
+  h <- run("cpu")
+  expect_f32_close(g$loss, h$loss)
+  expect_f32_close(g$grad, h$grad)
+  expect_identical(h$label, "cpu f64")
+  expect_match(g$label, "^gpu f32$")
+})

@@ -76,6 +76,10 @@
                    paste(class(x), collapse = "/")), call = call)
   }
   if (is.null(dim(x))) {
+    if (!is.null(p_in) && !is.na(p_in) && p_in > 1L && length(x) == p_in) {
+      return(.ag_checked_features(matrix(as.double(x), ncol = 1L), "columns", "a vector: one sample",
+                                  p_in, xname, call))
+    }
     m <- matrix(as.double(x), nrow = 1L)
     return(.ag_checked_features(m, "rows", "a vector: one feature per sample", p_in, xname, call))
   }

@@ -226,7 +226,9 @@ NULL
   if (is.numeric(i) && length(i) && max(i) > n) {
     .abort(sprintf("%s index %s is out of bounds: there are %d %ss", what, format(max(i)), n, what), call = call)
   }
-  pos <- seq_len(n)[i]
+  pos <- tryCatch(seq_len(n)[i], error = function(e) {
+    .abort(sprintf("%s indices: %s", what, conditionMessage(e)), call = call)
+  })
   if (!length(pos)) .abort(sprintf("the %s index selects nothing: a tensor needs at least one %s", what, what), call = call)
   pos
 }

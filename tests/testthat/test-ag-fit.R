@@ -160,6 +160,8 @@ test_that("predict() returns outputs, probabilities and classes in the data's la
   expect_identical(predict(g$model, iris_x, type = "class"),
                    max.col(predict(g$model, iris_x), ties.method = "first") - 1L)
   expect_error(predict(model, iris_x[, 1:3]), "fits neither layout", class = "ggmlR_error")
+  # a vector with one value per feature is one sample
+  expect_equal(predict(model, iris_x[7, ]), raw$data[, 7, drop = FALSE], tolerance = 1e-12)
 })
 
 test_that("predict() uses the softmax or sigmoid the model ends with", {

@@ -64,6 +64,7 @@ test_that("`[` refuses what it cannot select, with the reason", {
   expect_error(x[NA, 1], "must not be NA", class = "ggmlR_error")
   expect_error(x["a", 1], "no names", class = "ggmlR_error")
   expect_error(x[-(1:2), ], "selects nothing", class = "ggmlR_error")
+  expect_error(x[c(-1, 2), ], "row indices: .*negative subscripts", class = "ggmlR_error")
   expect_error(x[1, 1, 1], "two dimensions", class = "ggmlR_error")
   expect_error(x[1, 1] <- 0, "cannot be assigned", class = "ggmlR_error")
   expect_identical(x$data, matrix(as.double(1:6), 2, 3))

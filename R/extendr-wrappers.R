@@ -103,6 +103,11 @@ rs_ag_op_host <- function(name, inputs, params, idx, aux) .Call(wrap__rs_ag_op_h
 #' @noRd
 rs_malloc_tune <- function() .Call(wrap__rs_malloc_tune)
 
+#' The largest single allocation the engine grants (bytes): this machine's
+#' physical memory (see `ggmlr_core::base::alloc`).
+#' @noRd
+rs_alloc_limit <- function() .Call(wrap__rs_alloc_limit)
+
 #' @noRd
 rs_backend_cpu_init <- function() .Call(wrap__rs_backend_cpu_init)
 
@@ -328,5 +333,17 @@ rs_ncnn_ex_input <- function(e, blob, x) .Call(wrap__rs_ncnn_ex_input, e, blob, 
 
 #' @noRd
 rs_ncnn_ex_extract <- function(e, blob) .Call(wrap__rs_ncnn_ex_extract, e, blob)
+
+#' Write `x` (plain values only) to `path` as a saved-model file, atomically.
+#' @noRd
+rs_savefile_write <- function(path, x) .Call(wrap__rs_savefile_write, path, x)
+
+#' Read a saved-model file back into plain R values.
+#' @noRd
+rs_savefile_read <- function(path) .Call(wrap__rs_savefile_read, path)
+
+#' Write raw bytes to `path` atomically (the previous file stays whole on failure).
+#' @noRd
+rs_write_atomic <- function(path, bytes) .Call(wrap__rs_write_atomic, path, bytes)
 
 

@@ -23,8 +23,6 @@ printable <- function() {
   grads <- backward(l)
   model <- ag_sequential(ag_linear(4, 8, "relu"), ag_dropout(0.2), ag_linear(8, 3))
   h <- ag_fit(model, scale(iris[, 1:4]), iris$Species, epochs = 2, batch_size = 50, verbose = 0)
-  f <- tempfile(fileext = ".rds")
-  ag_save_model(model, f)
   net <- ncnn_net(num_threads = 1)
   net$load_param_mem("7767517\n2 2\nInput data 0 1 data\nReLU relu 1 1 data out\n")
   net$load_model(ncnn_datareader_empty())
@@ -53,7 +51,6 @@ printable <- function() {
     ag_optimizer = optimizer_adam(model$parameters(), lr = 0.01),
     ag_scheduler = lr_scheduler_step(sgd, step_size = 5),
     ag_tensor = w,
-    ggmlR_ag_state = readRDS(f),
     ggml_backend = cpu,
     ggml_backend_buffer = buf,
     ggml_cgraph = ggml_build_forward_expand(ctx, ggml_relu(ctx, a)),

@@ -14,6 +14,7 @@
 #' @examples
 #' ggml_type_size(GGML_TYPE_F16)
 #' ggml_type_name(GGML_TYPE_BF16)
+#' sapply(c(GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_I32), ggml_type_name)
 #' ggml_type_size(GGML_TYPE_Q4_0) # bytes of a block of 32 values
 GGML_TYPE_F32 <- 0L
 

@@ -12,11 +12,14 @@ mod context;
 mod conv;
 mod graph;
 mod guard;
+mod interrupt;
 mod malloc;
 mod ops;
 mod quant;
 mod gguf;
 mod residency;
+mod rstr;
+mod savefile;
 mod tensor;
 mod vulkan;
 mod vulkan_backend;
@@ -65,4 +68,5 @@ extendr_module! {
     use vulkan;
     use vulkan_backend;
     use ncnn;
+    use savefile;
 }

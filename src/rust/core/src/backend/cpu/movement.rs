@@ -51,7 +51,7 @@ pub fn for_each_pick(
                 let r = idx.at(i10, i11, i12, 0);
                 ensure!(
                     r >= 0.0 && (r as usize) < n_rows,
-                    "get_rows: row index {r} is out of range: the tensor has {n_rows} rows (indices \
+                    "get_rows: row index {r:.0} is out of range: the tensor has {n_rows} rows (indices \
                      start at 0)"
                 );
                 f(r as usize, i11, i12, (i10 + ne[1] * (i11 + ne[2] * i12)) * ne[0])?;

@@ -89,12 +89,26 @@ def write(t, qcases, dcases):
     return path
 
 
-quantizable = [T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.TQ1_0, T.TQ2_0, T.MXFP4]
-dequantizable = [t for t in gq._type_traits if t != T.BF16]
+def special_inputs():
+    """NaN, infinities and the largest finite values (bf16 only: its rounding
+    of these is plain bit arithmetic, the same in numpy and C)."""
+    f = np.float32
+    x = rng.standard_normal(N).astype(f)
+    x[::8] = np.nan
+    x[1::8] = np.inf
+    x[2::8] = -np.inf
+    x[3::8] = f(3.4028235e38)
+    x[4::8] = f(-3.3961776e38)  # rounds to the largest finite bf16
+    x[5::8] = np.frombuffer(np.uint32(0x7F808000).tobytes(), f)[0]  # signalling NaN
+    return [x]
+
+
+quantizable = [T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.TQ1_0, T.TQ2_0, T.MXFP4]
+dequantizable = list(gq._type_traits)
 for t in sorted(set(quantizable) | set(dequantizable), key=int):
     qcases, dcases = [], []
     if t in quantizable:
-        for x in quant_inputs():
+        for x in quant_inputs() + (special_inputs() if t == T.BF16 else []):
             with np.errstate(all="ignore"):
                 q = gq.quantize(x.reshape(1, -1), t).reshape(-1)
             qcases.append((x, q))

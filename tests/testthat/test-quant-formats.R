@@ -55,6 +55,29 @@ test_that("quantizers and dequantizers agree bit for bit with the gguf package",
   expect_identical(n_quant, 8 * 13)
 })
 
+test_that("bf16 conversion agrees bit for bit with the gguf package, NaN and infinities included", {
+  fx <- read_qf("bf16")
+  expect_identical(fx$name, "bf16")
+  backend <- ggml_backend_cpu_init()
+  on.exit(ggml_backend_free(backend))
+  ctx <- ggml_init(2 * ggml_tensor_overhead(), no_alloc = TRUE)
+  on.exit(ggml_free(ctx), add = TRUE, after = FALSE)
+  n <- length(fx$quant[[1]]$x)
+  t <- ggml_new_tensor_1d(ctx, GGML_TYPE_BF16, n)
+  buf <- ggml_backend_alloc_ctx_tensors(ctx, backend)
+  for (case in fx$quant) {
+    expect_identical(ggml_quantize_chunk(GGML_TYPE_BF16, case$x, 1, n), case$q)
+    ggml_backend_tensor_set_data(t, case$x)
+    expect_identical(ggml_backend_tensor_get_raw(t), case$q)
+  }
+  for (case in fx$deq) {
+    ggml_backend_tensor_set_data(t, case$q)
+    expect_same_values(ggml_backend_tensor_get_data(t), case$x, "bf16 values")
+  }
+  expect_length(fx$quant, 14)
+  expect_true(any(is.nan(fx$quant[[14]]$x)))
+})
+
 test_that("quantize_*() takes ggml's formals and whole rows", {
   x <- seq(-1, 1, length.out = 512)
   expect_identical(names(formals(quantize_q4_K)), c("src_data", "n_rows", "n_per_row", "imatrix"))

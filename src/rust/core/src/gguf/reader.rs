@@ -147,6 +147,7 @@ pub fn parse(b: &[u8]) -> crate::Result<Header> {
     let n_tensors = c.count(32, "the number of tensors")?;
     let n_kv = c.count(13, "the number of metadata pairs")?;
     let mut kv: Vec<(String, Value)> = Vec::with_capacity(n_kv);
+    let mut alignment_at = 0;
     for i in 0..n_kv {
         let at = c.pos;
         let key = c.string(&format!("metadata key {}", i + 1))?;
@@ -154,13 +155,23 @@ pub fn parse(b: &[u8]) -> crate::Result<Header> {
             bail!("at byte {at}: the metadata key '{}' appears twice", shown(&key));
         }
         let t = c.value_type(&format!("the type of '{}'", shown(&key)))?;
+        if key == "general.alignment" {
+            alignment_at = c.pos;
+        }
         let v = c.value(t, 0, &format!("the value of '{}'", shown(&key)))?;
         kv.push((key, v));
     }
     let alignment = match kv.iter().find(|(k, _)| k == "general.alignment") {
         None => DEFAULT_ALIGNMENT,
         Some((_, Value::U32(a))) if *a > 0 && a.is_power_of_two() => *a as usize,
-        Some((_, v)) => bail!("general.alignment must be a uint32 power of 2, not {} {:?}", v.type_name(), v),
+        Some((_, v)) => {
+            let is = match (v, v.as_f64()) {
+                (Value::U32(a), _) => format!("{a}"),
+                (_, Some(x)) => format!("the {} {x}", v.type_name()),
+                _ => format!("a value of type {}", v.type_name()),
+            };
+            bail!("at byte {alignment_at}: general.alignment is {is}; it must be a uint32 power of 2 (absent, it is 32)")
+        }
     };
     let mut tensors: Vec<TensorInfo> = Vec::with_capacity(n_tensors);
     for i in 0..n_tensors {

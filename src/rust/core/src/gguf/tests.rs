@@ -189,6 +189,15 @@ fn bad_headers_say_what_is_wrong() {
     assert!(err(&good[..good.len() - 20]).contains("past the end of the file"));
     let short = WriteTensor { data: vec![0u8; 12].into(), ..t };
     assert!(to_bytes(&[], &[short], 32).unwrap_err().to_string().contains("needs 16 bytes"));
+    // A stored alignment that is not a power of 2, or not a uint32: where and what.
+    for (payload, is) in [(&[4u8, 0, 0, 0, 48, 0, 0, 0][..], "is 48;"), (&[6, 0, 0, 0, 0, 0, 0, 66], "is the float32 32;")] {
+        let mut b = header(0, 1);
+        b.extend_from_slice(&17u64.to_le_bytes());
+        b.extend_from_slice(b"general.alignment");
+        b.extend_from_slice(payload);
+        let e = err(&b);
+        assert!(e.contains(&format!("at byte 53: general.alignment {is} it must be a uint32 power of 2")), "{e}");
+    }
 }
 
 #[test]

@@ -10,7 +10,8 @@ CARGO_TARGET := src/rust/target
 CARGO_ENV := CARGO_PROFILE_RELEASE_STRIP=debuginfo
 DEBS := r-base-core r-base-dev r-cran-testthat r-cran-roxygen2 r-cran-cli \
         r-cran-rlang r-cran-generics mesa-vulkan-drivers libvulkan1 \
-        r-cran-knitr r-cran-rmarkdown pandoc r-cran-pkgdown qpdf tidy
+        r-cran-knitr r-cran-rmarkdown pandoc r-cran-pkgdown qpdf tidy \
+        r-cran-future r-cran-codetools
 SPEC_DIR ?= ../shared/spec
 # Set RLIB=/some/dir to install into (and test from) a private R library.
 RLIB ?=

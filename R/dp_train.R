@@ -51,7 +51,9 @@
 #' contacted. The future workers connect back to this process over a socket
 #' (`options(ggmlR.dp_master =)` gives the address they use when it is not
 #' this host's name; `options(ggmlR.dp_timeout =)`, the seconds they have to
-#' connect, 120 by default).
+#' connect, 120 by default). A worker that computes a step for longer than
+#' `options(ggmlR.dp_step_timeout =)` seconds (no limit by default) ends the
+#' run, named, without being waited for.
 #'
 #' The random numbers a replica draws (in `make_model()`, dropout) come from
 #' a stream of its own, seeded from the caller's random state; replica 1

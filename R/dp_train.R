@@ -34,6 +34,9 @@
 #' does not count as a GPU. `options(ggmlR.dp_devices = c("vulkan0",
 #' "vulkan1"))` chooses the devices (`"cpu"` or `"vulkan<k>"`). With
 #' `n_gpu = 1` the single replica uses the current device ([ag_device()]).
+#' The backends the replicas open are freed when the run ends, and the
+#' device memory of the replicas with them, unless this session had values
+#' resident on a device before the run (those stay usable).
 #'
 #' **On a cluster**, each worker holds one replica and its shard of the data;
 #' the workers compute at the same time, and only the gradients and the

@@ -4,7 +4,7 @@
 //! MeanVarianceNormalization and LRN.
 
 use super::{arg, axis, derived_key, one, opt, Fold, Lower};
-use crate::models::onnx::dev::{self, binary, from_rows, reduce, reshape, rows_along, unary};
+use crate::models::onnx::dev::{self, binary, reduce, reshape, unary};
 use crate::models::onnx::host::{fmt_shape, HTensor};
 use crate::models::onnx::load::Node;
 use crate::models::onnx::plan::Planner;
@@ -182,6 +182,5 @@ fn lower_lrn(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Ve
     let t = b.op(Op::Map { f: MapFn::PowC, a: beta, b: 0.0 }, &[t])?;
     let t = b.reshape(&t, dev::ne_of(&x.shape))?;
     let den = Dev { t, shape: x.shape.clone(), elem: x.elem };
-    let _ = (rows_along, from_rows);
     one(binary(p.eb(), BinFn::Div, &x, &den, x.elem)?)
 }

@@ -51,6 +51,18 @@ impl Init {
             ensure!(d >= 0, "dimension {d} of the shape is negative");
             shape.push(usize::try_from(d)?);
         }
+        let no_values = t.raw_data.is_none()
+            && t.data_location != Some(1)
+            && t.float_data.is_empty()
+            && t.int32_data.is_empty()
+            && t.int64_data.is_empty()
+            && t.double_data.is_empty()
+            && t.uint64_data.is_empty();
+        if shape.is_empty() && no_values {
+            // Some writers give an empty optional tensor no dimensions at
+            // all; it is read as an empty vector rather than refused.
+            shape.push(0);
+        }
         let n = numel(&shape)?;
         let bytes = n.checked_mul(elem.size()).ok_or_else(|| anyhow::anyhow!("the tensor is too large"))?;
         let data = if t.data_location == Some(1) {

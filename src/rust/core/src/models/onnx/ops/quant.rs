@@ -39,6 +39,14 @@ fn param_shape(len: usize, scalar: bool, a: usize, r: usize) -> Vec<usize> {
     s
 }
 
+/// The axis of a per-axis scale (unused, 0, for a per-tensor one).
+fn param_axis(a: i64, rank: usize, scale: &Val) -> crate::Result<usize> {
+    if scale.shape().iter().product::<usize>() == 1 {
+        return Ok(0);
+    }
+    axis(a, rank)
+}
+
 fn param(p: &mut Planner, v: &Val, a: usize, r: usize) -> crate::Result<Dev> {
     let scalar = v.shape().iter().product::<usize>() == 1;
     let len = v.shape().iter().product();
@@ -49,7 +57,7 @@ fn param(p: &mut Planner, v: &Val, a: usize, r: usize) -> crate::Result<Dev> {
 /// (x - zero_point) * scale, on the host for constants.
 fn dequant(p: &mut Planner, x: &Val, s: &Val, zp: Option<&Val>, a: i64) -> crate::Result<Val> {
     let r = x.shape().len();
-    let a = if r == 0 { 0 } else { axis(a, r)? };
+    let a = param_axis(a, r, s)?;
     if let (Val::C(xc), Val::C(sc)) = (x, s) {
         if zp.is_none_or(|z| z.konst().is_some()) {
             let zh = match zp {
@@ -110,7 +118,7 @@ fn quant_elem(n: &Node, zp: Option<Elem>) -> crate::Result<Elem> {
 /// zero point (a float output type) y / scale + zero_point.
 fn quant(p: &mut Planner, y: &Dev, s: &Val, zp: Option<&Val>, a: i64, out: Elem) -> crate::Result<Dev> {
     let r = y.shape.len();
-    let a = if r == 0 { 0 } else { axis(a, r)? };
+    let a = param_axis(a, r, s)?;
     let sd = param(p, s, a, r)?;
     let mut q = binary(p.eb(), BinFn::Div, y, &sd, Elem::F32)?;
     if !out.is_float() {
@@ -134,8 +142,9 @@ fn lower_dequantize(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Re
 
 fn fold_dequantize(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "x")?;
-    let a = if x.rank() == 0 { 0 } else { axis(n.int("axis", 1), x.rank())? };
-    Ok(vec![host_dequant(x, harg(ins, 1, "x_scale")?, hopt(ins, 2), a)?])
+    let s = harg(ins, 1, "x_scale")?;
+    let a = if s.numel() == 1 { 0 } else { axis(n.int("axis", 1), x.rank())? };
+    Ok(vec![host_dequant(x, s, hopt(ins, 2), a)?])
 }
 
 fn lower_quantize(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
@@ -153,7 +162,7 @@ fn fold_quantize(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Resu
     let zp = hopt(ins, 2);
     let out = quant_elem(n, zp.map(|z| z.elem))?;
     let r = x.rank();
-    let a = if r == 0 { 0 } else { axis(n.int("axis", 1), r)? };
+    let a = if s.numel() == 1 { 0 } else { axis(n.int("axis", 1), r)? };
     let ps = |t: &HTensor| param_shape(t.numel(), t.numel() == 1, a, r);
     let si = broadcast_index(&x.shape, &ps(s))?;
     let zi = match zp {

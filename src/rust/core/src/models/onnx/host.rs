@@ -73,7 +73,12 @@ pub fn broadcast_shape(a: &[usize], b: &[usize]) -> crate::Result<Vec<usize>> {
         } else if da == 1 {
             db
         } else {
-            bail!("shapes {} and {} cannot be broadcast together", fmt_shape(a), fmt_shape(b))
+            bail!(
+                "shapes {} and {} cannot be broadcast together: sizes {da} and {db} differ and neither \
+                 is 1, so neither repeats to the other",
+                fmt_shape(a),
+                fmt_shape(b)
+            )
         };
     }
     Ok(out)

@@ -85,12 +85,11 @@ fn rs_onnx_inputs(p: Robj) -> Robj {
 fn rs_onnx_run(p: Robj, names: Robj, values: Robj, dims: Robj) -> Robj {
     guard(|| {
         let mut m = model_of(&p)?.try_borrow_mut().map_err(|_| onnx_err("the model is in use"))?;
-        let names: Vec<String> = names
-            .as_str_vector()
-            .ok_or_else(|| onnx_err("`inputs` must be a named list"))?
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let names: Vec<String> = if names.is_null() {
+            Vec::new()
+        } else {
+            names.as_str_vector().ok_or_else(|| onnx_err("`inputs` must be a named list"))?.iter().map(|s| s.to_string()).collect()
+        };
         let values = values.as_list().ok_or_else(|| onnx_err("`inputs` must be a list"))?;
         let dims = dims.as_list().ok_or_else(|| onnx_err("internal: dims"))?;
         let mut given = Vec::with_capacity(names.len());

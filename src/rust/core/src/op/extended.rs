@@ -65,15 +65,19 @@ pub enum MapFn {
     Affine,
     /// Round half to even, then clamp to [a, b] (integer quantization).
     RoundClamp,
+    /// Rounded to float16 precision (a cast to float16).
+    ToF16,
+    /// Rounded to bfloat16 precision.
+    ToBF16,
 }
 
 impl MapFn {
-    pub const ALL: [MapFn; 34] = {
+    pub const ALL: [MapFn; 36] = {
         use MapFn::*;
         [
             Floor, Ceil, Round, Trunc, Sign, Reciprocal, Erf, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh,
             Atanh, Softplus, Softsign, Mish, GeluErf, Swish, Selu, Celu, EluA, ThresholdedRelu, HardSigmoidAB,
-            Shrink, Not, NonZero, IsNaN, IsInf, PowC, Affine, RoundClamp,
+            Shrink, Not, NonZero, IsNaN, IsInf, PowC, Affine, RoundClamp, ToF16, ToBF16,
         ]
     };
 
@@ -147,6 +151,8 @@ impl MapFn {
             PowC => pow(x, a),
             Affine => a * x + b,
             RoundClamp => x.round_ties_even().clamp(a, b),
+            ToF16 => half::f16::from_f32(x).to_f32(),
+            ToBF16 => half::bf16::from_f32(x).to_f32(),
         }
     }
 }
@@ -619,7 +625,7 @@ mod tests {
         let mut o = [0.0; 3];
         ScanFn::CumSum { exclusive: true, reverse: true }.apply(&[1.0, 2.0, 3.0], &mut o);
         assert_eq!(o, [5.0, 3.0, 0.0]);
-        assert_eq!(MapFn::ALL.len(), 34);
+        assert_eq!(MapFn::ALL.len(), 36);
     }
 
     #[test]

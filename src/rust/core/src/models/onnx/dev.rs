@@ -34,6 +34,12 @@ pub fn ne_of(dims: &[usize]) -> [usize; 4] {
     ne
 }
 
+/// A tensor without elements of shape `shape` (nothing to compute).
+pub fn empty(b: &mut Builder, shape: Vec<usize>, elem: Elem) -> crate::Result<Dev> {
+    let t = b.leaf(DType::F32, ne_of(&shape))?;
+    Ok(Dev { t, shape, elem })
+}
+
 /// `d`'s tensor with ggml sizes `ne` (a reshape; a copy first when strided).
 pub fn shaped(b: &mut Builder, d: &Dev, ne: [usize; 4]) -> crate::Result<T> {
     if d.t.ne() == ne {
@@ -255,6 +261,9 @@ pub fn expand(b: &mut Builder, d: &Dev, to: &[usize]) -> crate::Result<Dev> {
 /// `f(x, y)` element-wise with numpy broadcasting.
 pub fn binary(b: &mut Builder, f: BinFn, x: &Dev, y: &Dev, elem: Elem) -> crate::Result<Dev> {
     let out = broadcast_shape(&x.shape, &y.shape)?;
+    if out.contains(&0) {
+        return empty(b, out, elem);
+    }
     let r = out.len();
     let (xs, ys) = (aligned(&x.shape, r), aligned(&y.shape, r));
     let class: Vec<Option<(bool, bool)>> =
@@ -301,6 +310,9 @@ pub fn binary(b: &mut Builder, f: BinFn, x: &Dev, y: &Dev, elem: Elem) -> crate:
 
 /// An element-wise op of one source (same shape).
 pub fn unary(b: &mut Builder, op: Op, x: &Dev, elem: Elem) -> crate::Result<Dev> {
+    if x.shape.contains(&0) {
+        return empty(b, x.shape.clone(), elem);
+    }
     let t = b.op(op, std::slice::from_ref(&x.t))?;
     Ok(Dev { t, shape: x.shape.clone(), elem })
 }

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// Default-domain opsets the importer knows.
-pub const OPSET_RANGE: (i64, i64) = (1, 25);
+pub const OPSET_RANGE: (i64, i64) = (1, 28);
 
 /// A dimension of a declared input or output shape.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -169,7 +169,14 @@ impl Runner {
                 Val::C(c) => (c.shape().to_vec(), c.value()?.f64s().to_vec()),
                 Val::D(d) => (d.shape.clone(), crate::tensor::io::get_values(&d.t, 0, None)?),
             };
-            let vals = if v.elem().is_float() { vals } else { vals.into_iter().map(f64::round).collect() };
+            // Values of a narrower type than f32 are rounded to it, as the
+            // model's type says.
+            let e = v.elem();
+            let vals = if e.is_float() {
+                vals.into_iter().map(|x| super::host::round_to(e, x)).collect()
+            } else {
+                vals.into_iter().map(f64::round).collect()
+            };
             outs.push((o.name.clone(), shape, vals));
         }
         Ok(outs)

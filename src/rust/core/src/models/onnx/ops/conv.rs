@@ -241,31 +241,36 @@ fn lower_conv_transpose(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate
     // Pads: explicit, or from auto_pad / output_shape.
     let auto = n.string("auto_pad", "NOTSET");
     let out_shape = n.ints("output_shape");
-    let mut pads = [[0usize; 2]; 2];
+    let mut pads = [[0i64; 2]; 2];
     for i in 0..2 {
         let li = if nsp == 1 { 0 } else { i };
         if nsp == 1 && i == 0 {
             continue;
         }
-        let full = s[i] * (sp[i] - 1) + op[i] + d[i] * (k[i] - 1) + 1;
+        let full = (s[i] * (sp[i] - 1) + op[i] + d[i] * (k[i] - 1) + 1) as i64;
         let target = match &out_shape {
-            Some(o) => Some(o[o.len() - r + li] as usize),
-            None if auto == "SAME_UPPER" || auto == "SAME_LOWER" => Some(sp[i] * s[i]),
+            Some(o) => {
+                ensure!(o.len() >= r, "output_shape {o:?} has fewer than {r} values");
+                Some(o[o.len() - r + li])
+            }
+            None if auto == "SAME_UPPER" || auto == "SAME_LOWER" => Some((sp[i] * s[i]) as i64),
             None => None,
         };
         pads[i] = match target {
+            // As the ONNX reference: a negative total adds zeros.
             Some(t) => {
-                let total = full.saturating_sub(t);
+                let total = full - t;
+                let half = total.div_euclid(2);
                 if auto == "SAME_UPPER" {
-                    [total / 2, total - total / 2]
+                    [half, total - half]
                 } else {
-                    [total - total / 2, total / 2]
+                    [total - half, half]
                 }
             }
             None if auto == "VALID" => [0, 0],
             None => {
                 let pv = list(n, "pads", 2 * r, 0)?;
-                [pv[li], pv[li + r]]
+                [pv[li] as i64, pv[li + r] as i64]
             }
         };
     }
@@ -289,8 +294,8 @@ fn lower_conv_transpose(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate
     let mut geo = [Geo { k: 1, s: 1, d: 1, pb: 0, pe: 0 }; 2];
     for i in 0..2 {
         let span = d[i] * (k[i] - 1);
-        let before = span as i64 - pads[i][0] as i64;
-        let after = span as i64 - pads[i][1] as i64 + op[i] as i64 - (s[i] as i64 - 1);
+        let before = span as i64 - pads[i][0];
+        let after = span as i64 - pads[i][1] + op[i] as i64 - (s[i] as i64 - 1);
         let axis = 2 + i;
         let (mut lo, mut hi) = (before, after);
         if lo < 0 || hi < 0 {

@@ -236,7 +236,7 @@ fn node_fn(n: &Node, elem: Elem) -> BinFn {
     let f = bin_fn(&n.op).expect("a binary operator");
     match f {
         BinFn::Div if !elem.is_float() => BinFn::DivTrunc,
-        BinFn::Mod if n.int("fmod", 0) != 0 || elem.is_float() => BinFn::Fmod,
+        BinFn::Mod if n.int("fmod", 0) != 0 => BinFn::Fmod,
         _ => f,
     }
 }
@@ -498,6 +498,9 @@ fn lower_cast(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<V
         unary(p.eb(), Op::Map { f: MapFn::NonZero, a: 0.0, b: 0.0 }, &x, to)?
     } else if !to.is_float() && x.elem.is_float() {
         unary(p.eb(), Op::Map { f: MapFn::Trunc, a: 0.0, b: 0.0 }, &x, to)?
+    } else if to == Elem::F16 || to == Elem::BF16 {
+        let f = if to == Elem::F16 { MapFn::ToF16 } else { MapFn::ToBF16 };
+        unary(p.eb(), Op::Map { f, a: 0.0, b: 0.0 }, &x, to)?
     } else {
         Dev { elem: to, ..x }
     };
@@ -510,8 +513,19 @@ fn fold_cast(n: &Node, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Resu
     Ok(vec![x.cast(to)])
 }
 
-fn lower_identity(_p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_identity(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = arg(ins, 0, "input")?.clone();
+    if n.op == "Dropout" {
+        let training = match opt(ins, 2) {
+            Some(v) => p.value_of(v, "training_mode")?.f(0) != 0.0,
+            None => false,
+        };
+        let ratio = match opt(ins, 1) {
+            Some(v) => p.value_of(v, "ratio")?.f(0),
+            None => n.float("ratio", 0.5) as f64,
+        };
+        ensure!(!training || ratio == 0.0, "Dropout in training mode (random masks) is not supported; ggmlR runs models for inference");
+    }
     let mut outs = vec![x.clone()];
     if n.op == "Dropout" && n.outputs.len() > 1 {
         let mask = HTensor::from_i64(Elem::Bool, x.shape().to_vec(), vec![1; x.shape().iter().product()])?;
@@ -561,9 +575,26 @@ fn fold_bitwise(n: &Node, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::R
                     "BitwiseOr" => p | q,
                     "BitwiseXor" => p ^ q,
                     _ => {
-                        let s = q.clamp(0, 64) as u32;
-                        let u = bits(p);
-                        (if right { u.checked_shr(s).unwrap_or(0) } else { u.checked_shl(s).unwrap_or(0) }) as i64
+                        // As numpy: shifts outside 0..width give 0 (or -1
+                        // shifting a negative right); right shifts of signed
+                        // values are arithmetic.
+                        let width = 8 * a.elem.size() as i64;
+                        let signed = a.elem.int_range().is_some_and(|r| r.0 < 0);
+                        if q < 0 || q >= width {
+                            if right && signed && p < 0 {
+                                -1
+                            } else {
+                                0
+                            }
+                        } else if right {
+                            if signed {
+                                p >> q
+                            } else {
+                                (bits(p) >> q) as i64
+                            }
+                        } else {
+                            (bits(p) << q) as i64
+                        }
                     }
                 },
             ))

@@ -258,10 +258,9 @@ fn nd_rows(p: &mut Planner, ds: &[usize], iv: &Val, batch: usize) -> crate::Resu
         let n = rows.len();
         return Ok(Val::c(HTensor::from_i64(Elem::I64, vec![n], rows.iter().map(|&r| r as i64).collect())?, c.taint.max(crate::models::onnx::val::Taint::Shape)));
     }
-    ensure!(batch == 0, "GatherND / ScatterND with computed indices and batch_dims > 0 is not supported");
     let idx = p.dev(iv)?;
-    let rst: Vec<f64> = strides(&ds[..k]).iter().map(|&s| s as f64).collect();
-    let sizes: Vec<f64> = ds[..k].iter().map(|&s| s as f64).collect();
+    let rst: Vec<f64> = strides(&ds[batch..batch + k]).iter().map(|&s| s as f64).collect();
+    let sizes: Vec<f64> = ds[batch..batch + k].iter().map(|&s| s as f64).collect();
     let b = p.eb();
     let zero = Dev { t: b.data([1, 1, 1, 1], vec![0.0])?, shape: vec![], elem: Elem::F32 };
     let lt = binary(b, BinFn::Less, &idx, &zero, Elem::F32)?;
@@ -271,7 +270,17 @@ fn nd_rows(p: &mut Planner, ds: &[usize], iv: &Val, batch: usize) -> crate::Resu
     let stv = Dev { t: b.data([k, 1, 1, 1], rst.iter().map(|&x| x as f32).collect())?, shape: vec![k], elem: Elem::F32 };
     let prod = binary(b, BinFn::Mul, &norm, &stv, Elem::F32)?;
     let r = prod.shape.len();
-    Ok(Val::D(reduce(b, RowFn::Sum, &prod, &[r - 1], false)?))
+    let rows = reduce(b, RowFn::Sum, &prod, &[r - 1], false)?;
+    if batch == 0 {
+        return Ok(Val::D(rows));
+    }
+    // Each batch element starts at its own block of rows.
+    let per_batch: usize = is[batch..is.len() - 1].iter().product::<usize>().max(1);
+    let rows_per_batch: usize = ds[batch..batch + k].iter().product();
+    let tuples: usize = rows.shape.iter().product();
+    let base: Vec<f32> = (0..tuples).map(|t| ((t / per_batch) * rows_per_batch) as f32).collect();
+    let bd = Dev { t: b.data(ne_of(&rows.shape), base)?, shape: rows.shape.clone(), elem: Elem::F32 };
+    Ok(Val::D(binary(b, BinFn::Add, &rows, &bd, Elem::I64)?))
 }
 
 fn lower_gather_nd(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {

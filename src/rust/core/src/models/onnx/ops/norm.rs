@@ -118,7 +118,8 @@ fn lower_layernorm(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Res
     let a = if rank == 0 { 0 } else { axis(n.int("axis", -1), rank)? };
     let len: usize = x.shape[a..].iter().product();
     let rms = n.op != "LayerNormalization";
-    let mut y = norm_rows(p, &x, len, n.float("epsilon", 1e-5), rms)?;
+    let eps = n.float("epsilon", 1e-5);
+    let mut y = norm_rows(p, &x, len, eps, rms)?;
     if let Some(s) = opt(ins, 1) {
         let sd = p.dev(s)?;
         y = binary(p.eb(), BinFn::Mul, &y, &sd, x.elem)?;
@@ -127,10 +128,25 @@ fn lower_layernorm(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Res
         let bd = p.dev(b)?;
         y = binary(p.eb(), BinFn::Add, &y, &bd, x.elem)?;
     }
-    for o in n.outputs.iter().skip(1) {
-        ensure!(o.is_empty(), "{}'s Mean and InvStdDev outputs are not supported", n.op);
+    let mut outs = vec![Val::D(y)];
+    if n.outputs.iter().skip(1).any(|o| !o.is_empty()) {
+        // Mean and 1 / sqrt(variance + epsilon) over the normalized axes.
+        let ax: Vec<usize> = (a..rank).collect();
+        let mean = reduce(p.eb(), RowFn::Mean, &x, &ax, true)?;
+        let msq = if rms {
+            let sq = unary(p.eb(), Op::Unary(crate::op::UnaryOp::Sqr), &x, x.elem)?;
+            reduce(p.eb(), RowFn::Mean, &sq, &ax, true)?
+        } else {
+            let dv = binary(p.eb(), BinFn::Sub, &x, &mean, x.elem)?;
+            let sq = unary(p.eb(), Op::Unary(crate::op::UnaryOp::Sqr), &dv, x.elem)?;
+            reduce(p.eb(), RowFn::Mean, &sq, &ax, true)?
+        };
+        let v = unary(p.eb(), Op::Map { f: MapFn::Affine, a: 1.0, b: eps }, &msq, x.elem)?;
+        let inv = unary(p.eb(), Op::Map { f: MapFn::PowC, a: -0.5, b: 0.0 }, &v, x.elem)?;
+        outs.push(Val::D(mean));
+        outs.push(Val::D(inv));
     }
-    one(y)
+    Ok(outs)
 }
 
 fn lower_lpnorm(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
@@ -142,7 +158,9 @@ fn lower_lpnorm(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result
         other => bail!("LpNormalization with p = {other} is not supported (1 or 2)"),
     };
     let norm = reduce(p.eb(), f, &x, &[a], true)?;
-    one(binary(p.eb(), BinFn::Div, &x, &norm, x.elem)?)
+    let y = binary(p.eb(), BinFn::Div, &x, &norm, x.elem)?;
+    // A zero norm gives zeros, not NaN.
+    one(binary(p.eb(), BinFn::Mask, &y, &norm, x.elem)?)
 }
 
 fn lower_mvn(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {

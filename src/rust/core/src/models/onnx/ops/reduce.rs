@@ -133,6 +133,10 @@ pub fn host_reduce(f: RowFn, x: &HTensor, ax: &[usize], keep: bool) -> crate::Re
             }
         })
         .collect();
+    if x.elem == Elem::Bool {
+        let v = res.iter().map(|&t| if t.is_finite() { (t != 0.0) as i64 } else { (t > 0.0) as i64 }).collect();
+        return HTensor::from_i64(Elem::Bool, out_shape, v);
+    }
     if matches!(f, RowFn::ArgMax | RowFn::ArgMin | RowFn::ArgMaxLast | RowFn::ArgMinLast) {
         return HTensor::from_i64(Elem::I64, out_shape, res.iter().map(|&t| t as i64).collect());
     }

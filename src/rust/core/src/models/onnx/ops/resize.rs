@@ -74,7 +74,9 @@ fn cubic_coeffs(r: f64, a: f64) -> [f64; 4] {
 
 fn axis_plan(pr: &Params, input: usize, output: usize, scale: f64, roi: (f64, f64)) -> crate::Result<AxisPlan> {
     ensure!(input > 0, "cannot resize an empty dimension");
-    let (inf, outf) = (input as f64, output as f64);
+    // The resized length in coordinates: input * scale (not rounded), as
+    // the ONNX reference computes it.
+    let (inf, outf) = (input as f64, input as f64 * scale);
     let mut taps = Vec::with_capacity(output);
     let mut outside = Vec::with_capacity(output);
     for o in 0..output {
@@ -82,19 +84,19 @@ fn axis_plan(pr: &Params, input: usize, output: usize, scale: f64, roi: (f64, f6
         let xo = match pr.coord.as_str() {
             "half_pixel" => (x + 0.5) / scale - 0.5,
             "half_pixel_symmetric" => {
-                let adj = outf / (scale * inf);
+                let adj = output as f64 / (scale * inf);
                 let center = inf / 2.0;
                 center * (1.0 - adj) + (x + 0.5) / scale - 0.5
             }
             "pytorch_half_pixel" => {
-                if output > 1 {
+                if outf > 1.0 {
                     (x + 0.5) / scale - 0.5
                 } else {
                     0.0
                 }
             }
             "align_corners" => {
-                if output == 1 {
+                if outf == 1.0 {
                     0.0
                 } else {
                     x * (inf - 1.0) / (outf - 1.0)
@@ -104,7 +106,7 @@ fn axis_plan(pr: &Params, input: usize, output: usize, scale: f64, roi: (f64, f6
             "tf_half_pixel_for_nearest" => (x + 0.5) / scale,
             "tf_crop_and_resize" => {
                 let (s, e) = roi;
-                if output > 1 {
+                if outf > 1.0 {
                     s * (inf - 1.0) + x * (e - s) * (inf - 1.0) / (outf - 1.0)
                 } else {
                     0.5 * (s + e) * (inf - 1.0)

@@ -657,7 +657,8 @@ fn space_plan(n: &Node, shape: &[usize]) -> crate::Result<(Vec<usize>, Vec<usize
         }
     } else {
         ensure!(h % b == 0 && w % b == 0, "SpaceToDepth: {h} x {w} is not a multiple of the blocksize {b}");
-        Ok((vec![nn, c, h / b, b, w / b, b], vec![0, 3, 5, 1, 2, 4], vec![nn, c * b * b, h / b, w / b]))
+        let perm = if n.string("mode", "DCR") == "CRD" { vec![0, 1, 3, 5, 2, 4] } else { vec![0, 3, 5, 1, 2, 4] };
+        Ok((vec![nn, c, h / b, b, w / b, b], perm, vec![nn, c * b * b, h / b, w / b]))
     }
 }
 

@@ -50,20 +50,56 @@ pub struct Planner {
     pub taint: Taint,
     /// Graph computations made while planning (host operators' inputs).
     pub computes: usize,
+    /// Index checks of graph inputs, made on their values before each run:
+    /// (input, size of the indexed dimension, node).
+    pub index_checks: Vec<IndexCheck>,
+    /// The graph inputs' tensors (by tensor id) and names.
+    inputs: Vec<(u64, String)>,
+}
+
+/// Input `input` holds indices into a dimension of size `size` (at `node`).
+#[derive(Debug, Clone)]
+pub struct IndexCheck {
+    pub input: String,
+    pub size: usize,
+    pub node: String,
 }
 
 impl Planner {
     pub fn new(b: Builder, opset: i64) -> Planner {
-        Planner { b, opset, scopes: vec![HashMap::new()], has_data: false, host_ops: Vec::new(), taint: Taint::Static, computes: 0 }
+        Planner {
+            b,
+            opset,
+            scopes: vec![HashMap::new()],
+            has_data: false,
+            host_ops: Vec::new(),
+            taint: Taint::Static,
+            computes: 0,
+            index_checks: Vec::new(),
+            inputs: Vec::new(),
+        }
     }
 
     /// Makes an input tensor of the engine graph.
     pub fn bind_input(&mut self, name: &str, shape: Vec<usize>, elem: Elem) -> crate::Result<Dev> {
         let t = self.b.leaf(crate::base::dtype::DType::F32, super::dev::ne_of(&shape))?;
         t.set_name(name);
+        self.inputs.push((t.id(), name.to_string()));
         let d = Dev { t, shape, elem };
         self.bind(name, Val::D(d.clone()));
         Ok(d)
+    }
+
+    /// Records that `v`, when it is a graph input, holds indices into a
+    /// dimension of size `size` (checked on the input's values at each run:
+    /// indices computed in the graph are not, and read as zeros when out
+    /// of range).
+    pub fn check_indices(&mut self, v: &Val, size: usize, node: &Node) {
+        if let Val::D(d) = v {
+            if let Some((_, name)) = self.inputs.iter().find(|(id, _)| *id == d.t.id()) {
+                self.index_checks.push(IndexCheck { input: name.clone(), size, node: node.describe() });
+            }
+        }
     }
 
     pub fn bind(&mut self, name: &str, v: Val) {

@@ -36,6 +36,7 @@ struct Plan {
     /// False when the plan holds values computed from input data.
     reusable: bool,
     info: PlanInfo,
+    checks: Vec<super::plan::IndexCheck>,
 }
 
 /// What the last plan did, for `onnx_device_info()`.
@@ -140,15 +141,32 @@ impl Runner {
             let plan = self.plans.remove(i);
             self.info = plan.info.clone();
             self.plans.insert(0, plan);
+            self.check_indices(0, &data).map_err(classed)?;
             return self.finish(0, Some(&data)).map_err(classed);
         }
         // Planned with the data: the inputs are written while planning.
         self.make_plan(&shapes, Some(&data)).map_err(classed)?;
+        if let Err(e) = self.check_indices(0, &data) {
+            self.plans.remove(0);
+            return Err(classed(e));
+        }
         let outs = self.finish(0, None).map_err(classed);
         if !self.plans[0].reusable {
             self.plans.remove(0);
         }
         outs
+    }
+
+    /// Checks the index inputs of plan `i` against their dimensions.
+    fn check_indices(&self, i: usize, data: &[Vec<f64>]) -> crate::Result<()> {
+        for c in &self.plans[i].checks {
+            let Some(k) = self.model.graph.inputs.iter().position(|v| v.name == c.input) else { continue };
+            let n = c.size as f64;
+            if let Some(bad) = data[k].iter().find(|&&v| v < -n || v >= n) {
+                bail!("input '{}' holds index {bad}, out of range for a dimension of size {} (at {})", c.input, c.size, c.node);
+            }
+        }
+        Ok(())
     }
 
     /// Computes plan `i` (writing `data` into its inputs first) and reads the outputs.
@@ -217,7 +235,8 @@ impl Runner {
         };
         self.info = info.clone();
         let reusable = pl.taint < Taint::Data && pl.host_ops.is_empty();
-        let plan = Plan { shapes: shapes.to_vec(), inputs, outputs, graph: g, reusable, info, b: pl.b };
+        let checks = pl.index_checks.clone();
+        let plan = Plan { shapes: shapes.to_vec(), inputs, outputs, graph: g, reusable, info, checks, b: pl.b };
         self.plans.insert(0, plan);
         self.plans.truncate(MAX_PLANS);
         Ok(())

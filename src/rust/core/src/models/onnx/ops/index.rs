@@ -56,6 +56,7 @@ fn lower_gather(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result
             pos(i, ds[a], "Gather index")?;
         }
     }
+    p.check_indices(&iv, ds[a], n);
     let inner: usize = ds[a + 1..].iter().product();
     let outer: usize = ds[..a].iter().product();
     let d = p.dev(&dv)?;

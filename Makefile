@@ -81,16 +81,23 @@ docs: install
 	$(RSCRIPT) -e 'roxygen2::roxygenise(load_code = roxygen2::load_installed)'
 	$(R) CMD INSTALL --no-multiarch $(INSTALL_LIB) .
 
-# Bounded fuzzing of the ncnn param and model readers (FUZZ_SECONDS each).
+# Bounded fuzzing (FUZZ_SECONDS each) of the ncnn param and model readers
+# (ncnn_readers), ncnn forward passes of single layers with random params
+# and small inputs (ncnn_forward), and the saved-model reader (savefile).
 # Installs cargo-fuzz when missing; uses a nightly toolchain when one is
 # installed, else stable with RUSTC_BOOTSTRAP=1.
 FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= ncnn_readers ncnn_forward savefile
 fuzz:
 	@command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-	@mkdir -p fuzz/corpus/ncnn_readers
+	@for t in $(FUZZ_TARGETS); do mkdir -p fuzz/corpus/$$t; done
 	cd fuzz && if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then TC=+nightly; else TC=; export RUSTC_BOOTSTRAP=1; fi; \
-	  cargo $$TC fuzz run ncnn_readers corpus/ncnn_readers seeds -- \
-	    -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1
+	  for t in $(FUZZ_TARGETS); do \
+	    seeds=seeds; [ -d seeds/$$t ] && seeds=seeds/$$t; \
+	    echo "== fuzz $$t"; \
+	    cargo $$TC fuzz run $$t corpus/$$t $$seeds -- \
+	      -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -max_len=65536 -timeout=20 -print_final_stats=1 || exit 1; \
+	  done
 
 clean:
 	rm -rf $(CARGO_TARGET) target ggmlR_*.tar.gz ggmlR.Rcheck src/*.o src/*.so

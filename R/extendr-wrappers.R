@@ -103,6 +103,11 @@ rs_ag_op_host <- function(name, inputs, params, idx, aux) .Call(wrap__rs_ag_op_h
 #' @noRd
 rs_malloc_tune <- function() .Call(wrap__rs_malloc_tune)
 
+#' The largest single allocation the engine grants (bytes): this machine's
+#' physical memory (see `ggmlr_core::base::alloc`).
+#' @noRd
+rs_alloc_limit <- function() .Call(wrap__rs_alloc_limit)
+
 #' @noRd
 rs_backend_cpu_init <- function() .Call(wrap__rs_backend_cpu_init)
 
@@ -329,21 +334,16 @@ rs_ncnn_ex_input <- function(e, blob, x) .Call(wrap__rs_ncnn_ex_input, e, blob, 
 #' @noRd
 rs_ncnn_ex_extract <- function(e, blob) .Call(wrap__rs_ncnn_ex_extract, e, blob)
 
+#' Write `x` (plain values only) to `path` as a saved-model file, atomically.
 #' @noRd
-rs_onnx_load <- function(path, device, shapes, n_threads, dtype) .Call(wrap__rs_onnx_load, path, device, shapes, n_threads, dtype)
+rs_savefile_write <- function(path, x) .Call(wrap__rs_savefile_write, path, x)
 
+#' Read a saved-model file back into plain R values.
 #' @noRd
-rs_onnx_inputs <- function(p) .Call(wrap__rs_onnx_inputs, p)
+rs_savefile_read <- function(path) .Call(wrap__rs_savefile_read, path)
 
+#' Write raw bytes to `path` atomically (the previous file stays whole on failure).
 #' @noRd
-rs_onnx_run <- function(p, names, values, dims) .Call(wrap__rs_onnx_run, p, names, values, dims)
-
-#' @noRd
-rs_onnx_device_info <- function(p) .Call(wrap__rs_onnx_device_info, p)
-
-#' Reads a serialized ONNX TensorProto (`.pb`): list(name, value) with the
-#' value an array in ONNX order.
-#' @noRd
-rs_onnx_read_tensor <- function(path) .Call(wrap__rs_onnx_read_tensor, path)
+rs_write_atomic <- function(path, bytes) .Call(wrap__rs_write_atomic, path, bytes)
 
 

@@ -1,3 +1,15 @@
+# The sizes given as separate arguments, each a single number (the engine
+# checks the values); an error names the first that is not.
+.sizes <- function(...) {
+  v <- list(...)
+  for (nm in names(v)) {
+    if (!is.numeric(v[[nm]]) || length(v[[nm]]) != 1L) {
+      .abort(sprintf("`%s` must be a single size (a whole number), not %s", nm, .describe_value(v[[nm]])))
+    }
+  }
+  unlist(v, use.names = FALSE)
+}
+
 .new_tensor <- function(ptr) {
   class(ptr) <- "ggml_tensor"
   ptr
@@ -25,6 +37,12 @@
 #' a
 #' ggml_free(ctx)
 ggml_new_tensor <- function(ctx, type = GGML_TYPE_F32, n_dims, ne) {
+  if (!is.numeric(n_dims) || length(n_dims) != 1L || is.na(n_dims) || !n_dims %in% 1:4) {
+    .abort(sprintf("`n_dims` must be 1, 2, 3 or 4, not %s", .describe_value(n_dims)))
+  }
+  if (!is.numeric(ne) || anyNA(ne)) {
+    .abort(sprintf("`ne` must be a numeric vector of sizes, not %s", .describe_value(ne)))
+  }
   if (length(ne) < n_dims) {
     .abort(sprintf("`ne` has %d size(s) but `n_dims` is %s.", length(ne), format(n_dims)))
   }
@@ -34,25 +52,25 @@ ggml_new_tensor <- function(ctx, type = GGML_TYPE_F32, n_dims, ne) {
 #' @rdname ggml_new_tensor
 #' @export
 ggml_new_tensor_1d <- function(ctx, type = GGML_TYPE_F32, ne0) {
-  .new_tensor(.rs(rs_new_tensor(ctx, type, ne0)))
+  .new_tensor(.rs(rs_new_tensor(ctx, type, .sizes(ne0 = ne0))))
 }
 
 #' @rdname ggml_new_tensor
 #' @export
 ggml_new_tensor_2d <- function(ctx, type = GGML_TYPE_F32, ne0, ne1) {
-  .new_tensor(.rs(rs_new_tensor(ctx, type, c(ne0, ne1))))
+  .new_tensor(.rs(rs_new_tensor(ctx, type, .sizes(ne0 = ne0, ne1 = ne1))))
 }
 
 #' @rdname ggml_new_tensor
 #' @export
 ggml_new_tensor_3d <- function(ctx, type = GGML_TYPE_F32, ne0, ne1, ne2) {
-  .new_tensor(.rs(rs_new_tensor(ctx, type, c(ne0, ne1, ne2))))
+  .new_tensor(.rs(rs_new_tensor(ctx, type, .sizes(ne0 = ne0, ne1 = ne1, ne2 = ne2))))
 }
 
 #' @rdname ggml_new_tensor
 #' @export
 ggml_new_tensor_4d <- function(ctx, type = GGML_TYPE_F32, ne0, ne1, ne2, ne3) {
-  .new_tensor(.rs(rs_new_tensor(ctx, type, c(ne0, ne1, ne2, ne3))))
+  .new_tensor(.rs(rs_new_tensor(ctx, type, .sizes(ne0 = ne0, ne1 = ne1, ne2 = ne2, ne3 = ne3))))
 }
 
 #' Tensor properties

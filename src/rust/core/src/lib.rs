@@ -21,7 +21,8 @@
 //! - [`residency`]: the pass and persistent pools, generations, handles;
 //! - [`autograd`]: the tape, the backward rules, optimizers;
 //! - [`models`]: model formats on graphs (ONNX import);
-//! - [`ncnn`]: ncnn model inference, beside the rest on [`base`] only.
+//! - [`ncnn`]: ncnn model inference, beside the rest on [`base`] only;
+//! - [`savefile`]: the saved-model file (plain values, checksummed), on [`base`].
 
 pub mod base;
 pub mod layout;
@@ -34,6 +35,7 @@ pub mod residency;
 pub mod autograd;
 pub mod models;
 pub mod ncnn;
+pub mod savefile;
 
 pub use base::error::{Classed, Result};
 

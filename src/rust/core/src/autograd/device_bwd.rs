@@ -175,7 +175,7 @@ pub fn backward(
         Op::Gather(idx) => {
             // d W = g %*% t(onehot): onehot[v, k] = 1 when idx[k] == v.
             let v = xs[0].cols;
-            let mut oh = vec![0.0; v * idx.len()];
+            let mut oh = crate::base::alloc::try_vec(v.saturating_mul(idx.len()), 0.0, "a one-hot matrix")?;
             for (k, &i) in idx.iter().enumerate() {
                 oh[i + k * v] = 1.0;
             }

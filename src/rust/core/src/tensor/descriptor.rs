@@ -73,6 +73,27 @@ pub struct Tensor {
     storage: Mutex<Option<DataSlot>>,
 }
 
+impl Drop for Tensor {
+    /// A tensor owns its sources, so a long chain (`y <- op(y)` a hundred
+    /// thousand times) would drop recursively, one stack frame per tensor,
+    /// and overflow the stack. Unlink it iteratively instead: every source
+    /// whose last owner this is gives up its own sources before it goes.
+    fn drop(&mut self) {
+        let mut stack: Vec<Arc<Tensor>> = std::mem::take(&mut self.srcs);
+        if let Some((base, _)) = self.view.take() {
+            stack.push(base);
+        }
+        while let Some(t) = stack.pop() {
+            if let Some(mut inner) = Arc::into_inner(t) {
+                stack.append(&mut inner.srcs);
+                if let Some((base, _)) = inner.view.take() {
+                    stack.push(base);
+                }
+            }
+        }
+    }
+}
+
 impl Tensor {
     pub(crate) fn new(
         ctx: Arc<CtxState>,
@@ -182,8 +203,15 @@ impl Tensor {
         Ok(())
     }
 
+    /// Whether the tensor has memory of its own that is still there (a
+    /// freed buffer's tensors have none: allocating the context again gives
+    /// them new memory, as the freed-buffer error tells the user to do).
     pub(crate) fn has_own_storage(&self) -> bool {
-        self.storage.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+        self.storage
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_some_and(|s| !s.buf.is_freed())
     }
 
     pub(crate) fn set_storage(&self, s: DataSlot) {

@@ -5,7 +5,8 @@
 use super::access::Src;
 use super::elementwise::map;
 use super::par::{par_rows, Pool};
-use crate::op::{BinFn, Op, PadMode, RowFn, ScatterReduce};
+use crate::op::extended::erf;
+use crate::op::{BinFn, MapFn, Op, PadMode, RowFn, ScatterReduce};
 use anyhow::bail;
 use rayon::prelude::*;
 
@@ -14,7 +15,14 @@ pub fn kernel(op: &Op, s: &[Src<'_>], out: &mut [f32], ne: [usize; 4], pool: &Po
     match op {
         Op::Map { f, a, b } => {
             let (f, a, b) = (*f, *a, *b);
-            map(&s[0], out, pool, move |x| f.apply(x, a, b));
+            // The common functions get loops of their own (no dispatch per element).
+            match f {
+                MapFn::Erf => map(&s[0], out, pool, erf),
+                MapFn::GeluErf => map(&s[0], out, pool, move |x| 0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))),
+                MapFn::Affine => map(&s[0], out, pool, move |x| a * x + b),
+                MapFn::PowC if a == 2.0 => map(&s[0], out, pool, move |x| x * x),
+                _ => map(&s[0], out, pool, move |x| f.apply(x, a, b)),
+            }
         }
         Op::Binary { f } => binary(*f, &s[0], &s[1], out, ne, pool),
         Op::ReduceRows { f } => reduce_rows(*f, &s[0], out, pool),
@@ -206,7 +214,7 @@ mod tests {
 
     fn run(op: Op, s: &[Src<'_>], ne: [usize; 4]) -> Vec<f32> {
         let mut out = vec![0.0; ne.iter().product()];
-        kernel(&op, s, &mut out, ne, &Pool { n_threads: 1, rayon: None }).unwrap();
+        kernel(&op, s, &mut out, ne, &Pool::new(1).unwrap()).unwrap();
         out
     }
 

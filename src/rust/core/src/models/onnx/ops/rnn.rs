@@ -219,6 +219,7 @@ fn lower_rnn(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Ve
                 Dev { t: prod, shape: vec![batch, g * h], elem }
             };
             let gate = |p: &mut Planner, v: &Dev, k: usize| narrow(p.eb(), v, 1, k * h, h);
+            let gate3 = |p: &mut Planner, v: &Dev, h: usize| narrow(p.eb(), v, 1, 0, 3 * h);
             let clip = |p: &mut Planner, v: Dev| -> crate::Result<Dev> {
                 match s.clip {
                     Some(c) => unary(p.eb(), Op::Clamp { min: -c, max: c }, &v, elem),
@@ -226,6 +227,21 @@ fn lower_rnn(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Ve
                 }
             };
             let (hn, cn) = match s.kind {
+                "LSTM" if peeps.is_none() && s.clip.is_none() && !s.input_forget => {
+                    // The i, o, f gates are the first 3h values of a row: one
+                    // activation for the three, one for the cell gate.
+                    let pre = binary(p.eb(), BinFn::Add, &xt, &hr, elem)?;
+                    let iof = gate3(p, &pre, h)?;
+                    let iof = unary(p.eb(), acts[0].clone(), &iof, elem)?;
+                    let (i, o, f) = (gate(p, &iof, 0)?, gate(p, &iof, 1)?, gate(p, &iof, 2)?);
+                    let cg = gate(p, &pre, 3)?;
+                    let c = unary(p.eb(), acts[1].clone(), &cg, elem)?;
+                    let fc = binary(p.eb(), BinFn::Mul, &f, &cp, elem)?;
+                    let ic = binary(p.eb(), BinFn::Mul, &i, &c, elem)?;
+                    let cn = binary(p.eb(), BinFn::Add, &fc, &ic, elem)?;
+                    let hc = unary(p.eb(), acts[2].clone(), &cn, elem)?;
+                    (binary(p.eb(), BinFn::Mul, &o, &hc, elem)?, Some(cn))
+                }
                 "LSTM" => {
                     let pre = binary(p.eb(), BinFn::Add, &xt, &hr, elem)?;
                     let (mut ig, mut og, mut fg, cg) = (gate(p, &pre, 0)?, gate(p, &pre, 1)?, gate(p, &pre, 2)?, gate(p, &pre, 3)?);

@@ -220,3 +220,6 @@ onnx_device_info <- function(model) {
 .onnx_read_tensor <- function(path) {
   .rs(rs_onnx_read_tensor(normalizePath(path, mustWork = TRUE)))
 }
+
+# The operators the importer implements (sorted).
+.onnx_operators <- function() .rs(rs_onnx_operators())

@@ -83,6 +83,18 @@ fn to_bf16(v: f32) -> f32 {
     return bitcast<f32>(((b + 0x7fffu + ((b >> 16u) & 1u)) >> 16u) << 16u);
 }
 
+// asin and acos through atan2 (the drivers' own asin can be off by 1e-4);
+// NaN outside [-1, 1].
+fn asin_f(x: f32) -> f32 {
+    if (abs(x) > 1.0) { return bitcast<f32>(0x7fc00000u); }
+    return atan2(x, sqrt((1.0 - x) * (1.0 + x)));
+}
+
+fn acos_f(x: f32) -> f32 {
+    if (abs(x) > 1.0) { return bitcast<f32>(0x7fc00000u); }
+    return atan2(sqrt((1.0 - x) * (1.0 + x)), x);
+}
+
 fn map_f(code: u32, x: f32, a: f32, b: f32) -> f32 {
     switch code {
         case 0u: { return floor(x); }
@@ -93,8 +105,8 @@ fn map_f(code: u32, x: f32, a: f32, b: f32) -> f32 {
         case 5u: { return 1.0 / x; }
         case 6u: { return erf_f(x); }
         case 7u: { return tan(x); }
-        case 8u: { return asin(x); }
-        case 9u: { return acos(x); }
+        case 8u: { return asin_f(x); }
+        case 9u: { return acos_f(x); }
         case 10u: { return atan(x); }
         case 11u: { return sinh(x); }
         case 12u: { return cosh(x); }

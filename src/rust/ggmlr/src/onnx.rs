@@ -165,8 +165,16 @@ fn rs_onnx_read_tensor(path: Robj) -> Robj {
     })
 }
 
+/// The operators the importer implements.
+/// @noRd
+#[extendr]
+fn rs_onnx_operators() -> Robj {
+    guard(|| Ok(onnx::ops::OPERATORS.iter().map(|s| s.to_string()).collect::<Vec<String>>().into()))
+}
+
 extendr_module! {
     mod onnx;
+    fn rs_onnx_operators;
     fn rs_onnx_load;
     fn rs_onnx_inputs;
     fn rs_onnx_run;

@@ -24,7 +24,8 @@ pub struct HTensor {
     pub data: Data,
 }
 
-/// Number of elements of `shape`, checked against overflow and [`MAX_ELEMENTS`].
+/// Number of elements of `shape`, checked against overflow, [`MAX_ELEMENTS`]
+/// and the single-allocation limit (as f64 values on the host).
 pub fn numel(shape: &[usize]) -> crate::Result<usize> {
     let mut n: usize = 1;
     for &d in shape {
@@ -33,6 +34,7 @@ pub fn numel(shape: &[usize]) -> crate::Result<usize> {
             _ => bail!("a tensor of shape {} is too large ({} elements at most)", fmt_shape(shape), MAX_ELEMENTS),
         };
     }
+    crate::base::alloc::check(n, 8, &format!("a tensor of shape {}", fmt_shape(shape)))?;
     Ok(n)
 }
 
@@ -44,12 +46,7 @@ pub fn fmt_shape(shape: &[usize]) -> String {
 
 /// A vector of `n` copies of `v`, or an error (not an abort) when memory runs out.
 pub fn filled<T: Clone>(n: usize, v: T) -> crate::Result<Vec<T>> {
-    let mut out = Vec::new();
-    if out.try_reserve_exact(n).is_err() {
-        bail!("out of memory: {n} values do not fit on the host");
-    }
-    out.resize(n, v);
-    Ok(out)
+    crate::base::alloc::try_vec(n, v, "host tensor values")
 }
 
 /// Row-major strides (in elements) of `shape`.
@@ -129,10 +126,7 @@ pub fn norm_axis(axis: i64, rank: usize, what: &str) -> crate::Result<usize> {
 /// given by `f` from its coordinates.
 pub fn index_map(out: &[usize], mut f: impl FnMut(&[usize]) -> usize) -> crate::Result<Vec<usize>> {
     let n = numel(out)?;
-    let mut idx = Vec::new();
-    if idx.try_reserve_exact(n).is_err() {
-        bail!("out of memory: {n} values do not fit on the host");
-    }
+    let mut idx = crate::base::alloc::try_with_capacity(n, "tensor indices")?;
     if n == 0 {
         return Ok(idx);
     }

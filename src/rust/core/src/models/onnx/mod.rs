@@ -87,3 +87,6 @@ pub fn backend_for(device: Option<&str>, n_threads: usize) -> crate::Result<Arc<
         Some(other) => Err(onnx_err(format!("unknown device \"{other}\": use \"cpu\", \"vulkan\" (or \"gpu\"), or NULL"))),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -37,6 +37,35 @@ pub type Lower = fn(&mut Planner, &Node, &[Option<Val>]) -> crate::Result<Vec<Va
 /// Computes a node on the host (constant inputs; the default-domain opset).
 pub type Fold = fn(&Node, &[Option<Arc<HTensor>>], i64) -> crate::Result<Vec<HTensor>>;
 
+/// Every operator the importer implements (default and com.microsoft
+/// domains), sorted.
+pub const OPERATORS: &[&str] = &[
+    "Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atanh",
+    "Attention", "AveragePool", "BatchNormalization", "BitShift", "BitwiseAnd", "BitwiseNot",
+    "BitwiseOr", "BitwiseXor", "BlackmanWindow", "Cast", "CastLike", "Ceil", "Celu", "Clip",
+    "Compress", "Concat", "Constant", "ConstantOfShape", "Conv", "ConvInteger", "ConvTranspose",
+    "Cos", "Cosh", "CumProd", "CumSum", "DepthToSpace", "DequantizeLinear", "Div", "Dropout",
+    "DynamicQuantizeLinear", "Einsum", "Elu", "Equal", "Erf", "Exp", "Expand", "EyeLike",
+    "Flatten", "Floor", "GRU", "Gather", "GatherElements", "GatherND", "Gelu", "Gemm",
+    "GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool", "Greater", "GreaterOrEqual",
+    "GroupNormalization", "HammingWindow", "HannWindow", "HardSigmoid", "HardSwish", "Hardmax",
+    "Identity", "If", "InstanceNormalization", "IsInf", "IsNaN", "LRN", "LSTM",
+    "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "Loop",
+    "LpNormalization", "LpPool", "MatMul", "MatMulInteger", "Max", "MaxPool", "Mean",
+    "MeanVarianceNormalization", "Min", "Mish", "Mod", "Mul", "MultiHeadAttention", "Neg",
+    "NonMaxSuppression", "NonZero", "Not", "OneHot", "Or", "PRelu", "Pad", "Pow", "QLinearAdd",
+    "QLinearConcat", "QLinearConv", "QLinearGlobalAveragePool", "QLinearLeakyRelu",
+    "QLinearMatMul", "QLinearMul", "QLinearSigmoid", "QuantizeLinear", "RMSNormalization",
+    "RNN", "Range", "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+    "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare",
+    "Relu", "Reshape", "Resize", "ReverseSequence", "RoiAlign", "Round", "Scan", "Scatter",
+    "ScatterElements", "ScatterND", "Selu", "Shape", "Shrink", "Sigmoid", "Sign", "Silu",
+    "SimplifiedLayerNormalization", "Sin", "Sinh", "Size", "Slice", "Softmax", "Softplus",
+    "Softsign", "SpaceToDepth", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Swish", "Tan",
+    "Tanh", "ThresholdedRelu", "Tile", "TopK", "Transpose", "Trilu", "Unique", "Unsqueeze",
+    "Upsample", "Where", "Xor",
+];
+
 /// The implementations of operator `op`: (engine mapping, host evaluation).
 fn find(op: &str) -> Option<(Option<Lower>, Option<Fold>)> {
     elementwise::find(op)
@@ -207,5 +236,18 @@ pub fn float_result(e: Elem) -> Elem {
         e
     } else {
         Elem::F32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_listed_operator_is_implemented() {
+        for op in super::OPERATORS {
+            assert!(super::supported("", op), "{op}");
+        }
+        assert!(!super::supported("", "NoSuchOp"));
+        assert!(!super::supported("ai.onnx.ml", "Relu"));
+        assert_eq!(super::OPERATORS.len(), 169);
     }
 }

@@ -237,6 +237,7 @@ fn sizes_and_scales(
     } else {
         bail!("{} needs scales or sizes", n.op);
     }
+    crate::models::onnx::host::numel(&out)?;
     let mut rois = vec![(0.0, 1.0); r];
     if let Some(v) = roi.filter(|v| !v.is_empty()) {
         ensure!(v.len() == 2 * axes.len(), "roi has {} values for {} axes", v.len(), axes.len());
@@ -275,6 +276,10 @@ fn lower_resize(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result
     };
     let (out, sc, rois) = sizes_and_scales(n, &x.shape, roi, scales, sizes)?;
     let r = x.shape.len();
+    if out.contains(&0) || x.shape.contains(&0) {
+        ensure!(out.contains(&0), "cannot resize an empty tensor of shape {} to {}", fmt_shape(&x.shape), fmt_shape(&out));
+        return one(crate::models::onnx::dev::empty(p.eb(), out, x.elem)?);
+    }
     let mut plans: Vec<Option<AxisPlan>> = Vec::with_capacity(r);
     for a in 0..r {
         let identity = out[a] == x.shape[a] && sc[a] == 1.0 && pr.coord != "tf_crop_and_resize";

@@ -12,7 +12,7 @@ use crate::memory::tag::{self, BufferTag};
 use crate::memory::Buffer;
 use crate::op::Op;
 use anyhow::bail;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Liveness of a context, shared by the context and its tensors.
@@ -71,6 +71,8 @@ pub struct Tensor {
     view: Option<(Arc<Tensor>, usize)>,
     name: Mutex<String>,
     storage: Mutex<Option<DataSlot>>,
+    /// ggml's tensor flags: [`Tensor::INPUT`], [`Tensor::OUTPUT`], [`Tensor::PARAM`].
+    flags: AtomicU8,
 }
 
 impl Drop for Tensor {
@@ -117,7 +119,22 @@ impl Tensor {
             view,
             name: Mutex::new(String::new()),
             storage: Mutex::new(storage),
+            flags: AtomicU8::new(0),
         }
+    }
+
+    /// Flag of a graph input (`ggml_set_input`).
+    pub const INPUT: u8 = 1;
+    /// Flag of a graph output (`ggml_set_output`).
+    pub const OUTPUT: u8 = 2;
+    /// Flag of a trainable parameter (`ggml_set_param`).
+    pub const PARAM: u8 = 4;
+
+    pub fn flags(&self) -> u8 {
+        self.flags.load(Ordering::Relaxed)
+    }
+    pub fn set_flag(&self, flag: u8) {
+        self.flags.fetch_or(flag, Ordering::Relaxed);
     }
 
     pub fn id(&self) -> u64 {

@@ -422,6 +422,23 @@ rs_ncnn_ex_input <- function(e, blob, x) .Call(wrap__rs_ncnn_ex_input, e, blob, 
 #' @noRd
 rs_ncnn_ex_extract <- function(e, blob) .Call(wrap__rs_ncnn_ex_extract, e, blob)
 
+#' @noRd
+rs_onnx_load <- function(path, device, shapes, n_threads, dtype) .Call(wrap__rs_onnx_load, path, device, shapes, n_threads, dtype)
+
+#' @noRd
+rs_onnx_inputs <- function(p) .Call(wrap__rs_onnx_inputs, p)
+
+#' @noRd
+rs_onnx_run <- function(p, names, values, dims) .Call(wrap__rs_onnx_run, p, names, values, dims)
+
+#' @noRd
+rs_onnx_device_info <- function(p) .Call(wrap__rs_onnx_device_info, p)
+
+#' Reads a serialized ONNX TensorProto (`.pb`): list(name, value) with the
+#' value an array in ONNX order.
+#' @noRd
+rs_onnx_read_tensor <- function(path) .Call(wrap__rs_onnx_read_tensor, path)
+
 #' Write `x` (plain values only) to `path` as a saved-model file, atomically.
 #' @noRd
 rs_savefile_write <- function(path, x) .Call(wrap__rs_savefile_write, path, x)

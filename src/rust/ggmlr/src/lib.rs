@@ -25,6 +25,7 @@ mod vulkan;
 mod vulkan_backend;
 mod ncnn;
 mod ncnn_custom;
+mod onnx;
 
 pub use guard::guard;
 
@@ -68,5 +69,6 @@ extendr_module! {
     use vulkan;
     use vulkan_backend;
     use ncnn;
+    use onnx;
     use savefile;
 }

@@ -7,6 +7,7 @@ pub mod access;
 mod conv;
 pub mod driver;
 mod elementwise;
+mod extended;
 mod matmul;
 mod movement;
 pub mod par;

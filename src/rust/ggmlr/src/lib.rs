@@ -15,6 +15,8 @@ mod guard;
 mod interrupt;
 mod malloc;
 mod ops;
+mod quant;
+mod gguf;
 mod residency;
 mod rstr;
 mod savefile;
@@ -61,6 +63,8 @@ extendr_module! {
     use graph;
     use buffer;
     use ops;
+    use quant;
+    use gguf;
     use residency;
     use vulkan;
     use vulkan_backend;

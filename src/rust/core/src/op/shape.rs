@@ -114,7 +114,10 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
         }
         Op::MulMat => {
             let b = &s[1];
-            float(a, "a")?;
+            // Quantized weights are a's (ggml's convention).
+            if a.dtype.quant().is_none() {
+                float(a, "a")?;
+            }
             float(b, "b")?;
             ensure!(
                 a.ne[0] == b.ne[0] && b.ne[2] % a.ne[2] == 0 && b.ne[3] % a.ne[3] == 0,

@@ -15,6 +15,10 @@ use anyhow::ensure;
 
 /// Compute one node on the CPU.
 pub fn run(node: &Node, pool: &Pool) -> crate::Result<()> {
+    // Products and row lookups of quantized weights have kernels of their own.
+    if let Some(done) = super::quantized::run(node, pool) {
+        return done;
+    }
     let dst = &node.dst;
     // Same-type copies move bytes, so i32 and f16 values stay exact.
     if matches!(node.op, Op::Dup | Op::Cont | Op::Cpy) && node.srcs[0].layout.dtype == dst.layout.dtype {

@@ -11,6 +11,7 @@ mod extended;
 mod matmul;
 mod movement;
 pub mod par;
+mod quantized;
 mod reduce;
 
 #[cfg(test)]

@@ -54,6 +54,8 @@ pub(crate) struct Dispatch {
 
 fn dtype_code(t: DType) -> u32 {
     match t {
+        // Graphs with quantized tensors are refused before encoding (compute.rs).
+        DType::Quant(_) => u32::MAX,
         DType::F32 => 0,
         DType::F16 => 1,
         DType::I32 => 2,

@@ -422,6 +422,10 @@ rs_ncnn_ex_input <- function(e, blob, x) .Call(wrap__rs_ncnn_ex_input, e, blob, 
 #' @noRd
 rs_ncnn_ex_extract <- function(e, blob) .Call(wrap__rs_ncnn_ex_extract, e, blob)
 
+#' The operators the importer implements.
+#' @noRd
+rs_onnx_operators <- function() .Call(wrap__rs_onnx_operators)
+
 #' @noRd
 rs_onnx_load <- function(path, device, shapes, n_threads, dtype) .Call(wrap__rs_onnx_load, path, device, shapes, n_threads, dtype)
 

@@ -1,11 +1,14 @@
 //! The bottom layer: error conventions, element types, the runtime choice of
 //! CPU kernels, human-readable formatting, allocations sized by input,
-//! cancellation (Ctrl-C) and fork-safe worker pools. Imports nothing of the crate.
+//! cancellation (Ctrl-C), fork-safe worker pools, the CPU's features and
+//! where messages go (logging, internal failures). Imports nothing of the crate.
 
 pub mod alloc;
 pub mod cancel;
+pub mod cpu_features;
 pub mod dtype;
 pub mod error;
 pub mod fmt;
+pub mod log;
 pub mod simd;
 pub mod threads;

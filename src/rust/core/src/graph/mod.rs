@@ -4,6 +4,15 @@
 //! A backend receives, for every node that is not a view, the [`Op`] and for
 //! each source and the destination a [`crate::tensor::DataRef`]: buffer, byte offset and
 //! layout (views already resolved to their base buffer, offset and strides).
+//!
+//! Beside the graph itself: [`gallocr`], the graph allocator (memory reused
+//! between tensors whose lifetimes do not overlap); [`sched`], the scheduler
+//! that splits a graph between backends; [`inspect`], lookups, views and
+//! printing.
+
+pub mod gallocr;
+pub mod inspect;
+pub mod sched;
 
 use crate::backend::{Backend, Node};
 use crate::op::Op;
@@ -22,6 +31,12 @@ pub struct Graph {
 impl Graph {
     pub fn new() -> Graph {
         Graph::default()
+    }
+
+    /// A graph of given nodes (topological order) and leaves.
+    pub fn from_parts(nodes: Vec<Arc<Tensor>>, leafs: Vec<Arc<Tensor>>) -> Graph {
+        let seen = nodes.iter().chain(&leafs).map(|t| t.id()).collect();
+        Graph { nodes, leafs, seen }
     }
 
     /// A graph computing `out`.

@@ -10,9 +10,10 @@ use crate::base::dtype::DType;
 use crate::layout::{fmt_shape, n_dims, Layout};
 use crate::memory::tag::{self, BufferTag};
 use crate::memory::Buffer;
+use crate::op::codes::{op_params, OP_PARAMS_BYTES};
 use crate::op::Op;
 use anyhow::bail;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Liveness of a context, shared by the context and its tensors.
@@ -20,6 +21,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub struct CtxState {
     pub id: u64,
     freed: AtomicBool,
+    /// Freed by `ggml_reset()` (the context itself lives on).
+    reset: AtomicBool,
     /// For residency pool contexts: the pool's buffer tag and its
     /// generation at creation.
     pool: OnceLock<(BufferTag, i32)>,
@@ -27,7 +30,7 @@ pub struct CtxState {
 
 impl CtxState {
     pub fn new(id: u64) -> CtxState {
-        CtxState { id, freed: AtomicBool::new(false), pool: OnceLock::new() }
+        CtxState { id, freed: AtomicBool::new(false), reset: AtomicBool::new(false), pool: OnceLock::new() }
     }
     pub fn set_pool(&self, pool: BufferTag, generation: i32) {
         let _ = self.pool.set((pool, generation));
@@ -41,6 +44,22 @@ impl CtxState {
     pub fn is_freed(&self) -> bool {
         self.freed.load(Ordering::SeqCst)
     }
+    /// Retire the state at a reset of its context: its tensors are gone.
+    pub fn mark_reset(&self) {
+        self.reset.store(true, Ordering::SeqCst);
+        self.mark_freed();
+    }
+    pub fn was_reset(&self) -> bool {
+        self.reset.load(Ordering::SeqCst)
+    }
+}
+
+/// ggml's tensor flags (`ggml_set_input()`, `ggml_set_output()`, `ggml_set_param()`).
+pub mod flags {
+    pub const INPUT: u8 = 1;
+    pub const OUTPUT: u8 = 2;
+    pub const PARAM: u8 = 4;
+    pub const LOSS: u8 = 8;
 }
 
 /// Where a (non-view) tensor's bytes are.
@@ -71,6 +90,10 @@ pub struct Tensor {
     view: Option<(Arc<Tensor>, usize)>,
     name: Mutex<String>,
     storage: Mutex<Option<DataSlot>>,
+    /// [`flags`] bits.
+    flags: AtomicU8,
+    /// ggml's parameter block, for inspection (the op keeps its own parameters).
+    params: Mutex<[u8; OP_PARAMS_BYTES]>,
 }
 
 impl Drop for Tensor {
@@ -108,6 +131,7 @@ impl Tensor {
             Some((base, boff)) => (base.clone(), boff + off),
             None => (t, off),
         });
+        let params = op_params(&op);
         Tensor {
             id: NEXT_TENSOR.fetch_add(1, Ordering::Relaxed),
             ctx,
@@ -117,6 +141,8 @@ impl Tensor {
             view,
             name: Mutex::new(String::new()),
             storage: Mutex::new(storage),
+            flags: AtomicU8::new(0),
+            params: Mutex::new(params),
         }
     }
 
@@ -163,6 +189,27 @@ impl Tensor {
         *self.name.lock().unwrap_or_else(|e| e.into_inner()) = name.to_string();
     }
 
+    pub fn flags(&self) -> u8 {
+        self.flags.load(Ordering::SeqCst)
+    }
+    /// Set the [`flags`] bits in `bits`.
+    pub fn add_flags(&self, bits: u8) {
+        self.flags.fetch_or(bits, Ordering::SeqCst);
+    }
+    pub fn op_params(&self) -> [u8; OP_PARAMS_BYTES] {
+        *self.params.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    /// Overwrite bytes of the parameter block from `at`; an error past its end.
+    pub fn set_op_params(&self, at: usize, bytes: &[u8]) -> crate::Result<()> {
+        anyhow::ensure!(
+            at.checked_add(bytes.len()).is_some_and(|e| e <= OP_PARAMS_BYTES),
+            "a tensor's op parameters are {OP_PARAMS_BYTES} bytes; {} bytes at byte {at} do not fit",
+            bytes.len()
+        );
+        self.params.lock().unwrap_or_else(|e| e.into_inner())[at..at + bytes.len()].copy_from_slice(bytes);
+        Ok(())
+    }
+
     /// "tensor 'x' (f32 [3, 4])" or "unnamed tensor (f32 [3, 4])".
     pub fn describe(&self) -> String {
         let name = self.name();
@@ -192,6 +239,13 @@ impl Tensor {
                     self.describe(),
                     pool.name(),
                     tag::generation(pool)
+                );
+            }
+            if self.ctx.was_reset() {
+                bail!(
+                    "{} belongs to a context that was reset with ggml_reset() since; create the \
+                     tensor again in the context",
+                    self.describe()
                 );
             }
             bail!(

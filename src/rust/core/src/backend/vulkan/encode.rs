@@ -402,6 +402,7 @@ pub(crate) fn encode(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dis
                 _ => {}
             }
         }
+        // An op without an arm here must be left out of `support::has_kernel`.
         other => anyhow::bail!("{} has no Vulkan kernel", other.name()),
     }
     // Contiguous same-shape element-wise work takes the shader's linear path.

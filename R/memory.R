@@ -4,9 +4,11 @@
 #' its figures: live bytes and buffers of the residency pools ("pass":
 #' activations and gradients, freed at every tape reset; "persistent":
 #' resident weights and optimizer state) and of buffers allocated directly
-#' (`user`), the peak, and the bytes and calls of uploads (host to buffer) and
-#' downloads. `ncnn_cache_bytes` is host memory of finished ncnn blobs kept
-#' for reuse by the next inference (at most 256 MB).
+#' (`user`), the peak, the bytes and calls of uploads (host to buffer) and
+#' downloads, and of copies from one buffer to another (`copy_bytes`,
+#' `copy_calls`: a scheduler's copies between backends, for one).
+#' `ncnn_cache_bytes` is host memory of finished ncnn blobs kept for reuse by
+#' the next inference (at most 256 MB).
 #'
 #' Host memory outside the ledger: values and gradients of `"cpu"` tensors
 #' live in ordinary heap memory, freed when the last reference goes (for an

@@ -3,7 +3,7 @@
 #' Type codes (ggml's values) and their sizes and names.
 #'
 #' @param type A type code such as `GGML_TYPE_F32`.
-#' @return `ggml_type_size()`: bytes per element (integer).
+#' @return `ggml_type_size()`: bytes per element (a number).
 #'   `ggml_type_name()`: a string ("f32", "f16", "bf16", "i32").
 #' @export
 #' @examples
@@ -25,7 +25,7 @@ GGML_TYPE_BF16 <- 30L
 
 #' @rdname GGML_TYPE_F32
 #' @export
-ggml_type_size <- function(type) .rs(rs_type_info(type))$size
+ggml_type_size <- function(type) as.numeric(.rs(rs_type_info(type))$size)
 
 #' @rdname GGML_TYPE_F32
 #' @export

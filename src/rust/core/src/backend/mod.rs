@@ -12,6 +12,7 @@
 
 pub mod cpu;
 pub mod device;
+pub mod event;
 pub mod meta;
 pub mod node;
 pub mod vulkan;

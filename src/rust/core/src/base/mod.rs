@@ -5,6 +5,7 @@
 
 pub mod alloc;
 pub mod cancel;
+pub mod clock;
 pub mod cpu_features;
 pub mod dtype;
 pub mod error;

@@ -112,3 +112,32 @@ impl Graph {
         backend.compute(&nodes)
     }
 }
+
+/// A graph resolved once for one backend and computed as often as wanted
+/// (ggml's graph plan). Freed memory is still detected at every compute.
+#[derive(Debug)]
+pub struct GraphPlan {
+    backend: Arc<Backend>,
+    nodes: Vec<Node>,
+}
+
+impl GraphPlan {
+    pub fn new(g: &Graph, backend: Arc<Backend>) -> crate::Result<GraphPlan> {
+        backend.check_live()?;
+        Ok(GraphPlan { nodes: g.plan()?, backend })
+    }
+
+    /// Compute on `backend`, which must be the plan's.
+    pub fn compute(&self, backend: &Backend) -> crate::Result<()> {
+        anyhow::ensure!(
+            std::ptr::eq(backend, self.backend.as_ref()),
+            "the plan was made for backend '{}', not for '{}'",
+            self.backend.name(),
+            backend.name()
+        );
+        for n in &self.nodes {
+            n.tensor.check_live()?;
+        }
+        backend.compute(&self.nodes)
+    }
+}

@@ -185,8 +185,10 @@ test_that("the scheduler splits a graph between Vulkan and the CPU, copies count
 test_that("a meta backend splits weights over devices and computes what one device does", {
   cpu <- ggml_backend_dev_by_type(ggml_backend_device_type_cpu())
   seen <- character(0)
+  infos <- list()
   split_rows <- function(info, n) {
     seen <<- c(seen, info$name)
+    infos[[info$name]] <<- info
     if (info$name == "w") list(axis = 1L, ne = c(2, info$ne[2] - 2), n_segments = 1L)
     else list(axis = 10L, ne = rep(0, n), n_segments = 1L)
   }
@@ -200,6 +202,10 @@ test_that("a meta backend splits weights over devices and computes what one devi
   y <- ggml_mul_mat(ctx, w, x)
   buf <- ggml_backend_alloc_ctx_tensors(ctx, meta)
   expect_true(all(c("w", "x") %in% seen))
+  expect_named(infos$w, c("name", "type", "ne", "op", "flags"))
+  expect_identical(infos$w$ne, c(3, 5, 1, 1))
+  expect_identical(infos$w$type, GGML_TYPE_F32)
+  expect_identical(infos$w$op, "NONE")
   W <- matrix(seq(-1, 1, length.out = 15), 3, 5)
   X <- matrix(c(1, 2, 3, -1, 0, 1), 3, 2)
   ggml_backend_tensor_set_data(w, W)

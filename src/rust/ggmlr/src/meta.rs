@@ -23,14 +23,17 @@ struct RPolicy {
 }
 
 fn info_robj(info: &TensorInfo) -> Robj {
-    list!(
-        name = info.name.as_str(),
-        r#type = info.type_code,
-        ne = info.ne.iter().map(|&n| n as f64).collect::<Vec<f64>>(),
-        op = info.op.as_str(),
-        flags = info.flags as i32
-    )
-    .into()
+    // `type` is a Rust keyword: names given as strings.
+    let values: [Robj; 5] = [
+        info.name.as_str().into(),
+        info.type_code.into(),
+        info.ne.iter().map(|&n| n as f64).collect::<Vec<f64>>().into(),
+        info.op.as_str().into(),
+        (info.flags as i32).into(),
+    ];
+    List::from_names_and_values(["name", "type", "ne", "op", "flags"], values)
+        .map(Robj::from)
+        .unwrap_or_else(|_| ().into())
 }
 
 impl SplitPolicy for RPolicy {

@@ -136,14 +136,14 @@ ag_sequential <- function(...) {
 print.ag_layer <- function(x, ...) {
   n <- sum(vapply(.ag_layer_params(x), function(p) prod(p$shape), numeric(1L)))
   if (inherits(x, "ag_sequential")) {
-    cat(sprintf("<ag_sequential> %d layers, %g parameters, %s mode\n", length(x$layers), n,
-                if (isTRUE(x$training)) "training" else "eval"))
+    cat(sprintf("<ag_sequential> %s, %s, %s mode\n", .ag_count_words(length(x$layers), "layer"),
+                .ag_count_words(n, "parameter"), if (isTRUE(x$training)) "training" else "eval"))
     for (i in seq_along(x$layers)) {
       l <- x$layers[[i]]
       cat(sprintf("  [%d] %s\n", i, if (!is.null(l$name)) l$name else class(l)[1L]))
     }
   } else {
-    cat(sprintf("<%s> %s, %g parameters\n", class(x)[1L], x$name, n))
+    cat(sprintf("<%s> %s, %s\n", class(x)[1L], x$name, .ag_count_words(n, "parameter")))
   }
   invisible(x)
 }
@@ -160,6 +160,8 @@ print.ag_layer <- function(x, ...) {
 #' @examples
 #' model <- ag_sequential(ag_linear(2, 2), ag_dropout(0.5))
 #' ag_eval(model)
+#' model$layers[[2]]$training
+#' ag_train(model)
 #' model$layers[[2]]$training
 NULL
 

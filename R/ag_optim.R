@@ -150,6 +150,11 @@
 #' opt$step(backward(loss))
 #' opt$zero_grad()
 #' w$data
+#' sgd <- optimizer_sgd(list(w = w), lr = 0.1, momentum = 0.9)
+#' adamw <- optimizer_adamw(list(w = w), lr = 0.1, weight_decay = 0.01)
+#' with_grad_tape(loss <- ag_sum(ag_mul(w, w)))
+#' adamw$step(backward(loss))
+#' w$data
 NULL
 
 #' @rdname optimizers

@@ -22,6 +22,24 @@
   out
 }
 
+# Installs the running statistics `buffers` (as .ag_buffers() names them) in
+# the batch-norm layers of `model`; `bad(what)` reports one that does not fit.
+.ag_set_buffers <- function(model, buffers, bad = function(what) stop(what, call. = FALSE)) {
+  ls <- .ag_layers_of(model)
+  for (i in seq_along(ls)) {
+    if (!inherits(ls[[i]], "ag_batch_norm")) next
+    for (s in c("running_mean", "running_var")) {
+      v <- buffers[[paste0("layer", i, "_", s)]]
+      if (is.null(v)) next
+      if (!is.double(v) || length(v) != ls[[i]]$num_features) {
+        bad(sprintf("layer %d's %s does not fit %d features", i, s, ls[[i]]$num_features))
+      }
+      ls[[i]][[s]] <- matrix(v, ls[[i]]$num_features, 1L)
+    }
+  }
+  invisible(model)
+}
+
 .ag_plain_matrix <- function(m) {
   m <- as.matrix(m)
   storage.mode(m) <- "double"
@@ -194,19 +212,7 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL) {
     }
   }
   for (nm in names(params)) .ag_data_set(params[[nm]], saved[[nm]])
-  ls <- .ag_layers_of(model)
-  for (i in seq_along(ls)) {
-    if (inherits(ls[[i]], "ag_batch_norm")) {
-      for (s in c("running_mean", "running_var")) {
-        v <- state$buffers[[paste0("layer", i, "_", s)]]
-        if (is.null(v)) next
-        if (!is.double(v) || length(v) != ls[[i]]$num_features) {
-          bad(sprintf("layer %d's %s does not fit %d features", i, s, ls[[i]]$num_features))
-        }
-        ls[[i]][[s]] <- matrix(v, ls[[i]]$num_features, 1L)
-      }
-    }
-  }
+  .ag_set_buffers(model, state$buffers, bad)
   ag_eval(model)
   model
 }

@@ -35,6 +35,7 @@
 #' ggml_backend_graph_compute_async(cpu, ggml_build_forward_expand(ctx, s))
 #' ggml_backend_synchronize(cpu)
 #' ggml_backend_tensor_get_async(cpu, s, 0, 16)
+#' ggml_backend_tensor_get_and_sync(cpu, s)
 #' ggml_backend_tensor_get_f32_first(s)
 #' ggml_backend_buffer_free(buf)
 #' ggml_free(ctx)

@@ -97,12 +97,14 @@ ggml_print_mem_status <- function(ctx) {
 #' takes: its data, its descriptor ([ggml_tensor_overhead()]) and up to 256
 #' bytes of alignment. `ggml_init_auto()` makes a context large enough for
 #' the tensors whose sizes are given (each a vector of 1 to 4 sizes), plus
-#' `extra_mb` megabytes.
+#' `extra_mb` megabytes (with `no_alloc = TRUE`, tensors get no memory from
+#' it, see [ggml_init()]).
 #'
 #' @param type A type code.
 #' @param ne0,ne1,ne2,ne3 Sizes.
 #' @param ... Sizes of the planned tensors, one vector each.
 #' @param extra_mb Megabytes to add.
+#' @param no_alloc Whether the context's tensors get no memory from it.
 #' @return `ggml_estimate_memory()`: bytes. `ggml_init_auto()`: a
 #'   `ggml_context`.
 #' @export
@@ -121,7 +123,7 @@ ggml_estimate_memory <- function(type = GGML_TYPE_F32, ne0, ne1 = 1, ne2 = 1, ne
 
 #' @rdname ggml_estimate_memory
 #' @export
-ggml_init_auto <- function(..., extra_mb = 10, type = GGML_TYPE_F32) {
+ggml_init_auto <- function(..., extra_mb = 10, type = GGML_TYPE_F32, no_alloc = FALSE) {
   sizes <- list(...)
   total <- 0
   for (i in seq_along(sizes)) {
@@ -135,7 +137,7 @@ ggml_init_auto <- function(..., extra_mb = 10, type = GGML_TYPE_F32) {
   if (!is.numeric(extra_mb) || length(extra_mb) != 1L || is.na(extra_mb) || extra_mb < 0) {
     .abort("`extra_mb` must be a number of megabytes of at least 0.")
   }
-  ggml_init(ceiling(total + extra_mb * 1024 * 1024))
+  ggml_init(ceiling(total + extra_mb * 1024 * 1024), no_alloc = no_alloc)
 }
 
 #' A temporary context

@@ -14,9 +14,37 @@
 #'   `ggml_cpu_features()`: a named list.
 #' @export
 #' @examples
-#' ggml_cpu_has_avx2()
-#' ggml_cpu_has_neon()
 #' str(ggml_cpu_features())
+#' # one by one
+#' sapply(list(
+#'   has_sse3 = ggml_cpu_has_sse3(),
+#'   has_ssse3 = ggml_cpu_has_ssse3(),
+#'   has_avx = ggml_cpu_has_avx(),
+#'   has_avx_vnni = ggml_cpu_has_avx_vnni(),
+#'   has_avx2 = ggml_cpu_has_avx2(),
+#'   has_bmi2 = ggml_cpu_has_bmi2(),
+#'   has_f16c = ggml_cpu_has_f16c(),
+#'   has_fma = ggml_cpu_has_fma(),
+#'   has_avx512 = ggml_cpu_has_avx512(),
+#'   has_avx512_vbmi = ggml_cpu_has_avx512_vbmi(),
+#'   has_avx512_vnni = ggml_cpu_has_avx512_vnni(),
+#'   has_avx512_bf16 = ggml_cpu_has_avx512_bf16(),
+#'   has_amx_int8 = ggml_cpu_has_amx_int8(),
+#'   has_neon = ggml_cpu_has_neon(),
+#'   has_arm_fma = ggml_cpu_has_arm_fma(),
+#'   has_fp16_va = ggml_cpu_has_fp16_va(),
+#'   has_dotprod = ggml_cpu_has_dotprod(),
+#'   has_matmul_int8 = ggml_cpu_has_matmul_int8(),
+#'   has_sve = ggml_cpu_has_sve(),
+#'   has_sme = ggml_cpu_has_sme(),
+#'   has_riscv_v = ggml_cpu_has_riscv_v(),
+#'   has_vsx = ggml_cpu_has_vsx(),
+#'   has_vxe = ggml_cpu_has_vxe(),
+#'   has_wasm_simd = ggml_cpu_has_wasm_simd(),
+#'   has_llamafile = ggml_cpu_has_llamafile(),
+#'   get_sve_cnt = ggml_cpu_get_sve_cnt(),
+#'   get_rvv_vlen = ggml_cpu_get_rvv_vlen()
+#' ), identity)
 ggml_cpu_features <- function() .rs(rs_cpu_features())
 
 .cpu_has <- function(name) .rs(rs_cpu_features())[[name]]

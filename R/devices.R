@@ -15,7 +15,11 @@
 #' @examples
 #' ggml_backend_device_type_cpu()
 #' ggml_backend_device_type_gpu()
+#' ggml_backend_device_type_igpu()
+#' ggml_backend_device_type_accel()
+#' ggml_backend_buffer_usage_any()
 #' ggml_backend_buffer_usage_weights()
+#' ggml_backend_buffer_usage_compute()
 ggml_backend_device_type_cpu <- function() 0L
 
 #' @rdname ggml_backend_device_type_cpu
@@ -81,6 +85,7 @@ ggml_backend_buffer_usage_compute <- function() 2L
 #' cpu <- ggml_backend_dev_by_type(ggml_backend_device_type_cpu())
 #' cpu
 #' ggml_backend_dev_get(ggml_backend_dev_count() - 1)
+#' ggml_backend_dev_by_name("CPU")
 ggml_backend_dev_count <- function() as.numeric(.rs(rs_backend_dev_count()))
 
 #' @rdname ggml_backend_dev_count
@@ -179,6 +184,14 @@ print.ggml_backend_device <- function(x, ...) {
 #' cpu <- ggml_backend_dev_by_type(ggml_backend_device_type_cpu())
 #' ggml_backend_dev_supports_op(cpu, s)
 #' ggml_backend_dev_offload_op(cpu, s)
+#' ctx2 <- ggml_init(4 * ggml_tensor_overhead(), no_alloc = TRUE)
+#' ggml_new_tensor_1d(ctx2, GGML_TYPE_F32, 4)
+#' b <- ggml_backend_cpu_init()
+#' buf <- ggml_backend_alloc_ctx_tensors(ctx2, b)
+#' ggml_backend_dev_supports_buft(cpu, buf)
+#' ggml_backend_buffer_free(buf)
+#' ggml_backend_free(b)
+#' ggml_free(ctx2)
 #' ggml_free(ctx)
 ggml_backend_dev_supports_op <- function(device, op) {
   .check_device(device)
@@ -223,6 +236,8 @@ ggml_backend_dev_supports_buft <- function(device, buft) {
 #' ggml_backend_get_device(b)
 #' ggml_backend_free(b)
 #' b <- ggml_backend_dev_init(ggml_backend_dev_by_type(ggml_backend_device_type_cpu()))
+#' ggml_backend_free(b)
+#' b <- ggml_backend_init_by_type(ggml_backend_device_type_cpu())
 #' ggml_backend_free(b)
 ggml_backend_dev_init <- function(device, params = NULL) {
   .check_device(device)
@@ -275,6 +290,7 @@ ggml_backend_get_device <- function(backend) {
 #' @export
 #' @examples
 #' ggml_backend_reg_count()
+#' ggml_backend_reg_get(ggml_backend_reg_count() - 1)
 #' reg <- ggml_backend_reg_by_name("CPU")
 #' ggml_backend_reg_name(reg)
 #' ggml_backend_reg_dev_count(reg)
@@ -350,6 +366,13 @@ print.ggml_backend_reg <- function(x, ...) {
 #' @examples
 #' ggml_backend_load_all()
 #' suppressWarnings(ggml_backend_load("/no/such/libggml-plugin.so"))
+#' cpu_reg <- ggml_backend_reg_by_name("CPU")
+#' ggml_backend_register(cpu_reg)
+#' try(ggml_backend_unload(cpu_reg))
+#' cpu <- ggml_backend_dev_by_type(ggml_backend_device_type_cpu())
+#' meta <- ggml_backend_meta_device(list(cpu, cpu), function(info, n) list(axis = 10L, ne = rep(0, n)))
+#' ggml_backend_device_register(meta)
+#' ggml_backend_dev_count()
 ggml_backend_load <- function(path) {
   if (!is.character(path) || length(path) != 1L || is.na(path)) {
     .abort("`path` must be a single path to a backend library.")

@@ -162,6 +162,10 @@ rs_tensor_info <- function(t) .Call(wrap__rs_tensor_info, t)
 #' @noRd
 rs_set_name <- function(t, name) .Call(wrap__rs_set_name, t, name)
 
+#' Sets ggml's "input", "output" or "param" flag.
+#' @noRd
+rs_tensor_set_flag <- function(t, flag) .Call(wrap__rs_tensor_set_flag, t, flag)
+
 #' Write values (ggml order) from element `first`.
 #' @noRd
 rs_tensor_set <- function(t, values, first) .Call(wrap__rs_tensor_set, t, values, first)
@@ -179,6 +183,15 @@ rs_graph_compute <- function(ctx, g) .Call(wrap__rs_graph_compute, ctx, g)
 
 #' @noRd
 rs_backend_graph_compute <- function(b, g) .Call(wrap__rs_backend_graph_compute, b, g)
+
+#' Memory for the graph's tensors that have none, in one user buffer.
+#' @noRd
+rs_graph_alloc <- function(g, b) .Call(wrap__rs_graph_alloc, g, b)
+
+#' Every tensor of the graph, leafs then nodes in topological order:
+#' list(list(tensor, id, op, params, srcs, ne, nb, offset, flags, type)).
+#' @noRd
+rs_graph_nodes <- function(g) .Call(wrap__rs_graph_nodes, g)
 
 #' list(n_nodes, n_leafs)
 #' @noRd
@@ -342,6 +355,14 @@ rs_savefile_write <- function(path, x) .Call(wrap__rs_savefile_write, path, x)
 #' @noRd
 rs_savefile_read <- function(path) .Call(wrap__rs_savefile_read, path)
 
+#' The bytes of a saved-model container holding `x` (plain values only).
+#' @noRd
+rs_savefile_encode <- function(x) .Call(wrap__rs_savefile_encode, x)
+
+#' The plain R values held by the container bytes `bytes`.
+#' @noRd
+rs_savefile_decode <- function(bytes) .Call(wrap__rs_savefile_decode, bytes)
+
 #' Write raw bytes to `path` atomically (the previous file stays whole on failure).
 #' @noRd
 rs_write_atomic <- function(path, bytes) .Call(wrap__rs_write_atomic, path, bytes)
@@ -422,6 +443,9 @@ rs_sched_stats <- function(s) .Call(wrap__rs_sched_stats, s)
 rs_sched_reset <- function(s) .Call(wrap__rs_sched_reset, s)
 
 #' @noRd
+rs_sched_free <- function(s) .Call(wrap__rs_sched_free, s)
+
+#' @noRd
 rs_sched_set_tensor_backend <- function(s, t, b) .Call(wrap__rs_sched_set_tensor_backend, s, t, b)
 
 #' @noRd
@@ -480,9 +504,6 @@ rs_tensor_layout <- function(t) .Call(wrap__rs_tensor_layout, t)
 #' list(same_shape, same_stride, same_layout, can_repeat) of `a` and `b`.
 #' @noRd
 rs_tensor_compare <- function(a, b) .Call(wrap__rs_tensor_compare, a, b)
-
-#' @noRd
-rs_tensor_add_flags <- function(t, bits) .Call(wrap__rs_tensor_add_flags, t, bits)
 
 #' @noRd
 rs_tensor_op_params <- function(t) .Call(wrap__rs_tensor_op_params, t)

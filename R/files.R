@@ -46,3 +46,40 @@
   if (length(x) != 1L && is.atomic(x)) return(sprintf("a %s vector of length %d", typeof(x), length(x)))
   sprintf("an object of type %s", typeof(x))
 }
+
+# Data files of the Keras-style API (models, weights, marshaled models): one
+# container, the saved-model format of the engine (format tag, version,
+# CRC-32, a tree of plain values; reading it runs no code), written
+# atomically. `fn` names the user's function in errors.
+.write_data_file <- function(value, path, fn, call = sys.call(-1L)) {
+  path <- .check_file_path(path, call = call)
+  .rs(rs_savefile_write(path, value), call = call)
+  invisible(path)
+}
+
+.read_data_file <- function(path, fn, call = sys.call(-1L)) {
+  if (!is.character(path) || length(path) != 1L || is.na(path) || !nzchar(path)) {
+    .abort(sprintf("%s(): `path` must be the path of a file (a single string)", fn), call = call)
+  }
+  path <- path.expand(path)
+  if (!file.exists(path)) .abort(sprintf("%s(): there is no file '%s'", fn, path), call = call)
+  .rs(rs_savefile_read(path), call = call)
+}
+
+# The container bytes of `value`, and the value of container bytes (for
+# marshaled models, which travel in memory).
+.data_file_bytes <- function(value) .rs(rs_savefile_encode(value))
+
+.read_data_bytes <- function(bytes, what, fn, call = sys.call(-1L)) {
+  tryCatch(.rs(rs_savefile_decode(bytes), call = call), ggmlR_error = function(e) {
+    .abort(sprintf("%s(): %s cannot be read: %s", fn, what, conditionMessage(e)), call = call)
+  })
+}
+
+# The MD5 of a raw vector, as 32 hex characters.
+.md5_raw <- function(bytes) {
+  f <- tempfile()
+  on.exit(unlink(f))
+  writeBin(bytes, f)
+  unname(tools::md5sum(f))
+}

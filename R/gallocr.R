@@ -42,6 +42,8 @@
 #' y <- ggml_soft_max(ctx, ggml_mul_mat(ctx, w, h))
 #' g <- ggml_build_forward_expand(ctx, y)
 #' ga <- ggml_gallocr_new()
+#' ggml_gallocr_reserve(ga, g)
+#' ggml_gallocr_get_buffer_size(ga)
 #' ggml_gallocr_alloc_graph(ga, g)
 #' ggml_backend_tensor_set_data(x, rnorm(64 * 8))
 #' ggml_backend_tensor_set_data(w, rnorm(64 * 64, sd = 0.1))

@@ -25,6 +25,8 @@
 #' ggml_log_is_r_enabled()
 #' ggml_log_set_default()
 #' ggml_log_set_r()
+#' ggml_set_abort_callback_default()
+#' ggml_set_abort_callback_r()
 #' ggml_abort_is_r_enabled()
 ggml_log_set_r <- function() {
   level <- getOption("ggmlR.log_level", "info")
@@ -86,6 +88,8 @@ ggml_abort_is_r_enabled <- function() .rs(rs_log_control("query", "info"))$abort
 #' x <- ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4)
 #' y <- ggml_clamp(ctx, x, -1, 2)
 #' ggml_get_op_params_f32(y, 1)
+#' ggml_set_op_params_f32(x, 1, 0.5)
+#' ggml_set_op_params(x, as.raw(c(1, 0, 0, 0)))
 #' ggml_set_op_params_i32(x, 0, 42L)
 #' ggml_get_op_params_i32(x, 0)
 #' ggml_get_op_params(x)[1:4]

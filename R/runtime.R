@@ -15,6 +15,7 @@
 #' t0 <- ggml_time_us()
 #' Sys.sleep(0.01)
 #' ggml_time_us() - t0
+#' ggml_time_ms()
 #' ggml_cycles() / ggml_cycles_per_ms()
 ggml_time_init <- function() invisible(.rs(rs_time("init")))
 
@@ -52,6 +53,8 @@ ggml_cycles_per_ms <- function() 1000
 #' @examples
 #' old <- ggml_get_n_threads()
 #' ggml_set_n_threads(2)
+#' ggml_get_n_threads()
+#' ggml_set_omp_threads(1)
 #' ggml_set_n_threads(old)
 ggml_set_n_threads <- function(n_threads) .rs(rs_host_threads(n_threads))
 

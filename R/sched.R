@@ -22,12 +22,15 @@
 #' `ggml_backend_sched_graph_compute()` allocates first when needed, then
 #' runs the splits in order. `ggml_backend_sched_reset()` frees the
 #' scheduler's buffers: their tensors lose their memory until the next
-#' allocation. Work finishes before a call returns, so the `_async` form and
+#' allocation. `ggml_backend_sched_free()` does the same and makes the
+#' scheduler unusable (its backends stay usable). Work finishes before a call returns, so the `_async` form and
 #' `ggml_backend_sched_synchronize()` need no waiting.
 #'
 #' @param backends A list of `ggml_backend`s, highest priority first.
 #' @param parallel Kept for compatibility: splits run one after the other.
 #' @param graph_size Kept for compatibility: graphs have no fixed capacity.
+#' @param op_offload Kept for compatibility: nodes go to the first backend
+#'   that supports them whether or not their weights are in host memory.
 #' @param sched A `ggml_backend_sched`.
 #' @param graph A `ggml_cgraph`.
 #' @param index Backend index, 0-based.
@@ -48,15 +51,27 @@
 #' a <- ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4)
 #' y <- ggml_relu(ctx, ggml_scale(ctx, a, -2))
 #' g <- ggml_build_forward_expand(ctx, y)
+#' ggml_backend_sched_get_n_backends(sched)
+#' ggml_backend_sched_get_backend(sched, 0)
+#' ggml_backend_sched_reserve(sched, g)
 #' ggml_backend_sched_alloc_graph(sched, g)
 #' ggml_backend_tensor_set_data(a, c(-1, 0, 1, 2))
 #' ggml_backend_sched_graph_compute(sched, g)
 #' ggml_backend_tensor_get_data(y)
 #' ggml_backend_sched_get_n_splits(sched)
+#' ggml_backend_sched_get_n_copies(sched)
+#' ggml_backend_sched_get_tensor_backend(sched, y)
+#' # pin a node to a backend, from the next allocation on
+#' ggml_backend_sched_reset(sched)
+#' ggml_backend_sched_set_tensor_backend(sched, y, cpu)
+#' ggml_backend_tensor_set_data(a, c(-1, 0, 1, 2))
+#' ggml_backend_sched_graph_compute_async(sched, g)
+#' ggml_backend_sched_synchronize(sched)
+#' ggml_backend_tensor_get_data(y)
 #' ggml_backend_sched_free(sched)
 #' ggml_free(ctx)
 #' ggml_backend_free(cpu)
-ggml_backend_sched_new <- function(backends, parallel = TRUE, graph_size = 2048) {
+ggml_backend_sched_new <- function(backends, parallel = TRUE, graph_size = 2048, op_offload = TRUE) {
   if (inherits(backends, "ggml_backend")) backends <- list(backends)
   if (!is.list(backends) || length(backends) == 0L) {
     .abort("`backends` must be a non-empty list of ggml_backend objects.")
@@ -75,11 +90,14 @@ ggml_backend_sched_new <- function(backends, parallel = TRUE, graph_size = 2048)
   .check_handle(sched, "ggml_backend_sched", "sched", "ggml_backend_sched_new()", call)
 }
 
+# Whether `sched` was freed with ggml_backend_sched_free().
+.sched_freed <- function(sched) isTRUE(.rs(rs_sched_stats(sched))$freed)
+
 #' @rdname ggml_backend_sched_new
 #' @export
 ggml_backend_sched_free <- function(sched) {
   .check_sched(sched)
-  invisible(.rs(rs_sched_reset(sched)))
+  invisible(.rs(rs_sched_free(sched)))
 }
 
 #' @rdname ggml_backend_sched_new
@@ -171,10 +189,14 @@ ggml_backend_sched_get_tensor_backend <- function(sched, tensor) {
 
 #' @export
 print.ggml_backend_sched <- function(x, ...) {
+  if (.sched_freed(x)) {
+    cat("<ggml_backend_sched> (freed)\n")
+    return(invisible(x))
+  }
   n <- .rs(rs_sched_n_backends(x))
   names <- vapply(seq_len(n) - 1L, function(i) .rs(rs_backend_name(.rs(rs_sched_backend(x, i)))), "")
   st <- .rs(rs_sched_stats(x))
-  cat(sprintf("<ggml_backend_sched> %s; last graph: %d split(s), %d copie(s)\n",
-              paste(names, collapse = ", "), st$n_splits, st$n_copies))
+  cat(sprintf("<ggml_backend_sched> %s; last graph: %d split(s), %d cop%s between backends\n",
+              paste(names, collapse = ", "), st$n_splits, st$n_copies, if (st$n_copies == 1L) "y" else "ies"))
   invisible(x)
 }

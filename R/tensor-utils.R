@@ -29,7 +29,11 @@
 #' ggml_is_contiguous_0(a)
 #' ggml_is_contiguous_0(t)
 #' ggml_is_transposed(t)
+#' ggml_is_permuted(t)
+#' c(ggml_is_contiguous_1(t), ggml_is_contiguous_2(t), ggml_is_contiguous_rows(t),
+#'   ggml_is_contiguous_channels(t), ggml_is_contiguously_allocated(t))
 #' ggml_nrows(a)
+#' ggml_element_size(a)
 #' ggml_tensor_nb(a)
 #' ggml_free(ctx)
 ggml_is_contiguous_0 <- function(tensor) .layout(tensor)$contiguous_0
@@ -89,6 +93,8 @@ ggml_tensor_nb <- function(tensor) .layout(tensor)$nb
 #' v <- ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4)
 #' m <- ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 4, 8)
 #' ggml_are_same_shape(v, m)
+#' ggml_are_same_stride(m, m)
+#' ggml_are_same_layout(v, m)
 #' ggml_can_repeat(v, m)
 #' ggml_free(ctx)
 ggml_are_same_shape <- function(a, b) .rs(rs_tensor_compare(a, b))$same_shape
@@ -104,42 +110,6 @@ ggml_are_same_layout <- function(a, b) .rs(rs_tensor_compare(a, b))$same_layout
 #' @rdname ggml_are_same_shape
 #' @export
 ggml_can_repeat <- function(a, b) .rs(rs_tensor_compare(a, b))$can_repeat
-
-#' Tensor flags
-#'
-#' Mark a tensor as an input (its memory is kept by graph allocators and
-#' schedulers, set it after allocating), an output (its value is kept after
-#' the graph ran) or a trainable parameter (shown as such by
-#' [ggml_graph_print()] and [ggml_graph_dump_dot()]).
-#'
-#' @param tensor A `ggml_tensor`.
-#' @return The tensor, invisibly.
-#' @export
-#' @examples
-#' ctx <- ggml_init(1024 * 1024)
-#' x <- ggml_set_input(ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4))
-#' w <- ggml_set_param(ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4))
-#' y <- ggml_set_output(ggml_mul(ctx, x, w))
-#' ggml_graph_print(ggml_build_forward_expand(ctx, y))
-#' ggml_free(ctx)
-ggml_set_input <- function(tensor) {
-  .rs(rs_tensor_add_flags(tensor, 1L))
-  invisible(tensor)
-}
-
-#' @rdname ggml_set_input
-#' @export
-ggml_set_output <- function(tensor) {
-  .rs(rs_tensor_add_flags(tensor, 2L))
-  invisible(tensor)
-}
-
-#' @rdname ggml_set_input
-#' @export
-ggml_set_param <- function(tensor) {
-  .rs(rs_tensor_add_flags(tensor, 4L))
-  invisible(tensor)
-}
 
 #' Duplicates, whole views and copies
 #'
@@ -165,6 +135,7 @@ ggml_set_param <- function(tensor) {
 #' ggml_get_f32(b)
 #' ggml_get_f32(ggml_view_tensor(ctx, a))
 #' ggml_get_f32(ggml_set_zero(b))
+#' ggml_get_f32(ggml_tensor_set_f32_scalar(b, 0.5))
 #' ggml_free(ctx)
 ggml_dup_tensor <- function(ctx, tensor) .new_tensor(.rs(rs_tensor_like(ctx, tensor, FALSE)))
 

@@ -72,17 +72,17 @@ test_that("corrupted, truncated and foreign files are refused", {
     b <- bytes
     b[i] <- xor(b[i], as.raw(0x10))
     writeBin(b, g)
-    expect_error(ag_load_model(g), "corrupted|not a model|version|truncated|checksum", class = "ggmlR_error",
+    expect_error(ag_load_model(g), "corrupted|not a file saved by ggmlR|version|truncated|checksum", class = "ggmlR_error",
                  info = sprintf("byte %d flipped", i))
   }
   for (k in c(0, 5, 23, 24, 100, n - 1)) {
     writeBin(bytes[seq_len(k)], g)
-    expect_error(ag_load_model(g), "truncated|not a model", class = "ggmlR_error", info = sprintf("%d bytes", k))
+    expect_error(ag_load_model(g), "truncated|not a file saved by ggmlR", class = "ggmlR_error", info = sprintf("%d bytes", k))
   }
   writeBin(c(bytes, as.raw(0)), g)
   expect_error(ag_load_model(g), "corrupted", class = "ggmlR_error")
   writeLines("hello", g)
-  expect_error(ag_load_model(g), "not a model saved by ag_save_model", class = "ggmlR_error")
+  expect_error(ag_load_model(g), "not a file saved by ggmlR", class = "ggmlR_error")
   expect_error(ag_load_model(tempdir()), "is a folder", class = "ggmlR_error")
   expect_error(ag_load_model(file.path(tempdir(), "nope.ggmlr")), "there is no file", class = "ggmlR_error")
   expect_error(ag_load_model(NA), "`path`", class = "ggmlR_error")

@@ -145,9 +145,31 @@ fn rs_write_atomic(path: Robj, bytes: Robj) -> Robj {
     })
 }
 
+/// The bytes of a saved-model container holding `x` (plain values only).
+/// @noRd
+#[extendr]
+fn rs_savefile_encode(x: Robj) -> Robj {
+    guard(|| {
+        let v = to_value(&x, "the value", 0)?;
+        Ok(Raw::from_bytes(&savefile::encode(&v)).into())
+    })
+}
+
+/// The plain R values held by the container bytes `bytes`.
+/// @noRd
+#[extendr]
+fn rs_savefile_decode(bytes: Robj) -> Robj {
+    guard(|| {
+        let b = bytes.as_raw_slice().ok_or_else(|| anyhow::anyhow!("`bytes` must be a raw vector"))?;
+        to_robj(&savefile::decode(b)?)
+    })
+}
+
 extendr_module! {
     mod savefile;
     fn rs_savefile_write;
     fn rs_savefile_read;
+    fn rs_savefile_encode;
+    fn rs_savefile_decode;
     fn rs_write_atomic;
 }

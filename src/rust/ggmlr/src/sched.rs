@@ -82,7 +82,7 @@ fn rs_sched_graph(s: Robj, g: Robj, what: Robj) -> Robj {
 fn rs_sched_stats(s: Robj) -> Robj {
     guard(|| {
         let s = sched(&s)?;
-        Ok(list!(n_splits = s.n_splits() as i32, n_copies = s.n_copies() as i32).into())
+        Ok(list!(n_splits = s.n_splits() as i32, n_copies = s.n_copies() as i32, freed = s.is_freed()).into())
     })
 }
 
@@ -90,7 +90,18 @@ fn rs_sched_stats(s: Robj) -> Robj {
 #[extendr]
 fn rs_sched_reset(s: Robj) -> Robj {
     guard(|| {
-        sched(&s)?.reset();
+        let s = sched(&s)?;
+        s.check_live()?;
+        s.reset();
+        Ok(().into())
+    })
+}
+
+/// @noRd
+#[extendr]
+fn rs_sched_free(s: Robj) -> Robj {
+    guard(|| {
+        sched(&s)?.free();
         Ok(().into())
     })
 }
@@ -182,6 +193,7 @@ extendr_module! {
     fn rs_sched_graph;
     fn rs_sched_stats;
     fn rs_sched_reset;
+    fn rs_sched_free;
     fn rs_sched_set_tensor_backend;
     fn rs_sched_tensor_backend;
     fn rs_gallocr_new;

@@ -1,7 +1,7 @@
 //! Tensor and context utilities: layout questions, flags, op parameters,
 //! duplicates and whole views, copies, walking a context's tensors, reset.
 
-use crate::conv::{ctx_arg, scalar_bool, scalar_i64, scalar_usize};
+use crate::conv::{ctx_arg, scalar_bool, scalar_usize};
 use crate::guard;
 use crate::tensor::{tensor, tensor_robj};
 use extendr_api::prelude::*;
@@ -58,17 +58,6 @@ fn rs_tensor_compare(a: Robj, b: Robj) -> Robj {
             can_repeat = p::can_repeat(a, b)
         )
         .into())
-    })
-}
-
-/// @noRd
-#[extendr]
-fn rs_tensor_add_flags(t: Robj, bits: Robj) -> Robj {
-    guard(|| {
-        let bits = scalar_i64(&bits, "flags")?;
-        anyhow::ensure!((0..=255).contains(&bits), "internal: tensor flags {bits}");
-        tensor(&t, "tensor")?.add_flags(bits as u8);
-        Ok(().into())
     })
 }
 
@@ -174,7 +163,6 @@ extendr_module! {
     mod tensor_tools;
     fn rs_tensor_layout;
     fn rs_tensor_compare;
-    fn rs_tensor_add_flags;
     fn rs_tensor_op_params;
     fn rs_tensor_set_op_params;
     fn rs_tensor_like;

@@ -14,7 +14,6 @@ use crate::backend::Backend;
 use crate::memory::{align_up, Buffer, BufferTag};
 use crate::op::codes::elementwise_in_place;
 use crate::op::Op;
-use crate::tensor::descriptor::flags;
 use crate::tensor::{DataSlot, Tensor};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -105,7 +104,7 @@ pub fn plan(g: &Graph, want: &dyn Fn(&Arc<Tensor>) -> bool) -> Plan {
         }
     }
     let kept = |t: &Arc<Tensor>| {
-        *t.op() == Op::None || t.flags() & (flags::INPUT | flags::OUTPUT) != 0 || !last.contains_key(&t.id())
+        *t.op() == Op::None || t.flags() & (Tensor::INPUT | Tensor::OUTPUT) != 0 || !last.contains_key(&t.id())
     };
     let mut plan = Plan::default();
     let mut blocks = Blocks::default();

@@ -5,7 +5,6 @@
 use super::Graph;
 use crate::layout::fmt_shape;
 use crate::op::codes::op_desc;
-use crate::tensor::descriptor::flags;
 use crate::tensor::Tensor;
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -56,7 +55,7 @@ impl Graph {
         let mut s = String::from("=== GRAPH ===\n");
         let _ = writeln!(s, "n_nodes = {}", self.n_nodes());
         for (i, n) in self.nodes().iter().enumerate() {
-            let mark = if n.flags() & flags::PARAM != 0 { "x" } else { " " };
+            let mark = if n.flags() & Tensor::PARAM != 0 { "x" } else { " " };
             let _ = writeln!(s, " - {i:3}: {:<20} {:>16} {mark} {}", fmt_shape(&n.ne()), op_desc(n.op()), n.name());
         }
         let _ = writeln!(s, "n_leafs = {}", self.n_leafs());
@@ -77,9 +76,9 @@ impl Graph {
             format!("{name} ({})|{what}|{}", t.dtype().name(), fmt_shape(&t.ne()))
         };
         for n in self.nodes() {
-            let color = if n.flags() & flags::PARAM != 0 {
+            let color = if n.flags() & Tensor::PARAM != 0 {
                 "yellow"
-            } else if n.flags() & flags::OUTPUT != 0 {
+            } else if n.flags() & Tensor::OUTPUT != 0 {
                 "palegreen"
             } else {
                 "white"
@@ -125,7 +124,7 @@ mod tests {
         let c = ctx.op(Op::Mul, &[b.clone(), b.clone()]).unwrap();
         let d = ctx.op(Op::Unary(UnaryOp::Sqrt), &[c.clone()]).unwrap();
         d.set_name("d");
-        d.add_flags(flags::OUTPUT);
+        d.set_flag(Tensor::OUTPUT);
         let g = Graph::build(&d).unwrap();
         assert_eq!(g.node(-1).unwrap().id(), d.id());
         assert_eq!(g.node(0).unwrap().id(), b.id());

@@ -63,6 +63,7 @@ struct State {
     compute_bufs: Vec<Option<Arc<Buffer>>>,
     copy_bufs: Vec<Option<Arc<Buffer>>>,
     n_copies: usize,
+    freed: bool,
 }
 
 #[derive(Debug)]
@@ -105,6 +106,23 @@ impl Scheduler {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// An error once the scheduler was freed.
+    pub fn check_live(&self) -> crate::Result<()> {
+        anyhow::ensure!(!self.lock().freed, "this scheduler was freed (ggml_backend_sched_free())");
+        Ok(())
+    }
+
+    pub fn is_freed(&self) -> bool {
+        self.lock().freed
+    }
+
+    /// Free the scheduler's buffers (as [`Scheduler::reset`]); using it
+    /// afterwards is an error.
+    pub fn free(&self) {
+        self.reset();
+        self.lock().freed = true;
+    }
+
     fn index_of(&self, b: &Backend) -> crate::Result<usize> {
         self.backends
             .iter()
@@ -114,6 +132,7 @@ impl Scheduler {
 
     /// Run `t` (its memory) on backend `b`, from the next allocation on.
     pub fn set_tensor_backend(&self, t: &Arc<Tensor>, b: &Backend) -> crate::Result<()> {
+        self.check_live()?;
         let i = self.index_of(b)?;
         self.lock().pinned.insert(root(t).id(), i);
         Ok(())
@@ -285,6 +304,7 @@ impl Scheduler {
     /// Decide the placement of `g` and make sure the buffers it needs exist;
     /// with `assign`, give its tensors their memory.
     fn prepare(&self, g: &Graph, assign: bool) -> crate::Result<()> {
+        self.check_live()?;
         for b in &self.backends {
             b.check_live()?;
         }
@@ -327,6 +347,7 @@ impl Scheduler {
     /// Compute `g`: allocated first when it was not the last graph
     /// allocated or some of its tensors lack memory.
     pub fn compute(&self, g: &Graph) -> crate::Result<()> {
+        self.check_live()?;
         let same = {
             let st = self.lock();
             st.schedule.as_ref().is_some_and(|s| s.node_ids.iter().copied().eq(g.nodes().iter().map(|n| n.id())))

@@ -13,11 +13,11 @@ pub fn decode(bytes: &[u8]) -> crate::Result<Value> {
     if bytes.len() < HEADER || &bytes[..8] != MAGIC {
         if bytes.starts_with(&[0x1f, 0x8b]) || bytes.starts_with(b"RDX") || bytes.starts_with(b"X\n") {
             bail!(
-                "it is an R data (RDS) file, not a ggmlR model container written by this version of ag_save_model(); \
-                 RDS files can carry code, so they are not loaded: save the model again with ag_save_model()"
+                "it is an R data (RDS) file, not a ggmlR model container; RDS files can carry code, so they are \
+                 not loaded: save the model again with this version of ggmlR"
             );
         }
-        bail!("it is not a model saved by ag_save_model() (no ggmlR model container header)");
+        bail!("it is not a file saved by ggmlR (no ggmlR model container header)");
     }
     let u32_at = |o: usize| u32::from_le_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]]);
     let version = u32_at(8);

@@ -54,14 +54,6 @@ impl CtxState {
     }
 }
 
-/// ggml's tensor flags (`ggml_set_input()`, `ggml_set_output()`, `ggml_set_param()`).
-pub mod flags {
-    pub const INPUT: u8 = 1;
-    pub const OUTPUT: u8 = 2;
-    pub const PARAM: u8 = 4;
-    pub const LOSS: u8 = 8;
-}
-
 /// Where a (non-view) tensor's bytes are.
 #[derive(Debug, Clone)]
 pub struct DataSlot {
@@ -90,7 +82,7 @@ pub struct Tensor {
     view: Option<(Arc<Tensor>, usize)>,
     name: Mutex<String>,
     storage: Mutex<Option<DataSlot>>,
-    /// [`flags`] bits.
+    /// ggml's tensor flags: [`Tensor::INPUT`], [`Tensor::OUTPUT`], [`Tensor::PARAM`].
     flags: AtomicU8,
     /// ggml's parameter block, for inspection (the op keeps its own parameters).
     params: Mutex<[u8; OP_PARAMS_BYTES]>,
@@ -146,6 +138,20 @@ impl Tensor {
         }
     }
 
+    /// Flag of a graph input (`ggml_set_input`).
+    pub const INPUT: u8 = 1;
+    /// Flag of a graph output (`ggml_set_output`).
+    pub const OUTPUT: u8 = 2;
+    /// Flag of a trainable parameter (`ggml_set_param`).
+    pub const PARAM: u8 = 4;
+
+    pub fn flags(&self) -> u8 {
+        self.flags.load(Ordering::Relaxed)
+    }
+    pub fn set_flag(&self, flag: u8) {
+        self.flags.fetch_or(flag, Ordering::Relaxed);
+    }
+
     pub fn id(&self) -> u64 {
         self.id
     }
@@ -189,13 +195,6 @@ impl Tensor {
         *self.name.lock().unwrap_or_else(|e| e.into_inner()) = name.to_string();
     }
 
-    pub fn flags(&self) -> u8 {
-        self.flags.load(Ordering::SeqCst)
-    }
-    /// Set the [`flags`] bits in `bits`.
-    pub fn add_flags(&self, bits: u8) {
-        self.flags.fetch_or(bits, Ordering::SeqCst);
-    }
     pub fn op_params(&self) -> [u8; OP_PARAMS_BYTES] {
         *self.params.lock().unwrap_or_else(|e| e.into_inner())
     }

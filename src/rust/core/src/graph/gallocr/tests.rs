@@ -99,7 +99,7 @@ fn kept_tensors_outlive_the_graph() {
     let ctx = Context::new(16 * TENSOR_OVERHEAD, true).unwrap();
     let a = ctx.new_tensor(DType::F32, &[1000]).unwrap();
     let b = ctx.op(Op::Unary(UnaryOp::Exp), &[a.clone()]).unwrap();
-    b.add_flags(flags::OUTPUT);
+    b.set_flag(Tensor::OUTPUT);
     let c = ctx.op(Op::Unary(UnaryOp::Neg), &[b.clone()]).unwrap();
     let d = ctx.op(Op::Scale { s: 2.0 }, &[c.clone()]).unwrap();
     let g = Graph::build(&d).unwrap();

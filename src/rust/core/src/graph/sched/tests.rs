@@ -50,6 +50,10 @@ fn cpu_only_schedule_is_one_split() {
     assert!(s.tensor_backend(&y).is_some());
     s.reset();
     assert!(get_values(&y, 0, None).is_err(), "reset frees the tensors' memory");
+    s.alloc_graph(&g).unwrap();
+    s.free();
+    assert!(get_values(&y, 0, None).is_err(), "free frees the tensors' memory");
+    assert!(s.alloc_graph(&g).is_err() && s.compute(&g).is_err(), "a freed scheduler is unusable");
 }
 
 #[test]

@@ -21,6 +21,8 @@ mod logging;
 mod malloc;
 mod meta;
 mod ops;
+mod quant;
+mod gguf;
 mod residency;
 mod rstr;
 mod savefile;
@@ -31,6 +33,7 @@ mod vulkan;
 mod vulkan_backend;
 mod ncnn;
 mod ncnn_custom;
+mod onnx;
 
 pub use guard::guard;
 
@@ -68,10 +71,13 @@ extendr_module! {
     use graph;
     use buffer;
     use ops;
+    use quant;
+    use gguf;
     use residency;
     use vulkan;
     use vulkan_backend;
     use ncnn;
+    use onnx;
     use savefile;
     use devices;
     use meta;

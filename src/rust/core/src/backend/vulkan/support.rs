@@ -53,6 +53,13 @@ pub fn has_kernel(op: &Op) -> bool {
             | Op::Norm { .. }
             | Op::RmsNorm { .. }
             | Op::SoftMax { .. }
+            | Op::Map { .. }
+            | Op::Binary { .. }
+            | Op::GatherAxis { .. }
+            | Op::PadEx { .. }
+            | Op::ScatterFlat { .. }
+            | Op::ReduceRows { .. }
+            | Op::ScanRows { .. }
     )
 }
 

@@ -1,20 +1,13 @@
-#' Engine version
+#' ggml version
 #'
-#' @return The version of the ggmlR engine, a string.
+#' The version of ggml whose API and semantics the engine follows (the
+#' package's own version is `packageVersion("ggmlR")`).
+#'
+#' @return A string.
 #' @export
 #' @examples
 #' ggml_version()
-ggml_version <- function() .rs(rs_version())
-
-#' Number of backend devices
-#'
-#' Counts the CPU device plus every Vulkan device the loader reports.
-#'
-#' @return An integer, at least 1.
-#' @export
-#' @examples
-#' ggml_backend_dev_count()
-ggml_backend_dev_count <- function() .rs(rs_backend_dev_count())
+ggml_version <- function() "0.11.0"
 
 #' The CPU backend
 #'

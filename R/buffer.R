@@ -33,11 +33,15 @@ ggml_backend_alloc_ctx_tensors <- function(ctx, backend) {
 
 #' @rdname ggml_backend_alloc_ctx_tensors
 #' @export
-ggml_backend_buffer_get_size <- function(buffer) .rs(rs_buffer_info(buffer))$size
+ggml_backend_buffer_get_size <- function(buffer) .buffer_props(buffer)$size
 
 #' @rdname ggml_backend_alloc_ctx_tensors
 #' @export
-ggml_backend_buffer_free <- function(buffer) invisible(.rs(rs_buffer_free(buffer)))
+ggml_backend_buffer_free <- function(buffer) {
+  .check_buffer(buffer)
+  if (.is_multi(buffer)) return(invisible(.rs(rs_buffer_control(buffer, TRUE, "free", 0L))))
+  invisible(.rs(rs_buffer_free(buffer)))
+}
 
 #' Tensor data through the backend
 #'
@@ -110,6 +114,14 @@ ggml_backend_tensor_get_raw <- function(tensor) .rs(rs_tensor_bytes(tensor))
       call = call)
   }
   offset %/% size * info$block_size
+}
+
+#' @export
+print.ggml_backend_multi_buffer <- function(x, ...) {
+  i <- .rs(rs_buffer_props(x, TRUE))
+  cat(sprintf("<ggml_backend_buffer> multi-buffer, %s (%s)%s\n", .fmt_bytes(i$size), i$name,
+              if (i$freed) ", freed" else ""))
+  invisible(x)
 }
 
 #' @export

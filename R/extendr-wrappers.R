@@ -463,4 +463,209 @@ rs_savefile_decode <- function(bytes) .Call(wrap__rs_savefile_decode, bytes)
 #' @noRd
 rs_write_atomic <- function(path, bytes) .Call(wrap__rs_write_atomic, path, bytes)
 
+#' @noRd
+rs_dev_get <- function(i) .Call(wrap__rs_dev_get, i)
+
+#' @noRd
+rs_dev_by_name <- function(name) .Call(wrap__rs_dev_by_name, name)
+
+#' @noRd
+rs_dev_by_type <- function(t) .Call(wrap__rs_dev_by_type, t)
+
+#' list(name, description, type, registry, free, total, meta)
+#' @noRd
+rs_dev_info <- function(d) .Call(wrap__rs_dev_info, d)
+
+#' Whether the device computes `op` (a tensor), or, with `offload`, wants to.
+#' @noRd
+rs_dev_supports_op <- function(d, op, offload) .Call(wrap__rs_dev_supports_op, d, op, offload)
+
+#' Whether a backend on the device computes on a buffer's memory.
+#' @noRd
+rs_dev_supports_buffer <- function(d, buf) .Call(wrap__rs_dev_supports_buffer, d, buf)
+
+#' @noRd
+rs_dev_init <- function(d) .Call(wrap__rs_dev_init, d)
+
+#' @noRd
+rs_dev_register <- function(d) .Call(wrap__rs_dev_register, d)
+
+#' @noRd
+rs_backend_get_device <- function(b) .Call(wrap__rs_backend_get_device, b)
+
+#' A backend on the device or registry called `name` (NULL when there is none).
+#' @noRd
+rs_backend_init_by_name <- function(name) .Call(wrap__rs_backend_init_by_name, name)
+
+#' @noRd
+rs_reg_names <- function() .Call(wrap__rs_reg_names)
+
+#' @noRd
+rs_reg_get <- function(name) .Call(wrap__rs_reg_get, name)
+
+#' @noRd
+rs_reg_name <- function(reg) .Call(wrap__rs_reg_name, reg)
+
+#' @noRd
+rs_reg_dev_count <- function(reg) .Call(wrap__rs_reg_dev_count, reg)
+
+#' @noRd
+rs_reg_dev_get <- function(reg, i) .Call(wrap__rs_reg_dev_get, reg, i)
+
+#' A meta device over `devs` (a list of devices) whose split function R
+#' keeps under `id`.
+#' @noRd
+rs_meta_device <- function(devs, id) .Call(wrap__rs_meta_device, devs, id)
+
+#' @noRd
+rs_sched_new <- function(backends, parallel, graph_size) .Call(wrap__rs_sched_new, backends, parallel, graph_size)
+
+#' @noRd
+rs_sched_n_backends <- function(s) .Call(wrap__rs_sched_n_backends, s)
+
+#' The backend at `i` (0-based), NULL past the end.
+#' @noRd
+rs_sched_backend <- function(s, i) .Call(wrap__rs_sched_backend, s, i)
+
+#' What `what` asks: "reserve", "alloc", "compute".
+#' @noRd
+rs_sched_graph <- function(s, g, what) .Call(wrap__rs_sched_graph, s, g, what)
+
+#' list(n_splits, n_copies)
+#' @noRd
+rs_sched_stats <- function(s) .Call(wrap__rs_sched_stats, s)
+
+#' @noRd
+rs_sched_reset <- function(s) .Call(wrap__rs_sched_reset, s)
+
+#' @noRd
+rs_sched_free <- function(s) .Call(wrap__rs_sched_free, s)
+
+#' @noRd
+rs_sched_set_tensor_backend <- function(s, t, b) .Call(wrap__rs_sched_set_tensor_backend, s, t, b)
+
+#' @noRd
+rs_sched_tensor_backend <- function(s, t) .Call(wrap__rs_sched_tensor_backend, s, t)
+
+#' A graph allocator on `backend` (NULL: the CPU).
+#' @noRd
+rs_gallocr_new <- function(b) .Call(wrap__rs_gallocr_new, b)
+
+#' "reserve" or "alloc" `g`; the plan's figures.
+#' @noRd
+rs_gallocr_graph <- function(a, g, what) .Call(wrap__rs_gallocr_graph, a, g, what)
+
+#' The figures of the last plan (NULL before any), with the buffer's size.
+#' @noRd
+rs_gallocr_stats <- function(a) .Call(wrap__rs_gallocr_stats, a)
+
+#' @noRd
+rs_gallocr_free <- function(a) .Call(wrap__rs_gallocr_free, a)
+
+#' @noRd
+rs_graph_node <- function(g, i) .Call(wrap__rs_graph_node, g, i)
+
+#' @noRd
+rs_graph_get_tensor <- function(g, name) .Call(wrap__rs_graph_get_tensor, g, name)
+
+#' @noRd
+rs_graph_view <- function(g, i0, i1) .Call(wrap__rs_graph_view, g, i0, i1)
+
+#' The graph as text ("print") or DOT ("dot").
+#' @noRd
+rs_graph_text <- function(g, what) .Call(wrap__rs_graph_text, g, what)
+
+#' Compute on the CPU with `n` threads (0: the default CPU backend's).
+#' @noRd
+rs_graph_compute_threads <- function(g, n) .Call(wrap__rs_graph_compute_threads, g, n)
+
+#' @noRd
+rs_graph_plan_create <- function(b, g) .Call(wrap__rs_graph_plan_create, b, g)
+
+#' @noRd
+rs_graph_plan_compute <- function(b, p) .Call(wrap__rs_graph_plan_compute, b, p)
+
+#' @noRd
+rs_event_new <- function(d) .Call(wrap__rs_event_new, d)
+
+#' "record" (with a backend), "synchronize" or "wait" (with a backend).
+#' @noRd
+rs_event <- function(e, what, b) .Call(wrap__rs_event, e, what, b)
+
+#' The tensor's strides (five, as ggml with 5 dimensions reports them),
+#' rows, element size, layout predicates, flags and op codes.
+#' @noRd
+rs_tensor_layout <- function(t) .Call(wrap__rs_tensor_layout, t)
+
+#' list(same_shape, same_stride, same_layout, can_repeat) of `a` and `b`.
+#' @noRd
+rs_tensor_compare <- function(a, b) .Call(wrap__rs_tensor_compare, a, b)
+
+#' @noRd
+rs_tensor_op_params <- function(t) .Call(wrap__rs_tensor_op_params, t)
+
+#' Overwrite op parameter bytes from byte `at`.
+#' @noRd
+rs_tensor_set_op_params <- function(t, at, bytes) .Call(wrap__rs_tensor_set_op_params, t, at, bytes)
+
+#' A new tensor of `t`'s type and sizes in `ctx` ("dup"), or a view of all of it ("view").
+#' @noRd
+rs_tensor_like <- function(ctx, t, view) .Call(wrap__rs_tensor_like, ctx, t, view)
+
+#' @noRd
+rs_tensor_copy <- function(dst, src) .Call(wrap__rs_tensor_copy, dst, src)
+
+#' The tensor after `t` in `ctx` (the first when `t` is NULL); NULL past the last.
+#' @noRd
+rs_ctx_next_tensor <- function(ctx, t) .Call(wrap__rs_ctx_next_tensor, ctx, t)
+
+#' "reset", "alloc" (no_alloc = FALSE) or "no_alloc" (no_alloc = TRUE).
+#' @noRd
+rs_ctx_control <- function(ctx, what) .Call(wrap__rs_ctx_control, ctx, what)
+
+#' list(max_tensor_size, names, types, shapes, bytes, ops) of the context's tensors.
+#' @noRd
+rs_ctx_objects <- function(ctx) .Call(wrap__rs_ctx_objects, ctx)
+
+#' list(name, usage, is_host) of a buffer or multi-buffer (`is_multi`).
+#' @noRd
+rs_buffer_props <- function(buf, is_multi) .Call(wrap__rs_buffer_props, buf, is_multi)
+
+#' "usage" (set to `value`), "clear" (fill with byte `value`), "reset", "free".
+#' @noRd
+rs_buffer_control <- function(buf, is_multi, what, value) .Call(wrap__rs_buffer_control, buf, is_multi, what, value)
+
+#' A multi-buffer over a list of buffers.
+#' @noRd
+rs_multi_buffer <- function(bufs) .Call(wrap__rs_multi_buffer, bufs)
+
+#' Every CPU feature as a named list (logicals, integers for the counts).
+#' @noRd
+rs_cpu_features <- function() .Call(wrap__rs_cpu_features)
+
+#' list(name, symbol, can_inplace) of op code `code` (NULL fields past the table).
+#' @noRd
+rs_op_info <- function(code) .Call(wrap__rs_op_info, code)
+
+#' @noRd
+rs_unary_op_name <- function(code) .Call(wrap__rs_unary_op_name, code)
+
+#' "init" starts the clock; else microseconds since it started.
+#' @noRd
+rs_time <- function(what) .Call(wrap__rs_time, what)
+
+#' Threads of the CPU backend that ggml_graph_compute() uses (n = NULL: read).
+#' @noRd
+rs_host_threads <- function(n) .Call(wrap__rs_host_threads, n)
+
+#' Logging to R ("r", with a minimum level) or to the process ("default");
+#' "abort_r" / "abort_default" for internal failures. Returns
+#' list(log_r, abort_r).
+#' @noRd
+rs_log_control <- function(what, level) .Call(wrap__rs_log_control, what, level)
+
+#' A message through the engine's log (for tests of the route to R).
+#' @noRd
+rs_log_message <- function(level, msg) .Call(wrap__rs_log_message, level, msg)
+
 

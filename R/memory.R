@@ -6,7 +6,9 @@
 #' freed at every tape reset; "persistent": resident weights and optimizer
 #' state) and of buffers and contexts allocated directly (`user`: from
 #' [ggml_init()] with memory and [ggml_backend_alloc_ctx_tensors()]), the
-#' peak, and the bytes and calls of uploads (host to buffer) and downloads.
+#' peak, the bytes and calls of uploads (host to buffer) and downloads, and
+#' of copies from one buffer to another (`copy_bytes`, `copy_calls`: a
+#' scheduler's copies between backends, for one).
 #' `ncnn_cache_bytes` is host memory of finished ncnn blobs kept for reuse by
 #' the next inference (at most 256 MB).
 #'

@@ -103,7 +103,7 @@ ggml_opt_init <- function(sched, loss_type, optimizer = ggml_opt_optimizer_type_
   env$loss_type <- .opt_loss_arg(loss_type)
   env$optimizer_type <- .opt_optimizer_arg(optimizer)
   env$opt_period <- .nn_int(opt_period, "opt_period")
-  be <- sched$backends[[1L]]
+  be <- ggml_backend_sched_get_backend(sched, 0L)
   env$device <- if (ggml_vulkan_is_backend(be)) "gpu" else "cpu"
   env$backend <- be
   env$lr <- .nn_lr_new(adamw = 0.001, sgd = 0.001, active = ggml_opt_optimizer_name(optimizer))
@@ -134,7 +134,7 @@ ggml_opt_init <- function(sched, loss_type, optimizer = ggml_opt_optimizer_type_
     .abort("`opt_ctx` must be an optimizer context (from ggml_opt_init())", call = call)
   }
   if (isTRUE(opt_ctx$freed)) .abort("this optimizer context was freed (ggml_opt_free())", call = call)
-  if (isTRUE(opt_ctx$sched$freed)) .abort("the scheduler of this optimizer context was freed", call = call)
+  if (.sched_freed(opt_ctx$sched)) .abort("the scheduler of this optimizer context was freed", call = call)
   opt_ctx
 }
 

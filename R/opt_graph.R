@@ -8,6 +8,10 @@
 #' Marks a tensor as a graph input, a graph output, or a trainable parameter
 #' of ggml's optimisation API ([ggml_opt_fit()] and friends update
 #' parameters).
+#' Graph allocators ([ggml_gallocr_new()]) and schedulers
+#' ([ggml_backend_sched_new()]) keep the memory of inputs and outputs for the
+#' whole graph (set inputs after allocating; read outputs after computing);
+#' [ggml_graph_print()] and [ggml_graph_dump_dot()] show the flags.
 #'
 #' @param tensor A `ggml_tensor`.
 #' @return `tensor`, invisibly.
@@ -21,6 +25,7 @@
 #' ggml_set_param(w)
 #' y <- ggml_set_output(ggml_mul_mat(ctx, w, x))
 #' ggml_tensor_shape(y)
+#' ggml_graph_print(ggml_build_forward_expand(ctx, y))
 #' ggml_free(ctx)
 ggml_set_param <- function(tensor) {
   .rs(rs_tensor_set_flag(tensor, "param"))
@@ -39,21 +44,6 @@ ggml_set_input <- function(tensor) {
 ggml_set_output <- function(tensor) {
   .rs(rs_tensor_set_flag(tensor, "output"))
   invisible(tensor)
-}
-
-#' A context sized for its use
-#'
-#' [ggml_init()] under upstream's other name: a context of `mem_size`
-#' bytes (at least 1 MiB).
-#'
-#' @inheritParams ggml_init
-#' @return A `ggml_context`.
-#' @export
-#' @examples
-#' ctx <- ggml_init_auto(1024 * 1024, no_alloc = TRUE)
-#' ggml_free(ctx)
-ggml_init_auto <- function(mem_size = 16 * 1024 * 1024, no_alloc = FALSE) {
-  ggml_init(max(mem_size, 1024 * 1024), no_alloc = no_alloc)
 }
 
 .opt_flag <- function(node, flag) bitwAnd(node$flags, flag) != 0L

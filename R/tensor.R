@@ -83,7 +83,7 @@ ggml_new_tensor_4d <- function(ctx, type = GGML_TYPE_F32, ne0, ne1, ne2, ne3) {
 #' @param tensor A `ggml_tensor`.
 #' @return `ggml_nelements()`, `ggml_nbytes()`: numbers.
 #'   `ggml_n_dims()`: an integer (1 + the last dimension above 1).
-#'   `ggml_tensor_shape()`: the four sizes (ne0..ne3), an integer vector.
+#'   `ggml_tensor_shape()`: the four sizes (ne0..ne3), numbers.
 #'   `ggml_tensor_type()`: the type code. `ggml_is_contiguous()`: a logical.
 #' @export
 #' @examples
@@ -108,7 +108,7 @@ ggml_n_dims <- function(tensor) .rs(rs_tensor_info(tensor))$n_dims
 
 #' @rdname ggml_nelements
 #' @export
-ggml_tensor_shape <- function(tensor) as.integer(.rs(rs_tensor_info(tensor))$ne)
+ggml_tensor_shape <- function(tensor) as.numeric(.rs(rs_tensor_info(tensor))$ne)
 
 #' @rdname ggml_nelements
 #' @export
@@ -189,7 +189,7 @@ ggml_get_i32 <- function(tensor) as.integer(.rs(rs_tensor_get(tensor, 0, NULL)))
   if (length(data) == 1L && n != 1) data <- rep(data, n)
   if (length(data) != n) {
     .abort(sprintf(
-      "`data` has %d value(s) but the tensor has %s elements; give one value per element (or one for all).",
+      "the length of `data` (%d) does not match the tensor's %s elements; give one value per element (or one for all).",
       length(data), format(n)), call = call)
   }
   .rs(rs_tensor_set(tensor, data, 0), call = call)

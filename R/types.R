@@ -8,7 +8,7 @@
 #'
 #' @param type A type code such as `GGML_TYPE_F32`.
 #' @return `ggml_type_size()`: bytes per element, or per block for quantized
-#'   types (integer). `ggml_type_name()`: a string ("f32", "f16", "bf16",
+#'   types (a number, as upstream). `ggml_type_name()`: a string ("f32", "f16", "bf16",
 #'   "i32", "q4_0", "q4_K", ...).
 #' @export
 #' @examples
@@ -144,7 +144,7 @@ GGML_TYPE_Q1_0 <- 41L
 
 #' @rdname GGML_TYPE_F32
 #' @export
-ggml_type_size <- function(type) .rs(rs_type_info(type))$size
+ggml_type_size <- function(type) as.numeric(.rs(rs_type_info(type))$size)
 
 #' @rdname GGML_TYPE_F32
 #' @export

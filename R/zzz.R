@@ -6,6 +6,10 @@
   # loading the package keeps the C library's defaults.
   if (!isFALSE(getOption("ggmlR.malloc_tuning"))) rs_malloc_tune()
   .rs(rs_ag_env_init(ns, .ag_tensor_data_fn, .ag_tensor_grad_fn, .ag_grads_fn))
+  # The engine's messages and internal-failure reports go to R's console
+  # (see ?ggml_log_set_r).
+  .rs(rs_log_control("r", "info"))
+  .rs(rs_log_control("abort_r", "info"))
   .ag_residency_on_load(.ag_device_state)
   .ag_dispatch_on_load(ns)
 }

@@ -1,5 +1,5 @@
-test_that("the version is the package's", {
-  expect_identical(ggml_version(), as.character(utils::packageVersion("ggmlR")))
+test_that("the version is ggml's, the package's is its own", {
+  expect_identical(ggml_version(), "0.11.0")
 })
 
 test_that("the CPU backend is created, named, printed and freed", {
@@ -17,7 +17,7 @@ test_that("the CPU backend is created, named, printed and freed", {
 test_that("device counts agree with Vulkan discovery", {
   n_vk <- ggml_vulkan_device_count()
   expect_type(n_vk, "integer")
-  expect_identical(ggml_backend_dev_count(), 1L + n_vk)
+  expect_identical(ggml_backend_dev_count(), 1 + n_vk)  # a double, as upstream
   expect_identical(ggml_vulkan_available(), n_vk > 0L)
   expect_type(ggml_vulkan_status(), "character")
 })

@@ -106,7 +106,7 @@ test_that("engine tensors over the mapped file multiply without a copy", {
   mapped <- ag_memory_stats()$user_bytes - before
   expect_identical(mapped, file.size(path) - gguf_tensor_info(g, "w")$offset)
   gguf_free(g)
-  expect_identical(ggml_tensor_shape(w)[1:2], c(256L, 6L))
+  expect_identical(ggml_tensor_shape(w)[1:2], c(256, 6))
   expect_output(print(w), "q4_K \\[256, 6\\]")
   x <- ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 256, 2)
   idx <- ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 2)

@@ -68,7 +68,7 @@ test_each_backend("conv_2d is built from im2col and mul_mat nodes", {
   k <- ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 3, 3, 2, 4)
   x <- ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 8, 8, 2, 1)
   y <- ggml_conv_2d(ctx, k, x, p0 = 1, p1 = 1)
-  expect_identical(ggml_tensor_shape(y), c(8L, 8L, 4L, 1L))
+  expect_identical(ggml_tensor_shape(y), c(8, 8, 4, 1))
   # im2col, reshape, reshape, mul_mat, reshape, permute, cont
   expect_identical(ggml_graph_n_nodes(ggml_build_forward_expand(ctx, y)), 7L)
 })

@@ -9,6 +9,7 @@ mask <- function(x) {
   x <- gsub("created [0-9-]+ [0-9:.]+( [A-Za-z0-9+-]+)?", "created <date>", x)
   x <- gsub("ggmlR [0-9]+(\\.[0-9]+)+", "ggmlR <version>", x)
   x <- gsub("generation [0-9]+", "generation <n>", x)
+  x <- gsub("(<ggml_backend_device> CPU \\(cpu, )[^)]*\\)", "\\1<cpu model>)", x)
   gsub("Vulkan device [0-9]+, [^\n]*", "Vulkan device <name>", x)
 }
 
@@ -30,6 +31,16 @@ printable <- function() {
   net$load_model(ncnn_datareader_empty())
   sgd <- optimizer_sgd(list(w = w), lr = 0.1)
   buf <- ggml_backend_alloc_ctx_tensors(bctx, cpu)
+  mctx <- ggml_init(4 * ggml_tensor_overhead(), no_alloc = TRUE)
+  ggml_new_tensor_1d(mctx, GGML_TYPE_F32, 16)
+  mbuf <- ggml_backend_multi_buffer_alloc_buffer(list(ggml_backend_alloc_ctx_tensors(mctx, cpu)))
+  psched <- ggml_backend_sched_new(list(cpu))
+  gctx <- ggml_init(8 * ggml_tensor_overhead(), no_alloc = TRUE)
+  gx <- ggml_new_tensor_2d(gctx, GGML_TYPE_F32, 8, 4)
+  gg <- ggml_build_forward_expand(gctx, ggml_relu(gctx, ggml_scale(gctx, gx, 2)))
+  galloc <- ggml_gallocr_new()
+  ggml_gallocr_alloc_graph(galloc, gg)
+  ggml_backend_sched_alloc_graph(psched, ggml_build_forward_expand(gctx, ggml_sqr(gctx, gx)))
   # ggml's optimisation API: a two-class linear model evaluated once
   sched <- ggml_backend_sched_new(list(cpu))
   octx <- ggml_init(16 * 1024 * 1024, no_alloc = TRUE)
@@ -73,6 +84,11 @@ printable <- function() {
     ggml_backend_buffer_free(obuf)
     ggml_free(octx)
     ggml_backend_sched_free(sched)
+    ggml_gallocr_free(galloc)
+    ggml_backend_sched_free(psched)
+    ggml_backend_buffer_free(mbuf)
+    ggml_free(mctx)
+    ggml_free(gctx)
     ggml_backend_buffer_free(buf)
     ggml_free(bctx)
     ggml_free(ctx)
@@ -94,6 +110,10 @@ printable <- function() {
     ag_scheduler = lr_scheduler_step(sgd, step_size = 5),
     ag_tensor = w,
     ggml_backend = cpu,
+    ggml_backend_device = ggml_backend_dev_by_type(ggml_backend_device_type_cpu()),
+    ggml_backend_multi_buffer = mbuf,
+    ggml_backend_reg = ggml_backend_reg_by_name("CPU"),
+    ggml_gallocr = galloc,
     ggml_backend_buffer = buf,
     ggml_backend_sched = sched,
     ggml_cgraph = ggml_build_forward_expand(ctx, ggml_relu(ctx, a)),

@@ -115,7 +115,7 @@ test_that("importance matrices lower the weighted error", {
 test_that("type information follows ggml", {
   expect_identical(GGML_TYPE_Q4_K, 12L)
   expect_identical(GGML_TYPE_Q1_0, 41L)
-  expect_identical(ggml_type_size(GGML_TYPE_Q4_0), 18L)
+  expect_identical(ggml_type_size(GGML_TYPE_Q4_0), 18)
   expect_identical(ggml_type_name(GGML_TYPE_IQ2_XXS), "iq2_xxs")
   expect_identical(ggml_blck_size(GGML_TYPE_Q8_K), 256L)
   expect_identical(ggml_blck_size(GGML_TYPE_F32), 1L)

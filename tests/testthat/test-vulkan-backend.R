@@ -48,7 +48,7 @@ test_that("ggml_vulkan_init makes a named Vulkan backend; free and type checks w
 
 test_that("backends on one device share its context; dev_count counts CPU plus devices", {
   skip_if_no_vulkan()
-  expect_identical(ggml_backend_dev_count(), 1L + ggml_vulkan_device_count())
+  expect_identical(ggml_backend_dev_count(), 1 + ggml_vulkan_device_count())
   a <- ggml_vulkan_init(0L)
   b <- ggml_vulkan_init(0L)
   r <- mlp_graph(a)

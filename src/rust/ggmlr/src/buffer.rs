@@ -21,7 +21,7 @@ fn rs_backend_alloc_ctx_tensors(ctx: Robj, b: Robj, tag: Robj) -> Robj {
         let c: &Context = crate::conv::ctx_arg(&ctx, "ctx")?;
         let b: &Backend = crate::conv::backend_arg(&b, "backend")?;
         let tag = BufferTag::from_name(&crate::conv::scalar_str(&tag, "tag")?)?;
-        Ok(match c.alloc_tensors(b, tag)? {
+        Ok(match b.alloc_ctx_tensors(c, tag)? {
             Some(buf) => ExternalPtr::new(buf).into(),
             None => ().into(),
         })

@@ -58,6 +58,15 @@ where
     F: FnOnce() -> anyhow::Result<Robj>,
 {
     install_quiet_panic_hook();
+    let out = run(f);
+    crate::logging::drain();
+    out
+}
+
+fn run<F>(f: F) -> Robj
+where
+    F: FnOnce() -> anyhow::Result<Robj>,
+{
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
@@ -76,6 +85,7 @@ where
             let detail = LAST_PANIC
                 .with(|p| p.borrow_mut().take())
                 .unwrap_or_else(|| "unknown panic".into());
+            ggmlr_core::base::log::abort(&detail);
             error_robj(
                 &format!(
                     "internal error in ggmlR's engine ({detail}); the operation was \

@@ -162,6 +162,8 @@ fn rs_ledger_stats() -> Robj {
             upload_calls = sum(&s.upload_calls),
             download_bytes = sum(&s.download_bytes),
             download_calls = sum(&s.download_calls),
+            copy_bytes = sum(&s.copy_bytes),
+            copy_calls = sum(&s.copy_calls),
             persistent_upload_bytes = by(&s.upload_bytes, BufferTag::Persistent),
             persistent_upload_calls = by(&s.upload_calls, BufferTag::Persistent),
             pass_upload_bytes = by(&s.upload_bytes, BufferTag::Pass),

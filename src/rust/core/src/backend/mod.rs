@@ -11,6 +11,9 @@
 //! `memory::BufferLocks::read` and records the whole graph.
 
 pub mod cpu;
+pub mod device;
+pub mod event;
+pub mod meta;
 pub mod node;
 pub mod vulkan;
 
@@ -26,6 +29,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub enum BackendKind {
     Cpu,
     Vulkan { device: usize },
+    Meta,
 }
 
 /// The implementation behind a backend.
@@ -36,6 +40,8 @@ pub enum BackendImpl {
     /// and released when the last backend and buffer using it are gone
     /// (`free` drops the backend's reference at once).
     Vulkan(Mutex<Option<Arc<VkContext>>>),
+    /// Several devices seen as one (see [`meta`]).
+    Meta(meta::MetaBackend),
 }
 
 /// A compute backend as seen by users.
@@ -62,6 +68,68 @@ impl Backend {
         Ok(Backend::on_vulkan_context(device, VkContext::get(device)?))
     }
 
+    /// A backend on a meta device: one backend per device under it.
+    pub fn meta(device: Arc<device::MetaDevice>) -> crate::Result<Backend> {
+        let name = device.name().to_string();
+        let mut parts: Vec<Arc<dyn meta::Part>> = Vec::new();
+        for d in device.devices() {
+            parts.push(Arc::new(Backend::on_device(d)?));
+        }
+        Ok(Backend {
+            kind: BackendKind::Meta,
+            name,
+            freed: AtomicBool::new(false),
+            imp: BackendImpl::Meta(meta::MetaBackend::new(device, parts)?),
+        })
+    }
+
+    /// A new backend on device `d`.
+    pub fn on_device(d: &device::Device) -> crate::Result<Backend> {
+        match &d.target {
+            device::Target::Cpu => Ok(Backend::cpu()),
+            device::Target::Vulkan(i) => Backend::vulkan(*i),
+            device::Target::Meta(m) => Backend::meta(m.clone()),
+        }
+    }
+
+    /// The device the backend runs on.
+    pub fn device(&self) -> device::Device {
+        match (&self.imp, self.kind) {
+            (BackendImpl::Meta(m), _) => m.device(),
+            (BackendImpl::Vulkan(_), BackendKind::Vulkan { device }) => device::vulkan(device),
+            _ => device::cpu_device(),
+        }
+    }
+
+    /// Whether the backend computes `op` from `srcs` into `dst`.
+    pub fn supports_node(&self, op: &crate::op::Op, srcs: &[crate::layout::Layout], dst: &crate::layout::Layout) -> bool {
+        self.device().supports(op, srcs, dst)
+    }
+
+    /// Whether the backend computes on `buf`'s memory directly (a buffer it
+    /// allocated, or host memory for the CPU).
+    pub fn uses_buffer(&self, buf: &crate::memory::Buffer) -> bool {
+        match &self.imp {
+            BackendImpl::Cpu(_) => buf.is_host(),
+            BackendImpl::Vulkan(_) => !buf.is_host() && buf.backend_name() == self.name,
+            BackendImpl::Meta(_) => buf.backend_name() == self.name,
+        }
+    }
+
+    /// Give every tensor of `ctx` that has no memory a place in one new buffer
+    /// of this backend (`None` when there is nothing to allocate).
+    pub fn alloc_ctx_tensors(
+        &self,
+        ctx: &crate::tensor::Context,
+        tag: BufferTag,
+    ) -> crate::Result<Option<Arc<crate::memory::Buffer>>> {
+        self.check_live()?;
+        match &self.imp {
+            BackendImpl::Meta(m) => m.alloc_ctx_tensors(ctx, tag),
+            _ => ctx.alloc_tensors(self, tag),
+        }
+    }
+
     /// A Vulkan backend on a given context (tests use unshared ones).
     pub(crate) fn on_vulkan_context(device: usize, ctx: Arc<VkContext>) -> Backend {
         Backend {
@@ -81,7 +149,7 @@ impl Backend {
     pub fn vulkan_context(&self) -> Option<Arc<VkContext>> {
         match &self.imp {
             BackendImpl::Vulkan(c) => c.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-            BackendImpl::Cpu(_) => None,
+            BackendImpl::Cpu(_) | BackendImpl::Meta(_) => None,
         }
     }
 
@@ -100,8 +168,12 @@ impl Backend {
     /// Release the backend; later use is an error, freeing twice is harmless.
     pub fn free(&self) {
         self.freed.store(true, Ordering::SeqCst);
-        if let BackendImpl::Vulkan(c) = &self.imp {
-            c.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match &self.imp {
+            BackendImpl::Vulkan(c) => {
+                c.lock().unwrap_or_else(|e| e.into_inner()).take();
+            }
+            BackendImpl::Meta(m) => m.free(),
+            BackendImpl::Cpu(_) => {}
         }
     }
 
@@ -130,6 +202,7 @@ impl Backend {
                 "backend '{}' is a Vulkan backend; threads can only be set on a CPU backend",
                 self.name
             ),
+            BackendImpl::Meta(m) => m.set_n_threads(n),
         }
     }
 
@@ -137,6 +210,7 @@ impl Backend {
         match &self.imp {
             BackendImpl::Cpu(c) => c.n_threads(),
             BackendImpl::Vulkan(_) => 1,
+            BackendImpl::Meta(m) => m.n_threads(),
         }
     }
 
@@ -149,6 +223,7 @@ impl Backend {
                 let ctx = self.vulkan_context().ok_or_else(|| self.freed_error())?;
                 vulkan::compute::compute(&ctx, &self.name, nodes)
             }
+            BackendImpl::Meta(m) => m.compute(nodes),
         }
     }
 }
@@ -169,7 +244,30 @@ impl Allocator for Backend {
                 let ctx = self.vulkan_context().ok_or_else(|| self.freed_error())?;
                 vulkan::compute::allocate(&ctx, bytes, tag, &self.name)
             }
+            BackendImpl::Meta(_) => anyhow::bail!(
+                "backend '{}' is a meta backend: its buffers hold tensors laid out over several devices; \
+                 allocate them with ggml_backend_alloc_ctx_tensors(ctx, backend)",
+                self.name
+            ),
         }
+    }
+}
+
+impl meta::Part for Backend {
+    fn compute(&self, nodes: &[Node]) -> crate::Result<()> {
+        Backend::compute(self, nodes)
+    }
+    fn free(&self) {
+        Backend::free(self)
+    }
+    fn set_cpu_threads(&self, n: usize) -> crate::Result<()> {
+        match self.imp {
+            BackendImpl::Cpu(_) => self.set_n_threads(n),
+            _ => Ok(()),
+        }
+    }
+    fn threads(&self) -> usize {
+        self.n_threads()
     }
 }
 
@@ -179,9 +277,10 @@ pub fn host() -> &'static Arc<Backend> {
     HOST.get_or_init(|| Arc::new(Backend::cpu()))
 }
 
-/// Number of backend devices: the CPU plus every Vulkan device found.
+/// Number of backend devices: the CPU plus every Vulkan device found (and
+/// devices registered since).
 pub fn dev_count() -> usize {
-    1 + vulkan::discovery().devices.len()
+    device::devices().len()
 }
 
 #[cfg(test)]

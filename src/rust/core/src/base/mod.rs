@@ -1,13 +1,17 @@
 //! The bottom layer: error conventions, element types, the runtime choice of
 //! CPU kernels, human-readable formatting, allocations sized by input,
-//! cancellation (Ctrl-C), fork-safe worker pools and the quantized block
-//! formats. Imports nothing of the crate.
+//! cancellation (Ctrl-C), fork-safe worker pools, the CPU's features, where
+//! messages go (logging, internal failures) and the quantized block formats.
+//! Imports nothing of the crate.
 
 pub mod alloc;
 pub mod cancel;
+pub mod clock;
+pub mod cpu_features;
 pub mod dtype;
 pub mod error;
 pub mod fmt;
+pub mod log;
 pub mod quant;
 pub mod simd;
 pub mod threads;

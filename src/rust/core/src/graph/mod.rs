@@ -4,6 +4,15 @@
 //! A backend receives, for every node that is not a view, the [`Op`] and for
 //! each source and the destination a [`crate::tensor::DataRef`]: buffer, byte offset and
 //! layout (views already resolved to their base buffer, offset and strides).
+//!
+//! Beside the graph itself: [`gallocr`], the graph allocator (memory reused
+//! between tensors whose lifetimes do not overlap); [`sched`], the scheduler
+//! that splits a graph between backends; [`inspect`], lookups, views and
+//! printing.
+
+pub mod gallocr;
+pub mod inspect;
+pub mod sched;
 
 use crate::backend::{Backend, Node};
 use crate::memory::{Buffer, BufferTag};
@@ -23,6 +32,12 @@ pub struct Graph {
 impl Graph {
     pub fn new() -> Graph {
         Graph::default()
+    }
+
+    /// A graph of given nodes (topological order) and leaves.
+    pub fn from_parts(nodes: Vec<Arc<Tensor>>, leafs: Vec<Arc<Tensor>>) -> Graph {
+        let seen = nodes.iter().chain(&leafs).map(|t| t.id()).collect();
+        Graph { nodes, leafs, seen }
     }
 
     /// A graph computing `out`.
@@ -103,5 +118,34 @@ impl Graph {
     pub fn compute(&self, backend: &Backend) -> crate::Result<()> {
         let nodes = self.plan()?;
         backend.compute(&nodes)
+    }
+}
+
+/// A graph resolved once for one backend and computed as often as wanted
+/// (ggml's graph plan). Freed memory is still detected at every compute.
+#[derive(Debug)]
+pub struct GraphPlan {
+    backend: Arc<Backend>,
+    nodes: Vec<Node>,
+}
+
+impl GraphPlan {
+    pub fn new(g: &Graph, backend: Arc<Backend>) -> crate::Result<GraphPlan> {
+        backend.check_live()?;
+        Ok(GraphPlan { nodes: g.plan()?, backend })
+    }
+
+    /// Compute on `backend`, which must be the plan's.
+    pub fn compute(&self, backend: &Backend) -> crate::Result<()> {
+        anyhow::ensure!(
+            std::ptr::eq(backend, self.backend.as_ref()),
+            "the plan was made for backend '{}', not for '{}'",
+            self.backend.name(),
+            backend.name()
+        );
+        for n in &self.nodes {
+            n.tensor.check_live()?;
+        }
+        backend.compute(&self.nodes)
     }
 }

@@ -3,6 +3,7 @@
 //! elements ([`walk`]) and element conversion ([`convert`]).
 
 pub mod convert;
+pub mod predicates;
 pub mod walk;
 
 use crate::base::dtype::DType;

@@ -16,7 +16,7 @@ use super::tag::{self, BufferTag};
 use crate::base::fmt::fmt_bytes;
 use anyhow::{bail, ensure};
 use std::any::Any;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// What buffer memory is asked of: a backend (or [`HostMemory`]).
@@ -179,6 +179,27 @@ fn words_as_bytes_mut(w: &mut [u32]) -> &mut [u8] {
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// What a buffer holds, as ggml's usage hints (`GGML_BACKEND_BUFFER_USAGE_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Usage {
+    Any = 0,
+    Weights = 1,
+    Compute = 2,
+}
+
+impl Usage {
+    pub fn from_code(code: i64) -> crate::Result<Usage> {
+        Ok(match code {
+            0 => Usage::Any,
+            1 => Usage::Weights,
+            2 => Usage::Compute,
+            other => bail!(
+                "unknown buffer usage {other}: use ggml_backend_buffer_usage_any() (0), _weights() (1) or _compute() (2)"
+            ),
+        })
+    }
+}
+
 /// A block of tensor memory on one backend.
 #[derive(Debug)]
 pub struct Buffer {
@@ -189,6 +210,11 @@ pub struct Buffer {
     mem: RwLock<BufferMem>,
     /// For residency pool buffers: the pool's generation when allocated (-1: none).
     pool_gen: AtomicI64,
+    /// A [`Usage`] code.
+    usage: AtomicU8,
+    /// Whether the ledger counts this buffer's bytes and transfers (not for
+    /// a buffer over other buffers, which the ledger counts themselves).
+    accounted: bool,
 }
 
 impl Buffer {
@@ -204,9 +230,26 @@ impl Buffer {
             backend_name: alloc.name().to_string(),
             mem: RwLock::new(mem),
             pool_gen: AtomicI64::new(-1),
+            usage: AtomicU8::new(Usage::Any as u8),
+            accounted: true,
         };
         ledger::after_alloc(bytes, tag);
         Ok(buf)
+    }
+
+    /// A buffer over `mem`, memory made of other buffers that the ledger
+    /// already counts (a meta backend's buffer): it is not counted again.
+    pub fn wrap(backend_name: &str, bytes: usize, tag: BufferTag, mem: Box<dyn DeviceMemory>) -> Buffer {
+        Buffer {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            size: bytes,
+            tag,
+            backend_name: backend_name.to_string(),
+            mem: RwLock::new(BufferMem::Device(mem)),
+            pool_gen: AtomicI64::new(-1),
+            usage: AtomicU8::new(Usage::Any as u8),
+            accounted: false,
+        }
     }
 
     /// A buffer over read-only mapped bytes (on the host, counted by the
@@ -221,6 +264,8 @@ impl Buffer {
             backend_name: "CPU (mapped file)".to_string(),
             mem: RwLock::new(BufferMem::Mapped(m)),
             pool_gen: AtomicI64::new(-1),
+            usage: AtomicU8::new(Usage::Any as u8),
+            accounted: true,
         };
         ledger::after_alloc(size, tag);
         Ok(buf)
@@ -244,6 +289,115 @@ impl Buffer {
 
     pub fn is_freed(&self) -> bool {
         matches!(*self.read_lock(), BufferMem::Freed)
+    }
+
+    pub fn usage(&self) -> Usage {
+        match self.usage.load(Ordering::SeqCst) {
+            1 => Usage::Weights,
+            2 => Usage::Compute,
+            _ => Usage::Any,
+        }
+    }
+
+    pub fn set_usage(&self, usage: Usage) {
+        self.usage.store(usage as u8, Ordering::SeqCst);
+    }
+
+    /// Whether the memory is host memory (the CPU backend computes on it in place).
+    pub fn is_host(&self) -> bool {
+        matches!(*self.read_lock(), BufferMem::Host(_))
+    }
+
+    /// Set every byte to `value` (an upload of the buffer's size).
+    pub fn clear(&self, value: u8, what: &str) -> crate::Result<()> {
+        let mut g = self.write(what)?;
+        match &mut *g {
+            BufferMem::Host(w) => words_as_bytes_mut(w).fill(value),
+            BufferMem::Device(d) => {
+                let chunk = vec![value; self.size.min(4 << 20)];
+                let mut at = 0;
+                while at < self.size {
+                    let n = chunk.len().min(self.size - at);
+                    d.write(at, &chunk[..n]).map_err(|e| e.context(what.to_string()))?;
+                    at += n;
+                }
+            }
+            BufferMem::Mapped(_) => bail!("{what}: {} is a read-only mapped file and cannot be cleared", self.describe()),
+            BufferMem::Freed => return Err(self.freed_error(what)),
+        }
+        if self.accounted {
+            ledger::uploaded(self.size, self.tag);
+        }
+        Ok(())
+    }
+
+    /// Copy `len` bytes at `src_off` of this buffer to `dst_off` of `dst`,
+    /// counted as one copy (not as an upload and a download).
+    pub fn copy_to(&self, src_off: usize, dst: &Buffer, dst_off: usize, len: usize, what: &str) -> crate::Result<()> {
+        let fits = |b: &Buffer, off: usize| off.checked_add(len).is_some_and(|e| e <= b.size);
+        ensure!(
+            fits(self, src_off) && fits(dst, dst_off),
+            "{what}: copying {} from offset {src_off} of {} to offset {dst_off} of {} overruns a buffer",
+            fmt_bytes(len),
+            self.describe(),
+            dst.describe()
+        );
+        if self.id == dst.id {
+            let mut tmp = vec![0u8; len];
+            self.read_raw(src_off, &mut tmp, what)?;
+            dst.write_raw(dst_off, &tmp, what)?;
+        } else {
+            let src = self.read(what)?;
+            match &*src {
+                BufferMem::Host(w) => dst.write_raw(dst_off, &words_as_bytes(w)[src_off..src_off + len], what)?,
+                BufferMem::Mapped(m) => {
+                    let b = m.bytes();
+                    ensure!(src_off + len <= b.len(), "{what}: the mapped file is shorter than {}", self.describe());
+                    dst.write_raw(dst_off, &b[src_off..src_off + len], what)?
+                }
+                BufferMem::Device(d) => {
+                    let mut tmp = vec![0u8; len];
+                    d.read(src_off, &mut tmp).map_err(|e| e.context(what.to_string()))?;
+                    drop(src);
+                    dst.write_raw(dst_off, &tmp, what)?;
+                }
+                BufferMem::Freed => return Err(self.freed_error(what)),
+            }
+        }
+        if dst.accounted {
+            ledger::copied(len, dst.tag);
+        }
+        Ok(())
+    }
+
+    fn write_raw(&self, offset: usize, data: &[u8], what: &str) -> crate::Result<()> {
+        let mut g = self.write(what)?;
+        match &mut *g {
+            BufferMem::Host(w) => words_as_bytes_mut(w)[offset..offset + data.len()].copy_from_slice(data),
+            BufferMem::Device(d) => d.write(offset, data).map_err(|e| e.context(what.to_string()))?,
+            BufferMem::Mapped(_) => bail!(
+                "{what}: {} is a read-only mapped file; copy the tensor into an allocated one \
+                 (ggml_cpy) to change it",
+                self.describe()
+            ),
+            BufferMem::Freed => return Err(self.freed_error(what)),
+        }
+        Ok(())
+    }
+
+    fn read_raw(&self, offset: usize, out: &mut [u8], what: &str) -> crate::Result<()> {
+        let g = self.read(what)?;
+        match &*g {
+            BufferMem::Host(w) => out.copy_from_slice(&words_as_bytes(w)[offset..offset + out.len()]),
+            BufferMem::Mapped(m) => {
+                let b = m.bytes();
+                ensure!(offset + out.len() <= b.len(), "{what}: the mapped file is shorter than {}", self.describe());
+                out.copy_from_slice(&b[offset..offset + out.len()])
+            }
+            BufferMem::Device(d) => d.read(offset, out).map_err(|e| e.context(what.to_string()))?,
+            BufferMem::Freed => return Err(self.freed_error(what)),
+        }
+        Ok(())
     }
 
     /// Record the residency pool generation this buffer belongs to.
@@ -286,7 +440,9 @@ impl Buffer {
         let mut m = self.write_lock();
         if !matches!(*m, BufferMem::Freed) {
             *m = BufferMem::Freed;
-            ledger::released(self.size, self.tag);
+            if self.accounted {
+                ledger::released(self.size, self.tag);
+            }
         }
     }
 
@@ -333,20 +489,10 @@ impl Buffer {
             fmt_bytes(data.len()),
             self.describe()
         );
-        let mut g = self.write(what)?;
-        match &mut *g {
-            BufferMem::Host(w) => {
-                words_as_bytes_mut(w)[offset..offset + data.len()].copy_from_slice(data);
-            }
-            BufferMem::Device(d) => d.write(offset, data).map_err(|e| e.context(what.to_string()))?,
-            BufferMem::Mapped(_) => bail!(
-                "{what}: {} is a read-only mapped file; copy the tensor into an allocated one \
-                 (ggml_cpy) to change it",
-                self.describe()
-            ),
-            BufferMem::Freed => return Err(self.freed_error(what)),
+        self.write_raw(offset, data, what)?;
+        if self.accounted {
+            ledger::uploaded(data.len(), self.tag);
         }
-        ledger::uploaded(data.len(), self.tag);
         Ok(())
     }
 
@@ -358,18 +504,10 @@ impl Buffer {
             fmt_bytes(out.len()),
             self.describe()
         );
-        let g = self.read(what)?;
-        match &*g {
-            BufferMem::Host(w) => out.copy_from_slice(&words_as_bytes(w)[offset..offset + out.len()]),
-            BufferMem::Mapped(m) => {
-                let b = m.bytes();
-                ensure!(offset + out.len() <= b.len(), "{what}: the mapped file is shorter than {}", self.describe());
-                out.copy_from_slice(&b[offset..offset + out.len()])
-            }
-            BufferMem::Device(d) => d.read(offset, out).map_err(|e| e.context(what.to_string()))?,
-            BufferMem::Freed => return Err(self.freed_error(what)),
+        self.read_raw(offset, out, what)?;
+        if self.accounted {
+            ledger::downloaded(out.len(), self.tag);
         }
-        ledger::downloaded(out.len(), self.tag);
         Ok(())
     }
 }
@@ -426,7 +564,33 @@ mod tests {
         b.free();
         let e = b.read_bytes(0, &mut out, "tensor 'x'").unwrap_err().to_string();
         assert!(e.contains("was freed") && e.contains("tensor 'x'"), "{e}");
-            }
+    }
+
+    #[test]
+    fn usage_clear_and_copies() {
+        let _g = crate::memory::ledger::tests::serial();
+        let a = Buffer::allocate(&HostMemory, 8, BufferTag::User).unwrap();
+        let b = Buffer::allocate(&HostMemory, 8, BufferTag::User).unwrap();
+        assert_eq!(a.usage(), Usage::Any);
+        a.set_usage(Usage::Weights);
+        assert_eq!(a.usage(), Usage::Weights);
+        assert!(a.is_host() && Usage::from_code(3).is_err());
+        a.clear(7, "t").unwrap();
+        let before = ledger::stats();
+        a.copy_to(2, &b, 4, 4, "t").unwrap();
+        a.copy_to(0, &a, 4, 4, "t").unwrap();
+        let after = ledger::stats();
+        let i = ledger::tag_index(BufferTag::User);
+        assert_eq!(after.copy_calls[i] - before.copy_calls[i], 2);
+        assert_eq!(after.copy_bytes[i] - before.copy_bytes[i], 8);
+        assert_eq!(after.upload_calls, before.upload_calls);
+        let mut out = [0u8; 8];
+        b.read_bytes(0, &mut out, "t").unwrap();
+        assert_eq!(out, [0, 0, 0, 0, 7, 7, 7, 7]);
+        assert!(a.copy_to(6, &b, 0, 4, "t").unwrap_err().to_string().contains("overruns"));
+        b.free();
+        assert!(a.copy_to(0, &b, 0, 4, "t").is_err());
+    }
 
     #[test]
     fn f32_in_place() {

@@ -4,7 +4,8 @@
 //! check: all live bytes plus the request must stay within the limit, else a
 //! refusal with a message the user can act on, before anything is allocated),
 //! reports [`after_alloc`] once the memory exists, and [`released`] when it is
-//! freed. Uploads (host to buffer) and downloads are counted too. Every figure
+//! freed. Uploads (host to buffer), downloads and copies between buffers
+//! (a scheduler moving a tensor between backends) are counted too. Every figure
 //! is kept per [`BufferTag`], so residency pools can be told apart.
 
 use super::tag::BufferTag;
@@ -34,6 +35,9 @@ pub struct Stats {
     pub upload_calls: [u64; N_TAGS],
     pub download_bytes: [u64; N_TAGS],
     pub download_calls: [u64; N_TAGS],
+    /// Copies from one buffer into another, by the destination's tag.
+    pub copy_bytes: [u64; N_TAGS],
+    pub copy_calls: [u64; N_TAGS],
     /// Allocations granted and refused since the process started.
     pub allocations: u64,
     pub refusals: u64,
@@ -69,6 +73,8 @@ static STATE: Mutex<Stats> = Mutex::new(Stats {
     upload_calls: [0; N_TAGS],
     download_bytes: [0; N_TAGS],
     download_calls: [0; N_TAGS],
+    copy_bytes: [0; N_TAGS],
+    copy_calls: [0; N_TAGS],
     allocations: 0,
     refusals: 0,
     limit: f64::INFINITY,
@@ -153,6 +159,13 @@ pub fn downloaded(bytes: usize, tag: BufferTag) {
     s.download_calls[tag_index(tag)] += 1;
 }
 
+/// A copy of `bytes` from one buffer into a buffer tagged `tag`.
+pub fn copied(bytes: usize, tag: BufferTag) {
+    let mut s = lock();
+    s.copy_bytes[tag_index(tag)] += bytes as u64;
+    s.copy_calls[tag_index(tag)] += 1;
+}
+
 /// Set the budget (bytes; `f64::INFINITY` for none); returns the old one.
 pub fn set_limit(limit: f64) -> crate::Result<f64> {
     anyhow::ensure!(
@@ -178,6 +191,8 @@ pub fn reset_peak() {
     s.upload_calls = [0; N_TAGS];
     s.download_bytes = [0; N_TAGS];
     s.download_calls = [0; N_TAGS];
+    s.copy_bytes = [0; N_TAGS];
+    s.copy_calls = [0; N_TAGS];
 }
 
 /// Time `n` budget-check/record/release cycles of the ledger itself (no

@@ -5,7 +5,9 @@
 
 pub mod buffer;
 pub mod ledger;
+pub mod multi;
 pub mod tag;
 
-pub use buffer::{align_up, host_memory, Allocator, Buffer, BufferLocks, BufferMem, DeviceMemory, HostMemory, Mapped, ALIGN};
+pub use buffer::{align_up, host_memory, Allocator, Buffer, BufferLocks, BufferMem, DeviceMemory, HostMemory, Mapped, Usage, ALIGN};
+pub use multi::MultiBuffer;
 pub use tag::BufferTag;

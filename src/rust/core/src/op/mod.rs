@@ -7,6 +7,7 @@
 //! kernel. Composite ggml functions (`conv_2d` = im2col + mul_mat) are built
 //! from these nodes by the graph builder.
 
+pub mod codes;
 pub mod extended;
 pub mod names;
 pub mod shape;

@@ -11,7 +11,7 @@ use crate::layout::{fmt_shape, Layout};
 use crate::memory::{align_up, Allocator, Buffer, BufferTag, HostMemory};
 use crate::op::Op;
 use anyhow::{bail, ensure};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Bytes of a context's capacity taken by one tensor descriptor (ggml's value on 64-bit).
@@ -30,9 +30,10 @@ struct Inner {
 
 #[derive(Debug)]
 pub struct Context {
-    state: Arc<CtxState>,
+    /// Replaced at every `reset` (the old one retires with its tensors).
+    state: Mutex<Arc<CtxState>>,
     mem_size: usize,
-    no_alloc: bool,
+    no_alloc: AtomicBool,
     inner: Mutex<Inner>,
 }
 
@@ -45,9 +46,9 @@ impl Context {
             Some(Arc::new(Buffer::allocate(&HostMemory, mem_size, BufferTag::Context)?))
         };
         Ok(Context {
-            state: Arc::new(CtxState::new(NEXT_CTX.fetch_add(1, Ordering::Relaxed))),
+            state: Mutex::new(Arc::new(CtxState::new(NEXT_CTX.fetch_add(1, Ordering::Relaxed)))),
             mem_size,
-            no_alloc,
+            no_alloc: AtomicBool::new(no_alloc),
             inner: Mutex::new(Inner { used: 0, tensors: Vec::new(), data }),
         })
     }
@@ -56,14 +57,57 @@ impl Context {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn state(&self) -> Arc<CtxState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     pub fn id(&self) -> u64 {
-        self.state.id
+        self.state().id
     }
     pub fn mem_size(&self) -> usize {
         self.mem_size
     }
     pub fn no_alloc(&self) -> bool {
-        self.no_alloc
+        self.no_alloc.load(Ordering::SeqCst)
+    }
+    /// From now on, new tensors get data from the context (`false`) or none
+    /// (`true`). A context made with `no_alloc = TRUE` takes its memory for
+    /// data when it is first switched to allocating.
+    pub fn set_no_alloc(&self, no_alloc: bool) -> crate::Result<()> {
+        self.check_live()?;
+        if !no_alloc {
+            let mut g = self.lock();
+            if g.data.is_none() {
+                g.data = Some(Arc::new(Buffer::allocate(&HostMemory, self.mem_size, BufferTag::Context)?));
+            }
+        }
+        self.no_alloc.store(no_alloc, Ordering::SeqCst);
+        Ok(())
+    }
+    /// The context's tensors, oldest first.
+    pub fn tensors(&self) -> Vec<Arc<Tensor>> {
+        self.lock().tensors.clone()
+    }
+    /// Bytes of the context's largest tensor (0 when it has none).
+    pub fn max_tensor_size(&self) -> usize {
+        self.lock().tensors.iter().map(|t| t.nbytes()).max().unwrap_or(0)
+    }
+    /// Make all the context's memory free again: its tensors are retired
+    /// (using one is an error that names the reset) and new ones start from
+    /// the beginning, as after `ggml_init()`.
+    pub fn reset(&self) -> crate::Result<()> {
+        self.check_live()?;
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let fresh = Arc::new(CtxState::new(st.id));
+        if let Some((pool, generation)) = st.pool() {
+            fresh.set_pool(pool, generation);
+        }
+        st.mark_reset();
+        *st = fresh;
+        let mut g = self.lock();
+        g.tensors.clear();
+        g.used = 0;
+        Ok(())
     }
     pub fn used_mem(&self) -> usize {
         self.lock().used
@@ -72,13 +116,13 @@ impl Context {
         self.lock().tensors.len()
     }
     pub fn is_freed(&self) -> bool {
-        self.state.is_freed()
+        self.state().is_freed()
     }
 
     /// Mark the context as belonging to a residency pool's generation, so
     /// that errors about its freed tensors name the reset.
     pub fn set_pool(&self, pool: BufferTag, generation: i32) {
-        self.state.set_pool(pool, generation);
+        self.state().set_pool(pool, generation);
     }
 
     pub fn check_live(&self) -> crate::Result<()> {
@@ -90,7 +134,7 @@ impl Context {
 
     /// Free the context: its tensors become unusable and its own data is released.
     pub fn free(&self) {
-        self.state.mark_freed();
+        self.state().mark_freed();
         let mut g = self.lock();
         g.tensors.clear();
         if let Some(b) = g.data.take() {
@@ -151,8 +195,9 @@ impl Context {
             layout.dtype.name(),
             fmt_shape(&layout.ne)
         );
+        let state = self.state();
         let mut g = self.lock();
-        let own_data = !self.no_alloc && view.is_none() && given.is_none();
+        let own_data = !self.no_alloc() && view.is_none() && given.is_none();
         let data_off = align_up(g.used + TENSOR_OVERHEAD);
         let end = if own_data {
             data_off + layout.span_bytes()
@@ -170,7 +215,7 @@ impl Context {
                 fmt_shape(&layout.ne),
                 fmt_bytes(end - g.used),
                 TENSOR_OVERHEAD,
-                if self.no_alloc { "" } else { " plus its data" }
+                if self.no_alloc() { "" } else { " plus its data" }
             );
         }
         let storage = if own_data {
@@ -179,7 +224,7 @@ impl Context {
         } else {
             given
         };
-        let t = Arc::new(Tensor::new(self.state.clone(), layout, op, srcs, view, storage));
+        let t = Arc::new(Tensor::new(state, layout, op, srcs, view, storage));
         g.used = end;
         g.tensors.push(t.clone());
         Ok(t)
@@ -256,6 +301,25 @@ mod tests {
         let big = Context::new(1 << 20, true).unwrap();
         let e = big.new_tensor(DType::F32, &[1 << 20, 1 << 20, 1 << 20, 1 << 20]).unwrap_err();
         assert!(e.to_string().contains("too large"), "{e}");
+    }
+
+    #[test]
+    fn reset_retires_tensors_and_no_alloc_switches() {
+        let ctx = Context::new(4096, false).unwrap();
+        let a = ctx.new_tensor(DType::F32, &[100]).unwrap();
+        assert!(ctx.used_mem() > 400 && ctx.max_tensor_size() == 400);
+        ctx.reset().unwrap();
+        assert_eq!((ctx.used_mem(), ctx.n_tensors()), (0, 0));
+        let e = a.resolve().unwrap_err().to_string();
+        assert!(e.contains("reset with ggml_reset()"), "{e}");
+        let b = ctx.new_tensor(DType::F32, &[100]).unwrap();
+        assert!(b.resolve().is_ok() && !ctx.is_freed());
+        ctx.set_no_alloc(true).unwrap();
+        assert!(!ctx.new_tensor(DType::F32, &[4]).unwrap().has_data());
+        let lazy = Context::new(4096, true).unwrap();
+        lazy.set_no_alloc(false).unwrap();
+        assert!(lazy.new_tensor(DType::F32, &[4]).unwrap().has_data());
+        assert_eq!(lazy.tensors().len(), 1);
     }
 
     #[test]

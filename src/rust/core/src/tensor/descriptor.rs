@@ -10,6 +10,7 @@ use crate::base::dtype::DType;
 use crate::layout::{fmt_shape, n_dims, Layout};
 use crate::memory::tag::{self, BufferTag};
 use crate::memory::Buffer;
+use crate::op::codes::{op_params, OP_PARAMS_BYTES};
 use crate::op::Op;
 use anyhow::bail;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
@@ -20,6 +21,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub struct CtxState {
     pub id: u64,
     freed: AtomicBool,
+    /// Freed by `ggml_reset()` (the context itself lives on).
+    reset: AtomicBool,
     /// For residency pool contexts: the pool's buffer tag and its
     /// generation at creation.
     pool: OnceLock<(BufferTag, i32)>,
@@ -27,7 +30,7 @@ pub struct CtxState {
 
 impl CtxState {
     pub fn new(id: u64) -> CtxState {
-        CtxState { id, freed: AtomicBool::new(false), pool: OnceLock::new() }
+        CtxState { id, freed: AtomicBool::new(false), reset: AtomicBool::new(false), pool: OnceLock::new() }
     }
     pub fn set_pool(&self, pool: BufferTag, generation: i32) {
         let _ = self.pool.set((pool, generation));
@@ -40,6 +43,14 @@ impl CtxState {
     }
     pub fn is_freed(&self) -> bool {
         self.freed.load(Ordering::SeqCst)
+    }
+    /// Retire the state at a reset of its context: its tensors are gone.
+    pub fn mark_reset(&self) {
+        self.reset.store(true, Ordering::SeqCst);
+        self.mark_freed();
+    }
+    pub fn was_reset(&self) -> bool {
+        self.reset.load(Ordering::SeqCst)
     }
 }
 
@@ -73,6 +84,8 @@ pub struct Tensor {
     storage: Mutex<Option<DataSlot>>,
     /// ggml's tensor flags: [`Tensor::INPUT`], [`Tensor::OUTPUT`], [`Tensor::PARAM`].
     flags: AtomicU8,
+    /// ggml's parameter block, for inspection (the op keeps its own parameters).
+    params: Mutex<[u8; OP_PARAMS_BYTES]>,
 }
 
 impl Drop for Tensor {
@@ -110,6 +123,7 @@ impl Tensor {
             Some((base, boff)) => (base.clone(), boff + off),
             None => (t, off),
         });
+        let params = op_params(&op);
         Tensor {
             id: NEXT_TENSOR.fetch_add(1, Ordering::Relaxed),
             ctx,
@@ -120,6 +134,7 @@ impl Tensor {
             name: Mutex::new(String::new()),
             storage: Mutex::new(storage),
             flags: AtomicU8::new(0),
+            params: Mutex::new(params),
         }
     }
 
@@ -180,6 +195,20 @@ impl Tensor {
         *self.name.lock().unwrap_or_else(|e| e.into_inner()) = name.to_string();
     }
 
+    pub fn op_params(&self) -> [u8; OP_PARAMS_BYTES] {
+        *self.params.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    /// Overwrite bytes of the parameter block from `at`; an error past its end.
+    pub fn set_op_params(&self, at: usize, bytes: &[u8]) -> crate::Result<()> {
+        anyhow::ensure!(
+            at.checked_add(bytes.len()).is_some_and(|e| e <= OP_PARAMS_BYTES),
+            "a tensor's op parameters are {OP_PARAMS_BYTES} bytes; {} bytes at byte {at} do not fit",
+            bytes.len()
+        );
+        self.params.lock().unwrap_or_else(|e| e.into_inner())[at..at + bytes.len()].copy_from_slice(bytes);
+        Ok(())
+    }
+
     /// "tensor 'x' (f32 [3, 4])" or "unnamed tensor (f32 [3, 4])".
     pub fn describe(&self) -> String {
         let name = self.name();
@@ -209,6 +238,13 @@ impl Tensor {
                     self.describe(),
                     pool.name(),
                     tag::generation(pool)
+                );
+            }
+            if self.ctx.was_reset() {
+                bail!(
+                    "{} belongs to a context that was reset with ggml_reset() since; create the \
+                     tensor again in the context",
+                    self.describe()
                 );
             }
             bail!(

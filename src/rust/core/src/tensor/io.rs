@@ -80,6 +80,26 @@ pub fn get_values(t: &Tensor, first: usize, n: Option<usize>) -> crate::Result<V
     Ok(decode_all(r.layout.dtype, &packed))
 }
 
+/// Copy the values of `src` into `dst` (same number of elements): one copy
+/// between buffers when both are contiguous and of one type, else a
+/// download and an upload through f64 (converting the type).
+pub fn copy(dst: &Tensor, src: &Tensor) -> crate::Result<()> {
+    ensure!(
+        dst.nelements() == src.nelements(),
+        "cannot copy {} into {}: they have {} and {} elements",
+        src.describe(),
+        dst.describe(),
+        src.nelements(),
+        dst.nelements()
+    );
+    let (s, d) = (src.resolve()?, dst.resolve()?);
+    if s.layout.dtype == d.layout.dtype && s.layout.is_contiguous() && d.layout.is_contiguous() {
+        let what = format!("copying {} into {}", src.describe(), dst.describe());
+        return s.buf.copy_to(s.offset, &d.buf, d.offset, s.layout.span_bytes(), &what);
+    }
+    set_values(dst, &get_values(src, 0, None)?, 0)
+}
+
 /// Values into a quantized tensor: whole rows, quantized as ggml's
 /// reference quantizer does (the types that need an importance matrix are
 /// refused: quantize those with `quant::quantize_chunk` and set the bytes).

@@ -478,6 +478,7 @@ pub(crate) fn encode(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dis
             let a = src(0).layout;
             groups = groups_1d(ctx, a.ne[1] * a.ne[2] * a.ne[3], 256);
         }
+        // An op without an arm here must be left out of `support::has_kernel`.
         other => anyhow::bail!("{} has no Vulkan kernel", other.name()),
     }
     // Contiguous same-shape element-wise work takes the shader's linear path.

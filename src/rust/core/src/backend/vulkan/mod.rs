@@ -25,6 +25,7 @@ mod encode;
 mod graph;
 mod memory;
 mod shaders;
+pub mod support;
 
 pub use context::VkContext;
 pub use device::{device_info, device_memory, device_type_name, discovery, DeviceInfo, DeviceLimits, Discovery};

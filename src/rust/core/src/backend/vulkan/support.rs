@@ -1,0 +1,84 @@
+//! What the Vulkan kernels compute: the ops that have a kernel (the arms of
+//! `encode::encode`; keep the two in step), the element types the shaders
+//! read and write, and the sizes one dispatch can address.
+
+use super::device::DeviceLimits;
+use crate::base::dtype::DType;
+use crate::layout::Layout;
+use crate::op::Op;
+
+/// Ops that tests pretend have no kernel (by name), to exercise fallbacks.
+#[cfg(test)]
+pub(crate) static REFUSED_FOR_TESTS: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+
+/// Whether `op` has a Vulkan kernel (views and leaves need none).
+pub fn has_kernel(op: &Op) -> bool {
+    #[cfg(test)]
+    if REFUSED_FOR_TESTS.lock().unwrap_or_else(|e| e.into_inner()).contains(&op.name()) {
+        return false;
+    }
+    matches!(
+        op,
+        Op::None
+            | Op::Reshape
+            | Op::View
+            | Op::Transpose
+            | Op::Permute { .. }
+            | Op::Dup
+            | Op::Cont
+            | Op::Cpy
+            | Op::Unary(_)
+            | Op::Scale { .. }
+            | Op::LeakyRelu { .. }
+            | Op::Clamp { .. }
+            | Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Add1
+            | Op::Repeat
+            | Op::Concat { .. }
+            | Op::GetRows
+            | Op::DiagMaskInf { .. }
+            | Op::Pad { .. }
+            | Op::Upscale { .. }
+            | Op::Im2Col { .. }
+            | Op::Pool2d { .. }
+            | Op::MulMat
+            | Op::OutProd
+            | Op::SumRows
+            | Op::Mean
+            | Op::Sum
+            | Op::Argmax
+            | Op::Norm { .. }
+            | Op::RmsNorm { .. }
+            | Op::SoftMax { .. }
+            | Op::Map { .. }
+            | Op::Binary { .. }
+            | Op::GatherAxis { .. }
+            | Op::PadEx { .. }
+            | Op::ScatterFlat { .. }
+            | Op::ReduceRows { .. }
+            | Op::ScanRows { .. }
+    )
+}
+
+/// Element types the shaders read and write.
+pub fn has_dtype(t: DType) -> bool {
+    matches!(t, DType::F32 | DType::F16 | DType::BF16 | DType::I32)
+}
+
+/// Whether a dispatch on a device with `limits` can address `l`: its span
+/// within one storage-buffer binding, sizes and element strides in 32 bits.
+pub fn addressable(l: &Layout, limits: &DeviceLimits) -> bool {
+    let es = l.dtype.size();
+    l.span_bytes() <= limits.max_storage_buffer_range as usize
+        && l.ne.iter().all(|&n| u32::try_from(n).is_ok())
+        && l.nb.iter().all(|&b| u32::try_from(b / es.max(1)).is_ok())
+}
+
+/// Whether a node computing `op` from `srcs` into `dst` runs on the device.
+pub fn supports(op: &Op, srcs: &[Layout], dst: &Layout, limits: &DeviceLimits) -> bool {
+    has_kernel(op)
+        && srcs.iter().chain(std::iter::once(dst)).all(|l| has_dtype(l.dtype) && addressable(l, limits))
+}

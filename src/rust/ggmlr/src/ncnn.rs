@@ -196,11 +196,9 @@ fn rs_ncnn_layers(p: Robj) -> Robj {
 fn rs_ncnn_extractor_new(p: Robj) -> Robj {
     guard(|| {
         let rn = net_of(&p)?;
-        let ex = rn
-            .net
-            .try_borrow()
-            .map_err(|_| busy())?
-            .create_extractor()?;
+        let net = rn.net.try_borrow().map_err(|_| busy())?;
+        let ex = Extractor::new(&net)?;
+        drop(net);
         Ok(ExternalPtr::new(RExtractor {
             net: rn.net.clone(),
             ex: RefCell::new(ex),

@@ -1,7 +1,8 @@
 //! Every fixture case of the R tests (outputs of the real ncnn), run by the
 //! engine on the fast kernels and on the portable ones.
 
-use super::{layers::simd, DataReader, Mat, Net};
+use super::{DataReader, Mat, Net};
+use crate::simd;
 
 fn dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../tests/testthat/fixtures/ncnn")
@@ -41,7 +42,7 @@ fn worst_error(threads: usize) -> (f32, String) {
             .unwrap();
         let model = std::fs::read(d.join(format!("{case}.bin"))).unwrap();
         net.load_model(&DataReader::Bytes(model)).unwrap();
-        let mut ex = net.create_extractor().unwrap();
+        let mut ex = crate::ncnn::Extractor::new(&net).unwrap();
         ex.set_light_mode(false);
         for (i, (name, shape)) in ins.iter().enumerate() {
             let m = read_blob(&d.join(format!("{case}.{i}.in")), shape);

@@ -110,7 +110,7 @@ mod tests {
         let mut net = Net::new(threads, light).unwrap();
         net.load_param_text(param).unwrap();
         net.load_model(&DataReader::Bytes(bytes.to_vec())).unwrap();
-        let mut ex = net.create_extractor().unwrap();
+        let mut ex = crate::ncnn::Extractor::new(&net).unwrap();
         ex.set_profiling(Some(|| 0.0));
         let x: Vec<f32> = (0..9 * 7 * 3).map(|i| (i as f32 * 0.31).sin()).collect();
         ex.input(&net, net.find_blob("data").unwrap(), Mat::from_shape(&[9, 7, 3], x).unwrap())?;

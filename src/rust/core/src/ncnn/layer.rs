@@ -103,7 +103,7 @@ impl Activation {
     /// `x = act(x + bias)` over a run of values (one loop per kind, so the
     /// common kinds vectorise).
     pub fn apply_bias(&self, xs: &mut [f32], bias: f32) {
-        crate::ncnn::layers::simd::wide(|| self.apply_bias_in(xs, bias))
+        crate::simd::wide(|| self.apply_bias_in(xs, bias))
     }
 
     #[inline(always)]

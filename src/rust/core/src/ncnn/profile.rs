@@ -71,7 +71,7 @@ fn profile(arch: &str, threads: usize, size: usize, reps: usize) -> (Vec<(String
     let (mut total, mut sum_all) = (f64::INFINITY, 0.0);
     let layers = std::env::var("GGMLR_PROFILE_LAYERS").as_deref() != Ok("0");
     for _ in 0..reps {
-        let mut ex = net.create_extractor().unwrap();
+        let mut ex = crate::ncnn::Extractor::new(&net).unwrap();
         if layers {
             ex.set_profiling(Some(clock));
         }

@@ -127,7 +127,7 @@ fn net_runs_custom_and_destroys_through_current_factory() {
     net.registry
         .register(TypeKey::Name("Plus"), second.clone())
         .unwrap();
-    let mut ex = net.create_extractor().unwrap();
+    let mut ex = crate::ncnn::Extractor::new(&net).unwrap();
     ex.input(&net, 0, Mat::from_shape(&[2], vec![1.0, 2.0]).unwrap())
         .unwrap();
     assert_eq!(*ex.extract(&net, 1).unwrap().data, vec![2.0, 3.0]);
@@ -153,7 +153,7 @@ fn conv_matches_direct_sum() {
         let mut net = Net::new(threads, true).unwrap();
         net.load_param_text(param).unwrap();
         net.load_model(&DataReader::Bytes(bytes.clone())).unwrap();
-        let mut ex = net.create_extractor().unwrap();
+        let mut ex = crate::ncnn::Extractor::new(&net).unwrap();
         ex.input(&net, 0, Mat::from_shape(&[4, 3, 2], x.clone()).unwrap())
             .unwrap();
         let y = ex.extract(&net, 1).unwrap();
@@ -199,7 +199,7 @@ fn weights_errors() {
         b.extend(half::f16::from_f32(v).to_le_bytes());
     }
     net.load_model(&DataReader::Bytes(b)).unwrap();
-    let mut ex = net.create_extractor().unwrap();
+    let mut ex = crate::ncnn::Extractor::new(&net).unwrap();
     ex.input(&net, 0, Mat::from_shape(&[2], vec![1.0, 1.0]).unwrap())
         .unwrap();
     assert_eq!(*ex.extract(&net, 1).unwrap().data, vec![3.0, 7.0]);

@@ -3,7 +3,7 @@
 use crate::ncnn::layer::one;
 use crate::ncnn::{Layer, Mat, Opt, ParamDict};
 use crate::ncnn::par;
-use super::simd;
+use crate::simd;
 
 #[derive(Clone, Copy)]
 pub enum ActKind {

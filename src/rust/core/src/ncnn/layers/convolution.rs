@@ -1,9 +1,9 @@
 //! Convolution: GEMM over shifted views of the padded input, explicit or SAME padding, dilation, bias and
 //! fused activation. Weights are [out][in][kh][kw].
 
-use super::conv_common::{conv_gemm, ConvParams};
-use super::gemm::{Epi, PackedA};
-use super::winograd::{self, Winograd};
+use super::kernels::conv::{conv_gemm, ConvParams};
+use super::kernels::gemm::{Epi, PackedA};
+use super::kernels::winograd::{self, Winograd};
 use crate::ncnn::layer::one;
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
 use crate::ncnn_bail;

@@ -2,11 +2,10 @@
 //! runs the direct depthwise kernel; larger groups use the convolution GEMM
 //! per group.
 
-use super::conv_common::{conv_gemm, ConvParams};
-use super::conv_common::Border;
-use super::depthwise_kernel::dw_channel;
-use super::gemm::{Epi, PackedA};
-use super::simd;
+use super::kernels::conv::{conv_gemm, Border, ConvParams};
+use super::kernels::depthwise::dw_channel;
+use super::kernels::gemm::{Epi, PackedA};
+use crate::simd;
 use crate::ncnn::layer::one;
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
 use crate::ncnn_bail;

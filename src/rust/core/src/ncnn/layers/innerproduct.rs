@@ -1,7 +1,7 @@
 //! InnerProduct: y = W x + b with fused activation. The input is flattened
 //! channel-major; a 2-d input whose rows match the weights is treated as a batch.
 
-use super::conv_common::{finish, gemm};
+use super::kernels::conv::{finish, gemm};
 use crate::ncnn::layer::{one, Activation};
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
 use crate::ncnn_bail;

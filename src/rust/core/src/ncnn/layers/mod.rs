@@ -7,30 +7,25 @@ pub mod activations;
 pub mod batchnorm;
 pub mod binaryop;
 pub mod concat;
-pub mod conv_common;
 pub mod convolution;
 pub mod convolution_depthwise;
-pub mod depthwise_kernel;
 pub mod dropout;
 pub mod eltwise;
 pub mod flatten;
-pub mod gemm;
 pub mod innerproduct;
 pub mod input;
 pub mod interp;
+pub mod kernels;
 pub mod lrn;
 pub mod padding;
-pub mod pool_rows;
 pub mod pooling;
 pub mod prelu;
 pub mod reshape;
 pub mod scale;
 pub mod shufflechannel;
-pub use crate::simd;
 pub mod slice;
 pub mod softmax;
 pub mod split;
-pub mod winograd;
 
 fn boxed<L: crate::ncnn::Layer + Send + Sync + 'static>(
     r: anyhow::Result<L>,

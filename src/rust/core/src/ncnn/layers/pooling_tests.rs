@@ -1,9 +1,9 @@
 //! The windowed pooling (row kernels where they fit, per-window code at
 //! the edges) against a direct evaluation of every window.
 
-use super::{windows, SLACK};
-use crate::ncnn::layers::pooling::Pooling;
-use crate::ncnn::layers::simd;
+use crate::ncnn::layers::kernels::pool_rows::{windows, SLACK};
+use super::Pooling;
+use crate::simd;
 use crate::ncnn::Mat;
 
 /// Pooling parameters of one case.

@@ -15,9 +15,9 @@
 //! transformed input and the products to stay in cache; bands run on the
 //! net's threads.
 
-use super::conv_common::border;
+use super::conv::border;
 use super::gemm::{conv_gemm_band, BView, Epi, PackedA};
-use super::simd;
+use crate::simd;
 use crate::ncnn::layer::Activation;
 use crate::ncnn::{par, Mat};
 use std::cell::RefCell;
@@ -326,7 +326,7 @@ unsafe fn out_tiles_avx2(src: &[*const f32; 16], y: *mut f32, tw: usize, bias: f
 /// Whether a convolution with these parameters and input channels runs
 /// by Winograd: 3x3, stride 1, no dilation, enough channels for the
 /// transforms to pay off.
-pub fn suits(p: &super::conv_common::ConvParams, inch: usize) -> bool {
+pub fn suits(p: &super::conv::ConvParams, inch: usize) -> bool {
     (p.kw, p.kh, p.sw, p.sh, p.dw, p.dh) == (3, 3, 1, 1, 1, 1) && p.group == 1 && inch >= MIN_CHANNELS && p.num_output >= MIN_CHANNELS
 }
 
@@ -397,7 +397,7 @@ mod tests {
 #[cfg(test)]
 mod speed {
     use super::*;
-    use crate::ncnn::layers::conv_common::{conv_gemm, ConvParams};
+    use crate::ncnn::layers::kernels::conv::{conv_gemm, ConvParams};
 
     /// Winograd against the direct GEMM on one thread, on 3x3 padded
     /// convolutions (GGMLR_WINO_SIZE="side,channels,outputs" for one shape):

@@ -3,7 +3,7 @@
 //! over up to 64 columns at a time, with bias and activation applied before
 //! the single store.
 
-use super::conv_common::{phase_dims, phase_plane, Border, ConvParams};
+use super::conv::{phase_dims, phase_plane, Border, ConvParams};
 
 thread_local! {
     /// The padded, stride-phased plane of the channel being convolved.
@@ -299,7 +299,7 @@ mod tests {
                     want[oy * outw + ox] = act.apply1(a);
                 }
             }
-            for fast in [false, crate::ncnn::layers::simd::avx2_fma()] {
+            for fast in [false, crate::simd::avx2_fma()] {
                 let mut got = vec![f32::NAN; outw * outh];
                 dw_channel(&src, w, h, pad, &kern, 0.5, &p, &mut got, outw, fast);
                 for (i, (g, e)) in got.iter().zip(&want).enumerate() {

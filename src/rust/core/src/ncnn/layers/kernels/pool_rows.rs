@@ -184,7 +184,3 @@ unsafe fn step2_x8<const K: usize, const MAX: bool>(a: &[f32], out: &mut [f32], 
     }
     n
 }
-
-#[cfg(test)]
-#[path = "pool_rows_tests.rs"]
-mod tests;

@@ -1,0 +1,9 @@
+//! Compute kernels shared by several layers: the convolution GEMM and its
+//! packed weights, Winograd F(4,3), the depthwise kernel, pooling rows and
+//! the convolution parameters and padding helpers.
+
+pub mod conv;
+pub mod depthwise;
+pub mod gemm;
+pub mod pool_rows;
+pub mod winograd;

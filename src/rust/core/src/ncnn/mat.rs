@@ -161,6 +161,9 @@ pub struct Mat {
     pub d: usize,
     pub c: usize,
     pub data: Buf,
+    /// The values are int8 (whole numbers -127..127) quantized by the layer
+    /// that made them, for an int8 layer to take as they are.
+    pub int8: bool,
 }
 
 impl Mat {
@@ -172,6 +175,7 @@ impl Mat {
             d,
             c,
             data: Buf::filled(w * h * d * c, 0.0),
+            int8: false,
         }
     }
     /// A 3-d Mat for a kernel that writes every value before anything reads
@@ -189,6 +193,7 @@ impl Mat {
             d: 1,
             c,
             data: Buf::from(v),
+            int8: false,
         }
     }
     pub fn new_1d(w: usize) -> Mat {
@@ -231,6 +236,7 @@ impl Mat {
             d,
             c,
             data,
+            int8: false,
         })
     }
     /// Extents in R order (w first).

@@ -58,7 +58,7 @@ fn profile(arch: &str, threads: usize, size: usize, reps: usize) -> (Vec<(String
     let text = std::fs::read_to_string(fixture(&format!("{arch}.param"))).unwrap();
     net.load_param_text(&text).unwrap();
     let bytes = std::fs::read(fixture(&format!("{arch}.bin"))).unwrap();
-    net.load_model(&DataReader::Bytes(bytes)).unwrap();
+    net.load_model(&DataReader::from_bytes(bytes)).unwrap();
     let data: Vec<f32> = (0..size * size * 3)
         .map(|i| ((i * 7919 % 2003) as f32 / 1001.5) - 1.0)
         .collect();

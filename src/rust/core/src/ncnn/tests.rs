@@ -152,7 +152,7 @@ fn conv_matches_direct_sum() {
     for threads in [1, 2] {
         let mut net = Net::new(threads, true).unwrap();
         net.load_param_text(param).unwrap();
-        net.load_model(&DataReader::Bytes(bytes.clone())).unwrap();
+        net.load_model(&DataReader::from_bytes(bytes.clone())).unwrap();
         let mut ex = crate::ncnn::Extractor::new(&net).unwrap();
         ex.input(&net, 0, Mat::from_shape(&[4, 3, 2], x.clone()).unwrap())
             .unwrap();
@@ -188,17 +188,17 @@ fn weights_errors() {
         "7767517\n2 2\nInput data 0 1 data\nInnerProduct fc 1 1 data out 0=2 2=4\n",
     )
     .unwrap();
-    let e = net.load_model(&DataReader::Bytes(vec![0; 8])).unwrap_err();
+    let e = net.load_model(&DataReader::from_bytes(vec![0; 8])).unwrap_err();
     assert!(format!("{e}").contains("weights end early"), "{e}");
     let mut b = modelbin::TAG_INT8.to_le_bytes().to_vec();
     b.extend([0u8; 8]);
-    let e = net.load_model(&DataReader::Bytes(b)).unwrap_err();
+    let e = net.load_model(&DataReader::from_bytes(b)).unwrap_err();
     assert!(format!("{e}").contains("int8"), "{e}");
     let mut b = modelbin::TAG_FP16.to_le_bytes().to_vec();
     for v in [1.0f32, 2.0, 3.0, 4.0] {
         b.extend(half::f16::from_f32(v).to_le_bytes());
     }
-    net.load_model(&DataReader::Bytes(b)).unwrap();
+    net.load_model(&DataReader::from_bytes(b)).unwrap();
     let mut ex = crate::ncnn::Extractor::new(&net).unwrap();
     ex.input(&net, 0, Mat::from_shape(&[2], vec![1.0, 1.0]).unwrap())
         .unwrap();

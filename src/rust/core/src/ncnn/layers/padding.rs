@@ -140,6 +140,7 @@ impl Layer for Padding {
             d: 1,
             c,
             data,
+            int8: false,
         }])
     }
 }

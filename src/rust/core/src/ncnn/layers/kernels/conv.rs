@@ -3,6 +3,8 @@
 
 use crate::ncnn::layer::Activation;
 use super::gemm::{conv_gemm as conv_gemm_rows, conv_gemm_band, task_rows, BView, SendPtr, Epi, PackedA};
+use super::quant::{quantize_rows, Int8Scales};
+use crate::ncnn::modelbin::{Stored, Weights};
 use crate::ncnn::{Mat, ModelBin, ParamDict};
 use crate::ncnn_bail;
 use crate::ncnn::par;
@@ -25,11 +27,14 @@ pub struct ConvParams {
     pub weight_data_size: usize,
     pub group: usize,
     pub act: Activation,
+    /// int8_scale_term: 0 fp32, else int8 (above 100: int8 output).
+    pub int8_term: i32,
 }
 
-fn positive(v: i32, what: &str) -> anyhow::Result<usize> {
-    if v <= 0 {
-        ncnn_bail!("{what} must be positive, got {v}");
+/// `v` as a size, or an error naming `what` unless it is 1 to 65536.
+pub fn positive(v: i32, what: &str) -> anyhow::Result<usize> {
+    if v <= 0 || v > 1 << 16 {
+        ncnn_bail!("{what} must be 1 to 65536, got {v}");
     }
     Ok(v as usize)
 }
@@ -42,9 +47,6 @@ impl ConvParams {
         let pl = pd.int(4, 0);
         let pr = pd.int(15, pl);
         let pt = pd.int(14, pl);
-        if pd.int(8, 0) != 0 {
-            ncnn_bail!("int8 convolution (int8_scale_term) is not supported yet; export the model with fp32 or fp16 weights");
-        }
         if pd.int(19, 0) != 0 {
             ncnn_bail!("dynamic convolution weights (key 19) are not supported");
         }
@@ -69,6 +71,7 @@ impl ConvParams {
                 1
             },
             act: Activation::from_params(pd, 9, 10)?,
+            int8_term: pd.int(8, 0),
         };
         let per = p
             .num_output
@@ -100,13 +103,31 @@ impl ConvParams {
     }
 
     pub fn load(&self, mb: &mut ModelBin) -> anyhow::Result<(Vec<f32>, Vec<f32>)> {
-        let w = mb.tagged(self.weight_data_size, "convolution weights")?;
-        let b = if self.bias_term {
-            mb.raw(self.num_output, "convolution bias")?
-        } else {
-            vec![]
-        };
+        let (w, b, _) = self.load_any(mb, 0)?;
         Ok((w, b))
+    }
+
+    /// Weights, bias and, for an int8 layer, its scales (`scale_rows`
+    /// weight scales: one per output, or per group), the weights then as
+    /// int8 values (quantized here when they are stored as floats).
+    pub fn load_any(&self, mb: &mut ModelBin, scale_rows: usize) -> anyhow::Result<(Vec<f32>, Vec<f32>, Option<Int8Scales>)> {
+        let w = if self.int8_term != 0 {
+            mb.tagged_any(self.weight_data_size, "convolution weights")?
+        } else {
+            Weights { data: mb.tagged(self.weight_data_size, "convolution weights")?, stored: Stored::F32 }
+        };
+        let b = if self.bias_term { mb.raw(self.num_output, "convolution bias")? } else { vec![] };
+        let mut data = w.data;
+        let scales = if self.int8_term != 0 {
+            let s = Int8Scales::load(mb, scale_rows, self.int8_term, "convolution")?;
+            if w.stored != Stored::Int8 {
+                quantize_rows(&mut data, &s.weight);
+            }
+            Some(s)
+        } else {
+            None
+        };
+        Ok((data, b, scales))
     }
 
     /// (top, bottom, left, right) borders for a `w` x `h` input as the
@@ -353,37 +374,6 @@ const WHOLE_COPY: usize = 64 << 10;
 thread_local! {
     /// The bordered, phase-split input rows of the band being convolved.
     static BAND: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// c[m x n] = a[m x k] * b[k x n], threaded over rows of c.
-pub fn gemm(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize) {
-    if m == 0 || n == 0 {
-        return;
-    }
-    let threads = par::threads();
-    let rows = ((m + threads - 1) / threads).max(1);
-    par::chunks_mut(c, rows * n, |i, cc| {
-        let r0 = i * rows;
-        let mr = cc.len() / n;
-        unsafe {
-            matrixmultiply::sgemm(
-                mr,
-                k,
-                n,
-                1.0,
-                a[r0 * k..].as_ptr(),
-                k as isize,
-                1,
-                b.as_ptr(),
-                n as isize,
-                1,
-                0.0,
-                cc.as_mut_ptr(),
-                n as isize,
-                1,
-            );
-        }
-    });
 }
 
 /// Add per-row bias and apply the fused activation to an (rows x n) output.

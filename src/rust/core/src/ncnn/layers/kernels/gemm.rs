@@ -67,6 +67,19 @@ impl PackedA {
         }
         PackedA { m, k, blocks, data }
     }
+    /// y = A x (y has `m` values, x has `k`).
+    pub fn gemv(&self, x: &[f32], y: &mut [f32]) {
+        for bl in &self.blocks {
+            let mut acc = [0.0f32; MR];
+            for (kk, xv) in x.iter().enumerate().take(self.k) {
+                let a = &self.data[bl.at + kk * bl.mr..bl.at + (kk + 1) * bl.mr];
+                for (s, av) in acc.iter_mut().zip(a) {
+                    *s += av * xv;
+                }
+            }
+            y[bl.r0..bl.r0 + bl.rows].copy_from_slice(&acc[..bl.rows]);
+        }
+    }
     fn values(&self, b: &Block) -> &[f32] {
         &self.data[b.at..b.at + self.k * b.mr]
     }

@@ -3,7 +3,14 @@
 //! the convolution parameters and padding helpers.
 
 pub mod conv;
+pub mod deconv;
 pub mod depthwise;
+pub mod detect;
 pub mod gemm;
+pub mod math;
+pub mod matmul;
 pub mod pool_rows;
+pub mod quant;
+pub mod roi;
+pub mod transpose;
 pub mod winograd;

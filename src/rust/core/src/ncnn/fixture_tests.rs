@@ -4,7 +4,7 @@
 //! ones shipped with the tests, all 35 from `GGMLR_NCNN_BENCH_DIR` when set.
 
 use super::{DataReader, Mat, Net};
-use crate::simd;
+use crate::base::simd;
 
 fn dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../tests/testthat/fixtures/ncnn")
@@ -111,7 +111,7 @@ fn layer_failures(threads: usize) -> Vec<String> {
             continue;
         }
         match case_error(&d, &case, &ins, &outs, threads) {
-            Ok((e, at)) if e < 1e-4 => {}
+            Ok((e, _)) if e < 1e-4 => {}
             Ok((e, at)) => bad.push(format!("{case}: relative error {e:.3e} at {at}")),
             Err(e) => bad.push(format!("{case}: {e:#}")),
         }

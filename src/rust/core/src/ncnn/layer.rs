@@ -103,7 +103,7 @@ impl Activation {
     /// `x = act(x + bias)` over a run of values (one loop per kind, so the
     /// common kinds vectorise).
     pub fn apply_bias(&self, xs: &mut [f32], bias: f32) {
-        crate::simd::wide(|| self.apply_bias_in(xs, bias))
+        crate::base::simd::wide(|| self.apply_bias_in(xs, bias))
     }
 
     #[inline(always)]

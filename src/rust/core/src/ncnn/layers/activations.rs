@@ -7,7 +7,7 @@ use super::kernels::math;
 use crate::ncnn::layer::one;
 use crate::ncnn::par;
 use crate::ncnn::{Layer, Mat, Opt, ParamDict};
-use crate::simd;
+use crate::base::simd;
 
 #[derive(Clone, Copy)]
 pub enum ActKind {

@@ -9,7 +9,7 @@ use super::kernels::depthwise::dw_channel;
 use super::kernels::gemm::{Epi, PackedA};
 use super::kernels::quant::{dequant_scales, dequant_scales_approx, finish_int8, quantize, Int8Scales};
 use crate::ncnn::layer::Activation;
-use crate::simd;
+use crate::base::simd;
 use crate::ncnn::layer::one;
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
 use crate::ncnn_bail;

@@ -6,7 +6,7 @@ use crate::ncnn::{Layer, Mat, Opt, ParamDict};
 use crate::ncnn_bail;
 use crate::ncnn::par;
 use super::kernels::pool_rows;
-use crate::simd;
+use crate::base::simd;
 
 pub struct Pooling {
     kind: i32,

@@ -3,7 +3,7 @@
 
 use crate::ncnn::layers::kernels::pool_rows::{windows, SLACK};
 use super::Pooling;
-use crate::simd;
+use crate::base::simd;
 use crate::ncnn::Mat;
 
 /// Pooling parameters of one case.

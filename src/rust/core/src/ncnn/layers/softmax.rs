@@ -36,7 +36,7 @@ pub fn softmax_axis(data: &mut [f32], axes: &[usize], a: usize) {
         }
         let mut s = vec![0.0f32; inner];
         for row in block.chunks_mut(inner) {
-            crate::simd::wide(|| {
+            crate::base::simd::wide(|| {
                 for ((v, m), s) in row.iter_mut().zip(&m).zip(s.iter_mut()) {
                     *v = (*v - m).exp();
                     *s += *v;

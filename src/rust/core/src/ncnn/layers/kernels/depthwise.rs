@@ -299,7 +299,7 @@ mod tests {
                     want[oy * outw + ox] = act.apply1(a);
                 }
             }
-            for fast in [false, crate::simd::avx2_fma()] {
+            for fast in [false, crate::base::simd::avx2_fma()] {
                 let mut got = vec![f32::NAN; outw * outh];
                 dw_channel(&src, w, h, pad, &kern, 0.5, &p, &mut got, outw, fast);
                 for (i, (g, e)) in got.iter().zip(&want).enumerate() {

@@ -5,7 +5,7 @@
 //! blocks of 6 or 4 rows; bias and the common activations are applied while the
 //! result is still in registers.
 
-use crate::simd;
+use crate::base::simd;
 use crate::ncnn::layer::Activation;
 use crate::ncnn::par;
 

@@ -78,7 +78,7 @@ pub fn finish_int8(out: &mut [f32], n: usize, dequant: &[f32], bias: &[f32], act
     crate::ncnn::par::chunks_mut(out, n.max(1), |r, row| {
         let (d, b) = (dequant[r], bias.get(r).copied().unwrap_or(0.0));
         let f = |v: f32| if fused { v.mul_add(d, b) } else { v * d + b };
-        crate::simd::wide(|| match top {
+        crate::base::simd::wide(|| match top {
             Some(t) => row.iter_mut().for_each(|v| *v = float2int8(act.apply1(f(*v)) * t)),
             None => row.iter_mut().for_each(|v| *v = act.apply1(f(*v))),
         })

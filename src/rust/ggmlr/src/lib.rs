@@ -20,6 +20,7 @@ mod vulkan;
 mod vulkan_backend;
 mod ncnn;
 mod ncnn_custom;
+mod ncnn_params;
 
 pub use guard::guard;
 
@@ -61,4 +62,5 @@ extendr_module! {
     use vulkan;
     use vulkan_backend;
     use ncnn;
+    use ncnn_params;
 }

@@ -39,7 +39,9 @@ pub struct Weights {
     pub stored: Stored,
 }
 
-/// Reads weight arrays in order from a [`DataReader`].
+/// Reads weight arrays in order from a [`DataReader`] (a clone reads on
+/// from the same place, independently).
+#[derive(Clone)]
 pub struct ModelBin {
     src: DataReader,
     pub pos: usize,

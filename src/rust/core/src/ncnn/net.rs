@@ -32,6 +32,8 @@ pub struct Net {
     spec: NetSpec,
     layers: Vec<Imp>,
     model_loaded: bool,
+    /// Layers whose create_pipeline succeeded (destroy_pipeline is owed).
+    pipelines: Vec<bool>,
     opt: Opt,
     pub light_mode: bool,
     /// Bumped whenever the layers change, so stale extractors are refused.
@@ -57,6 +59,7 @@ impl Net {
             spec: NetSpec::default(),
             layers: Vec::new(),
             model_loaded: false,
+            pipelines: Vec::new(),
             opt: Opt {
                 pool,
                 num_threads: n,
@@ -73,6 +76,7 @@ impl Net {
     /// Destroy every layer (custom ones through their key's current destroyer).
     /// Registrations stay.
     pub fn clear(&mut self) {
+        self.destroy_pipelines();
         let layers = std::mem::take(&mut self.layers);
         for imp in layers {
             if let Imp::Custom(Some(layer), key) = imp {
@@ -121,7 +125,12 @@ impl Net {
                 .registry
                 .factory(key)
                 .ok_or_else(|| err("custom layer has no creator"))?;
-            let layer = f.create()?;
+            let mut layer = f.create()?;
+            if let Err(e) = layer.load_param(&l.params) {
+                // Made, so destroyed like any other layer.
+                f.destroy(layer);
+                return Err(e);
+            }
             Ok(Imp::Custom(Some(layer), key))
         };
         let builtin = |name: &str| -> anyhow::Result<Imp> {
@@ -164,11 +173,13 @@ impl Net {
         }
     }
 
-    /// Read every layer's weights, in order.
+    /// Read every layer's weights, in order, then create every layer's
+    /// pipeline (destroying those of an earlier load first).
     pub fn load_model(&mut self, reader: &DataReader) -> anyhow::Result<()> {
         if self.layers.is_empty() {
             ncnn_bail!("load_model: no layers; load a param first");
         }
+        self.destroy_pipelines();
         self.model_loaded = false;
         self.generation += 1;
         let mut mb = ModelBin::new(reader);
@@ -182,8 +193,37 @@ impl Net {
                 return Err(err(format!("{}: {e:#}", self.spec.layers[i].describe())));
             }
         }
+        self.pipelines = vec![false; self.layers.len()];
+        for i in 0..self.layers.len() {
+            let opt = &self.opt;
+            let r = match &mut self.layers[i] {
+                Imp::Builtin(b) => b.create_pipeline(opt),
+                Imp::Custom(Some(c), _) => c.create_pipeline(opt),
+                Imp::Custom(None, _) => Ok(()),
+            };
+            if let Err(e) = r {
+                let what = self.spec.layers[i].describe();
+                self.destroy_pipelines();
+                return Err(err(format!("{what}: {e:#}")));
+            }
+            self.pipelines[i] = true;
+        }
         self.model_loaded = true;
         Ok(())
+    }
+
+    /// destroy_pipeline of every layer whose pipeline was created.
+    fn destroy_pipelines(&mut self) {
+        let created = std::mem::take(&mut self.pipelines);
+        for (imp, made) in self.layers.iter_mut().zip(created) {
+            if made {
+                match imp {
+                    Imp::Builtin(b) => b.destroy_pipeline(&self.opt),
+                    Imp::Custom(Some(c), _) => c.destroy_pipeline(&self.opt),
+                    Imp::Custom(None, _) => {}
+                }
+            }
+        }
     }
 
     pub fn blob_count(&self) -> usize {

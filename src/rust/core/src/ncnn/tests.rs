@@ -204,3 +204,62 @@ fn weights_errors() {
         .unwrap();
     assert_eq!(*ex.extract(&net, 1).unwrap().data, vec![3.0, 7.0]);
 }
+
+/// A custom layer that records its lifecycle into a shared log.
+struct Logged(Rc<std::cell::RefCell<Vec<String>>>);
+impl Layer for Logged {
+    fn load_param(&mut self, pd: &ParamDict) -> anyhow::Result<()> {
+        self.0.borrow_mut().push(format!("param {}", pd.int(0, -1)));
+        Ok(())
+    }
+    fn load_model(&mut self, mb: &mut ModelBin) -> anyhow::Result<()> {
+        let w = mb.raw(1, "w")?;
+        self.0.borrow_mut().push(format!("model {}", w[0]));
+        Ok(())
+    }
+    fn create_pipeline(&mut self, _opt: &Opt) -> anyhow::Result<()> {
+        self.0.borrow_mut().push("create".into());
+        Ok(())
+    }
+    fn destroy_pipeline(&mut self, _opt: &Opt) {
+        self.0.borrow_mut().push("destroy".into());
+    }
+    fn forward(&self, b: Vec<Mat>, _n: usize, _o: &Opt) -> anyhow::Result<Vec<Mat>> {
+        Ok(b)
+    }
+}
+
+struct LogFactory(Rc<std::cell::RefCell<Vec<String>>>);
+impl CustomFactory for LogFactory {
+    fn create(&self) -> anyhow::Result<Box<dyn Layer>> {
+        Ok(Box::new(Logged(self.0.clone())))
+    }
+    fn destroy(&self, _l: Box<dyn Layer>) {
+        self.0.borrow_mut().push("destroyed".into());
+    }
+}
+
+#[test]
+fn custom_layers_read_params_and_weights_between_pipelines() {
+    let log = Rc::new(std::cell::RefCell::new(Vec::new()));
+    let mut net = Net::new(1, true).unwrap();
+    net.registry.register(TypeKey::Name("L"), Rc::new(LogFactory(log.clone()))).unwrap();
+    net.load_param_text("7767517\n2 2\nInput data 0 1 data\nL l 1 1 data out 0=7\n").unwrap();
+    let w = |v: f32| DataReader::from_bytes(v.to_le_bytes().to_vec());
+    net.load_model(&w(2.5)).unwrap();
+    net.load_model(&w(3.5)).unwrap();
+    net.clear();
+    let want = ["param 7", "model 2.5", "create", "destroy", "model 3.5", "create", "destroy", "destroyed"];
+    assert_eq!(*log.borrow(), want);
+}
+
+#[test]
+fn text_arrays_keep_each_element_spelling() {
+    let pd = |t: &str| param::parse_text(&format!("7767517\n1 1\nInput a 0 1 a {t}\n")).unwrap().layers[0].params.clone();
+    // all ints: floats convert the values
+    assert_eq!(pd("-23300=2,1,2").floats(0), vec![1.0, 2.0]);
+    // last one a float: an int element keeps its bits (as in ncnn)
+    assert_eq!(pd("-23300=2,1,6.0").floats(0), vec![f32::from_bits(1), 6.0]);
+    // read raw, an int written as the bits of a float is that float
+    assert_eq!(pd("-23300=1,1077936128").floats_raw(0), vec![3.0]);
+}

@@ -9,8 +9,15 @@ output directory:
                        int8 with per-channel scales for the *_int8 nets,
                        whose scales are calibrated on an fp32 run)
     <net>.0.in         the input (GGMLRF32 blob file, see ncnn_fixtures.py)
-    <net>.<k>.out      the outputs of the real ncnn (PyPI `ncnn`) on it
+    <net>.<k>.out      the outputs of the real ncnn (PyPI `ncnn`) on it (and
+                       the input of a final Softmax)
     bench.tsv          net, input blob:shape, output blobs:shapes, weights
+                       (rows of nets not written this time are kept)
+
+Weights are random, scaled layer by layer so that every convolution, inner
+product and attention output has standard deviation 1 on the input (deep
+nets then neither vanish nor overflow); each net's random stream is seeded
+by its name.
 
 Run from the repository root:
 
@@ -18,12 +25,15 @@ Run from the repository root:
 
 `--small` writes only the small networks the package's tests ship (at a
 reduced input size), the default is all 35 at ncnn's benchmark input sizes.
+`--quick` skips the normalisation but for the int8 nets (weights for
+timing only: inst/bench/ncnn.R).
 """
 import argparse
 import os
 import shutil
 import struct
 import sys
+import zlib
 
 import numpy as np
 import ncnn
@@ -303,7 +313,10 @@ def calibrate(param_path, layers, fp32_bytes, inp_name, x):
             names.append((name, b[0], t[0]))
     blobs = sorted({n for _, b, t in names for n in (b, t)})
     vals = dict(zip(blobs, run(net, inp_name, x, blobs)))
-    return {name: (float(np.abs(vals[b]).max()), float(np.abs(vals[t]).max())) for name, b, t in names}
+    def absmax(a):
+        m = float(np.abs(a).max()) if a.size else 0.0
+        return m if np.isfinite(m) and m > 0 else 1.0
+    return {name: (absmax(vals[b]), absmax(vals[t])) for name, b, t in names}
 
 
 def shape_str(name, a):
@@ -316,6 +329,7 @@ def main():
     ap.add_argument("out_dir")
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--nets", default="")
+    ap.add_argument("--quick", action="store_true", help="no normalisation but for int8 nets (for timing only)")
     args = ap.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     nets = sorted(p[:-6] for p in os.listdir(args.bench_dir) if p.endswith(".param"))
@@ -323,9 +337,14 @@ def main():
         nets = [n for n in nets if n in SMALL]
     if args.nets:
         nets = [n for n in nets if n in args.nets.split(",")]
-    rows = []
-    for i, net_name in enumerate(nets):
-        rng = np.random.default_rng(20261130 + i)
+    manifest = os.path.join(args.out_dir, "bench.tsv")
+    old = {}
+    if os.path.exists(manifest):
+        for line in open(manifest).read().splitlines()[1:]:
+            if line:
+                old[line.split("\t")[0]] = line
+    for net_name in nets:
+        rng = np.random.default_rng(20261130 + zlib.crc32(net_name.encode()) % 100000)
         src = os.path.join(args.bench_dir, net_name + ".param")
         dst = os.path.join(args.out_dir, net_name + ".param")
         shutil.copyfile(src, dst)
@@ -335,25 +354,32 @@ def main():
         inp = [l for l in layers if l[0] == "Input"][0][3][0]
         x = rng.uniform(-1, 1, (3, size, size)).astype(np.float32)
         arrays = draw(layers, rng)
-        gains = normalize_gains(dst, layers, arrays, inp, x)
+        # (int8 nets need sane ranges to run at all)
+        gains = {} if args.quick and not int8 else normalize_gains(dst, layers, arrays, inp, x)
         model = serialize(without_int8(layers), arrays, gains, "fp32" if int8 else storage)
         if int8:
             calib = calibrate(dst, layers, model, inp, x)
             model = serialize(layers, arrays, gains, "fp32", calib)
-        net = real_net(dst, model, int8)
+        net = real_net(dst, model, int8, light=False)
         outs = [n for n in net.output_names()]
+        # A final Softmax squashes (or, over an axis of one, erases) what
+        # the net computed: its input is checked too.
+        for ty, _, b, t, _ in layers:
+            if ty == "Softmax" and t[0] in outs and b[0] not in outs:
+                outs.append(b[0])
         ys = run(net, inp, x, outs)
         with open(os.path.join(args.out_dir, net_name + ".bin"), "wb") as f:
             f.write(model)
         write_blob(os.path.join(args.out_dir, net_name + ".0.in"), x)
         for k, y in enumerate(ys):
             write_blob(os.path.join(args.out_dir, "%s.%d.out" % (net_name, k)), y)
-        rows.append("\t".join([net_name, shape_str(inp, x), ";".join(shape_str(o, y) for o, y in zip(outs, ys)),
-                               "int8" if int8 else storage]))
+        old[net_name] = "\t".join([net_name, shape_str(inp, x), ";".join(shape_str(o, y) for o, y in zip(outs, ys)),
+                                   "int8" if int8 else storage])
         print(net_name, [y.shape for y in ys], flush=True)
-    with open(os.path.join(args.out_dir, "bench.tsv"), "w") as f:
+    # Nets written before and not now keep their rows.
+    with open(manifest, "w") as f:
         f.write("net\tinputs\toutputs\tweights\n")
-        f.write("\n".join(rows) + "\n")
+        f.write("\n".join(old[n] for n in sorted(old)) + "\n")
 
 
 if __name__ == "__main__":

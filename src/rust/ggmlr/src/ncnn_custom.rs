@@ -114,9 +114,12 @@ pub struct RLayer {
     pub owner: Rc<RFactory>,
 }
 
+/// A blob as an R array: one R allocation, filled in one pass.
 pub fn mat_to_r(m: &Mat) -> Robj {
-    let v: Vec<f64> = m.data.iter().map(|x| *x as f64).collect();
-    let mut r = Robj::from(v);
+    let mut r = Robj::alloc_vector(extendr_api::rtype_to_sxp(Rtype::Doubles), m.data.len());
+    if let Some(d) = r.as_real_slice_mut() {
+        ggmlr_core::ncnn::mat::f64_from_f32(&m.data, d);
+    }
     let dim: Vec<i32> = m.shape().iter().map(|x| *x as i32).collect();
     let _ = r.set_attrib("dim", dim);
     r

@@ -68,6 +68,12 @@ pub fn f32_from_f64(s: &[f64]) -> Vec<f32> {
     v
 }
 
+/// `s` widened into `d` (the same length), vectorised: every extracted
+/// blob goes to R this way.
+pub fn f64_from_f32(s: &[f32], d: &mut [f64]) {
+    crate::base::simd::wide(|| d.iter_mut().zip(s).for_each(|(d, x)| *d = *x as f64));
+}
+
 fn give_back(mut v: Vec<f32>) {
     let cap = v.capacity();
     if cap < CACHE_MIN {

@@ -5,6 +5,7 @@
 //! the per-output scales) and the sums scaled back.
 
 use super::kernels::conv::finish;
+use super::kernels::gemv::{gemv, Rows};
 use super::kernels::matmul::{matmul, View};
 use super::kernels::quant::{dequant_scales, finish_int8, quantize, quantize_rows, Int8Scales};
 use crate::ncnn::layer::{one, Activation};
@@ -19,6 +20,9 @@ pub struct InnerProduct {
     int8_term: i32,
     act: Activation,
     weight: Vec<f32>,
+    /// The int8 weights as bytes, for the one-input product (a quarter of
+    /// the memory traffic); `weight` is then empty until a batch needs it.
+    weight_i8: Vec<i8>,
     bias: Vec<f32>,
     int8: Option<Int8Scales>,
     /// Per output: the factor back from an int8 sum.
@@ -39,6 +43,7 @@ impl InnerProduct {
             int8_term: pd.int(8, 0),
             act: Activation::from_params(pd, 9, 10)?,
             weight: vec![],
+            weight_i8: vec![],
             bias: vec![],
             int8: None,
             dequant: vec![],
@@ -55,6 +60,7 @@ impl InnerProduct {
             int8_term: if int8.is_some() { 1 } else { 0 },
             act,
             weight,
+            weight_i8: vec![],
             bias,
             int8,
             dequant,
@@ -84,10 +90,18 @@ impl InnerProduct {
         let n = self.num_output;
         if rows > 0 {
             // out[r][o] = sum_i x[r][i] * W[o][i]
-            matmul(View::rows(&input, k), View::transposed(&self.weight, k), &mut out.data, rows, k, n);
+            let widened: Vec<f32>;
+            let w = if self.weight_i8.is_empty() {
+                &self.weight[..]
+            } else {
+                widened = self.weight_i8.iter().map(|&v| v as f32).collect();
+                &widened[..]
+            };
+            matmul(View::rows(&input, k), View::transposed(w, k), &mut out.data, rows, k, n);
+        } else if self.weight_i8.is_empty() {
+            gemv(Rows::F32(&self.weight), &input, k, &mut out.data);
         } else {
-            // One input: threaded over the outputs (rows of W).
-            matmul(View::rows(&self.weight, k), View { data: &input, rs: 1, cs: 1 }, &mut out.data, n, k, 1);
+            gemv(Rows::I8(&self.weight_i8), &input, k, &mut out.data);
         }
         if self.int8.is_some() {
             for row in out.data.chunks_mut(n) {
@@ -123,6 +137,9 @@ impl Layer for InnerProduct {
             }
             self.dequant = dequant_scales(s.bottom, &s.weight);
             self.int8 = Some(s);
+            // whole numbers -127..127 after quantization
+            self.weight_i8 = self.weight.iter().map(|&v| v as i8).collect();
+            self.weight = Vec::new();
         }
         Ok(())
     }

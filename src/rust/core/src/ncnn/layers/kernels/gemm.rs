@@ -231,6 +231,31 @@ struct Rows<'a> {
     ep: &'a Epi<'a>,
     biases: &'a [[f32; MR]],
     maxoff: usize,
+    /// Runs of blocks whose packed weights stay in cache together: each is
+    /// swept over all the columns before the next (weights larger than
+    /// the cache are then read once per run, not once per column tile).
+    chunks: Vec<(usize, usize)>,
+}
+
+/// Bytes of packed weights swept over the columns together.
+const CHUNK_BYTES: usize = 192 << 10;
+
+/// Consecutive runs of `a`'s blocks of at most CHUNK_BYTES packed weights.
+fn chunks_of(a: &PackedA) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let (mut b0, mut bytes) = (0, 0);
+    for (i, bl) in a.blocks.iter().enumerate() {
+        let sz = a.k * bl.mr * 4;
+        if i > b0 && bytes + sz > CHUNK_BYTES {
+            out.push((b0, i));
+            (b0, bytes) = (i, 0);
+        }
+        bytes += sz;
+    }
+    if b0 < a.blocks.len() {
+        out.push((b0, a.blocks.len()));
+    }
+    out
 }
 
 impl<'a> Rows<'a> {
@@ -252,7 +277,7 @@ impl<'a> Rows<'a> {
         // The last element the bottom right output reads.
         assert!(maxoff + (outh - 1) * b.rs + outw <= b.base.len(), "B rows out of bounds");
         let (clamp, post) = (ep.clamp(), ep.post());
-        Rows { a, b, outw, n: ldc, out: SendPtr(out), clamp, post, ep, biases, maxoff }
+        Rows { a, b, outw, n: ldc, out: SendPtr(out), clamp, post, ep, biases, maxoff, chunks: chunks_of(a) }
     }
 
     /// Output rows y0..y1, on the AVX2 tiles when `fast`.
@@ -293,39 +318,47 @@ impl<'a> Rows<'a> {
     fn run(&self, y0: usize, y1: usize, x0: usize, x1: usize, fast: bool) {
         let (a, b, outw, n, cp) = (self.a, self.b, self.outw, self.n, self.out);
         let mut tmp = [[0.0f32; NR]; MR];
-        for y in y0..y1 {
-            let mut x = x0;
-            while x < x1 {
-                let w = (x1 - x).min(NR);
-                // A full-width tile may read past the row (into the next
-                // row or the padding) as long as it stays inside base.
-                let full = fast && self.maxoff + y * b.rs + x + NR <= b.base.len();
-                for (bl, bias) in a.blocks.iter().zip(self.biases) {
-                    let (ab, nrows) = (a.values(bl), bl.rows);
-                    let col = y * b.rs + x;
-                    // SAFETY: rows r0..r0+nrows, columns y*outw+x.. +w of each
-                    // output channel belong to this task alone and are in
-                    // bounds (checked by the caller); B reads are bounded by
-                    // the check of `full`.
-                    unsafe {
-                        let dst = cp.0.add(bl.r0 * n + y * outw + x);
-                        if full {
-                            let bp = b.base.as_ptr();
-                            kernel_avx2(bl.mr, ab, bp, b.offs, col, dst, n, nrows, bias, self.clamp, w);
-                        } else {
-                            kernel_generic(bl.mr, ab, b.base, b.offs, col, w, &mut tmp, bias, self.clamp);
-                            copy_tile(&tmp, dst, n, nrows, w);
+        for &(c0, c1) in &self.chunks {
+            let blocks = &a.blocks[c0..c1];
+            let biases = &self.biases[c0..c1];
+            for y in y0..y1 {
+                let mut x = x0;
+                while x < x1 {
+                    let w = (x1 - x).min(NR);
+                    // A full-width tile may read past the row (into the next
+                    // row or the padding) as long as it stays inside base;
+                    // otherwise the AVX2 tile reads only its `w` columns.
+                    let full = fast && self.maxoff + y * b.rs + x + NR <= b.base.len();
+                    let masked = fast && !full && self.maxoff + y * b.rs + x + w <= b.base.len();
+                    for (bl, bias) in blocks.iter().zip(biases) {
+                        let (ab, nrows) = (a.values(bl), bl.rows);
+                        let col = y * b.rs + x;
+                        // SAFETY: rows r0..r0+nrows, columns y*outw+x.. +w of each
+                        // output channel belong to this task alone and are in
+                        // bounds (checked by the caller); B reads are bounded by
+                        // the check of `full`.
+                        unsafe {
+                            let dst = cp.0.add(bl.r0 * n + y * outw + x);
+                            if full || masked {
+                                let bp = b.base.as_ptr();
+                                kernel_avx2(bl.mr, ab, bp, b.offs, col, dst, n, nrows, bias, self.clamp, w, masked);
+                            } else {
+                                kernel_generic(bl.mr, ab, b.base, b.offs, col, w, &mut tmp, bias, self.clamp);
+                                copy_tile(&tmp, dst, n, nrows, w);
+                            }
                         }
                     }
+                    x += w;
                 }
-                x += w;
-            }
-            if self.post {
-                for r in 0..a.m {
-                    // SAFETY: row y of channel r, columns x0..x1, written
-                    // above by this task.
-                    let row = unsafe { std::slice::from_raw_parts_mut(cp.0.add(r * n + y * outw + x0), x1 - x0) };
-                    self.ep.act.apply(row);
+                if self.post {
+                    for bl in blocks {
+                        for r in bl.r0..bl.r0 + bl.rows {
+                            // SAFETY: row y of channel r, columns x0..x1, written
+                            // above by this task.
+                            let row = unsafe { std::slice::from_raw_parts_mut(cp.0.add(r * n + y * outw + x0), x1 - x0) };
+                            self.ep.act.apply(row);
+                        }
+                    }
                 }
             }
         }
@@ -373,11 +406,13 @@ fn kernel_generic(
 }
 
 /// An `mr` (6 or 4) x 16 tile: bias + sum over k, clamped, stored to the
-/// first `w` columns of `rows` rows of `c` (stride `ldc`).
+/// first `w` columns of `rows` rows of `c` (stride `ldc`); with `masked`
+/// only the first `w` columns of B are read.
 ///
 /// # Safety
-/// The CPU must have AVX2 and FMA; `base + offs[k] + col .. + 16` must be
-/// readable for every k, and `c` writable for `rows` rows of `w`.
+/// The CPU must have AVX2 and FMA; `base + offs[k] + col .. + 16` (`.. + w`
+/// when masked) must be readable for every k, and `c` writable for `rows`
+/// rows of `w`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 unsafe fn kernel_avx2(
@@ -392,18 +427,20 @@ unsafe fn kernel_avx2(
     bias: &[f32; MR],
     clamp: Option<(f32, f32)>,
     w: usize,
+    masked: bool,
 ) {
     #[cfg(target_arch = "x86_64")]
     {
-        if mr == 6 {
-            tile_avx2::<6>(ab, base, offs, col, c, ldc, rows, bias, clamp, w)
-        } else {
-            tile_avx2::<4>(ab, base, offs, col, c, ldc, rows, bias, clamp, w)
+        match (mr, masked) {
+            (6, false) => tile_avx2::<6, false>(ab, base, offs, col, c, ldc, rows, bias, clamp, w),
+            (6, true) => tile_avx2::<6, true>(ab, base, offs, col, c, ldc, rows, bias, clamp, w),
+            (_, false) => tile_avx2::<4, false>(ab, base, offs, col, c, ldc, rows, bias, clamp, w),
+            (_, true) => tile_avx2::<4, true>(ab, base, offs, col, c, ldc, rows, bias, clamp, w),
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (mr, ab, base, offs, col, c, ldc, rows, bias, clamp, w);
+        let _ = (mr, ab, base, offs, col, c, ldc, rows, bias, clamp, w, masked);
         unreachable!("AVX2 kernels run only on x86-64")
     }
 }
@@ -411,7 +448,7 @@ unsafe fn kernel_avx2(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile_avx2<const R: usize>(
+unsafe fn tile_avx2<const R: usize, const MASKED: bool>(
     ab: &[f32],
     base: *const f32,
     offs: &[usize],
@@ -429,11 +466,18 @@ unsafe fn tile_avx2<const R: usize>(
         let v = _mm256_set1_ps(bias[r]);
         acc[r] = [v, v];
     }
+    // Lanes below w: all ones in the sign bit.
+    let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    let m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(w as i32), lane);
+    let m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(w as i32 - 8), lane);
     let ap = ab.as_ptr();
     for (kk, &o) in offs.iter().enumerate() {
         let bp = base.add(o + col);
-        let b0 = _mm256_loadu_ps(bp);
-        let b1 = _mm256_loadu_ps(bp.add(8));
+        let (b0, b1) = if MASKED {
+            (_mm256_maskload_ps(bp, m0), _mm256_maskload_ps(bp.add(8), m1))
+        } else {
+            (_mm256_loadu_ps(bp), _mm256_loadu_ps(bp.add(8)))
+        };
         let a = ap.add(kk * R);
         for (r, acc_r) in acc.iter_mut().enumerate() {
             let av = _mm256_broadcast_ss(&*a.add(r));
@@ -461,10 +505,6 @@ unsafe fn tile_avx2<const R: usize>(
             _mm256_storeu_ps(c.add(r * ldc + 8), v[1]);
         }
     } else {
-        // Lanes below w: all ones in the sign bit.
-        let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-        let m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(w as i32), lane);
-        let m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(w as i32 - 8), lane);
         for (r, v) in acc.iter().enumerate().take(rows) {
             _mm256_maskstore_ps(c.add(r * ldc), m0, v[0]);
             _mm256_maskstore_ps(c.add(r * ldc + 8), m1, v[1]);
@@ -566,14 +606,16 @@ mod speed {
         let act = Activation::default();
         let ep = Epi { bias: &[], act: &act };
         // (m, channels, taps, w, h): a 1x1 and a 3x3 convolution.
-        for (m, c, taps, w, h) in [(24usize, 16usize, 1usize, 112usize, 112usize), (16, 16, 9, 114, 114), (48, 32, 1, 56, 56)] {
+        for (m, c, taps, w, h) in [(24usize, 16usize, 1usize, 112usize, 112usize), (16, 16, 9, 114, 114), (48, 32, 1, 56, 56), (128, 64, 1, 56, 56), (256, 256, 1, 28, 28), (512, 512, 1, 14, 14), (1024, 1024, 1, 7, 7), (64, 64, 9, 58, 58), (256, 256, 9, 16, 16)] {
             let k = c * taps;
             let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32).collect();
             let x: Vec<f32> = (0..c * w * h + 64).map(|i| (i % 5) as f32).collect();
             let side = if taps == 9 { 3 } else { 1 };
             let offs: Vec<usize> = (0..k).map(|r| (r / taps) * w * h + ((r % taps) / side) * w + r % side).collect();
-            let (outw, outh) = (w - side + 1, h - side + 1);
+            // a 1x1 kernel runs as one long row (as the layer does)
+            let (outw, outh) = if side == 1 { (w * h, 1) } else { (w - side + 1, h - side + 1) };
             let b = BView { base: &x, offs: &offs, rs: w };
+            let a: Vec<f32> = a.iter().enumerate().map(|(i, v)| v * 0.01 - (i % 3) as f32 * 0.013).collect();
             let pa = PackedA::new(&a, m, k);
             let mut out = vec![0.0f32; m * outw * outh];
             let mut best = f64::INFINITY;

@@ -7,6 +7,7 @@ pub mod deconv;
 pub mod depthwise;
 pub mod detect;
 pub mod gemm;
+pub mod gemv;
 pub mod math;
 pub mod matmul;
 pub mod pool_rows;

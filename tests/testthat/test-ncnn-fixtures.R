@@ -1,7 +1,8 @@
 # Every builtin layer case, three architectures (tools/ncnn_fixtures.py),
 # the layers beyond the common set with their edge parameters
 # (tools/ncnn_layer_fixtures.py) and the small networks of ncnn's benchmark
-# with random weights (tools/ncnn_bench_fixtures.py --small), against
+# with random weights (tools/ncnn_bench_fixtures.py --small; all 35 with
+# GGMLR_NCNN_BENCH_DIR, see below), against
 # outputs of the real ncnn saved by those scripts (no Python needed here).
 
 dir <- ncnn_fixture_dir()
@@ -106,7 +107,9 @@ for (k in seq_len(nrow(layer_cases))) {
   })
 }
 
-bench_dir <- test_path("fixtures", "ncnn-bench")
+# GGMLR_NCNN_BENCH_DIR checks another set made by the same script instead,
+# e.g. all 35 networks at ncnn's benchmark input sizes (without --small).
+bench_dir <- Sys.getenv("GGMLR_NCNN_BENCH_DIR", test_path("fixtures", "ncnn-bench"))
 bench <- utils::read.delim(file.path(bench_dir, "bench.tsv"), stringsAsFactors = FALSE)
 names(bench)[1] <- "case"
 for (k in seq_len(nrow(bench))) {

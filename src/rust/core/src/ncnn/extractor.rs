@@ -56,17 +56,31 @@ impl Extractor {
         self.light_mode = on;
     }
 
+    /// Set input `blob`. Everything computed so far came from the earlier
+    /// inputs, so it is dropped; the other given inputs stay.
     pub fn input(&mut self, net: &Net, blob: usize, m: Mat) -> anyhow::Result<()> {
         self.check(net)?;
+        if blob >= self.blobs.len() {
+            ncnn_bail!("blob index {blob} is out of range: this net has {} blobs", self.blobs.len());
+        }
+        for (b, given) in self.blobs.iter_mut().zip(&self.given) {
+            if !given {
+                *b = None;
+            }
+        }
         self.blobs[blob] = Some(m);
         self.given[blob] = true;
         Ok(())
     }
 
+    /// Compute `blob` (and what it needs). A stop requested through
+    /// [`crate::base::cancel`] ends the pass between layers.
     pub fn extract(&mut self, net: &Net, blob: usize) -> anyhow::Result<Mat> {
         self.check(net)?;
-        if let Some(m) = &self.blobs[blob] {
-            return Ok(m.clone());
+        match self.blobs.get(blob) {
+            None => ncnn_bail!("blob index {blob} is out of range: this net has {} blobs", self.blobs.len()),
+            Some(Some(m)) => return Ok(m.clone()),
+            Some(None) => {}
         }
         match net.pool() {
             // Without custom layers the whole pass runs on the pool: one
@@ -100,6 +114,7 @@ impl Extractor {
                 stack.pop();
                 continue;
             }
+            crate::base::cancel::check()?;
             state[li] = 1;
             let l = &spec.layers[li];
             // A channel Concat of convolutions runs them itself, into its
@@ -152,10 +167,11 @@ impl Extractor {
                 continue;
             }
             if let Some(convs) = fused {
-                let xs: Vec<Mat> = needs.iter().map(|&(b, _)| self.blobs[b].take().unwrap()).collect();
+                let blobs: Vec<usize> = needs.iter().map(|&(b, _)| b).collect();
+                let xs = self.take_bottoms(net, &blobs)?;
                 let clock = self.timings.as_ref().map(|t| t.1);
                 let mut times = Vec::new();
-                let top = fuse_concat::run(net, li, &convs, xs, clock, &mut times)?;
+                let top = crate::base::alloc::catch_refusal(|| fuse_concat::run(net, li, &convs, xs, clock, &mut times))?;
                 if let Some(t) = self.timings.as_mut() {
                     t.0.extend(times);
                 }
@@ -177,22 +193,15 @@ impl Extractor {
                     names.join(", ")
                 );
             }
-            let bottoms: Vec<Mat> = l
-                .bottoms
-                .iter()
-                .map(|&b| {
-                    // Light mode releases every blob once its consumer has run.
-                    if self.light_mode {
-                        self.blobs[b].take().unwrap()
-                    } else {
-                        self.blobs[b].clone().unwrap()
-                    }
-                })
-                .collect();
+            let bottoms = self.take_bottoms(net, &l.bottoms)?;
             let t0 = self.timings.as_ref().map(|t| (t.1)());
-            let tops = net
-                .run_layer(li, bottoms, l.tops.len())
-                .map_err(|e| err(format!("{}: {e:#}", l.describe())))?;
+            let tops = net.run_layer(li, bottoms, l.tops.len()).map_err(|e| {
+                if crate::base::cancel::is_interrupt(&e) {
+                    e
+                } else {
+                    err(format!("{}: {e:#}", l.describe()))
+                }
+            })?;
             if let (Some(t), Some(t0)) = (self.timings.as_mut(), t0) {
                 let now = (t.1)();
                 t.0.push((li, now - t0));
@@ -217,6 +226,26 @@ impl Extractor {
                 describe_blob(net, blob)
             ))
         })
+    }
+}
+
+impl Extractor {
+    /// The bottoms of a layer, in order. Light mode releases every blob
+    /// once its consumer has run: the last mention of a blob takes it, an
+    /// earlier one (a layer listing the same bottom twice) copies it.
+    fn take_bottoms(&mut self, net: &Net, list: &[usize]) -> anyhow::Result<Vec<Mat>> {
+        let mut out = Vec::with_capacity(list.len());
+        for (j, &b) in list.iter().enumerate() {
+            let last = !list[j + 1..].contains(&b);
+            let slot = self.blobs.get_mut(b);
+            let m = match slot {
+                Some(s) if self.light_mode && last => s.take(),
+                Some(s) => s.clone(),
+                None => None,
+            };
+            out.push(m.ok_or_else(|| err(format!("blob {} is missing", describe_blob(net, b))))?);
+        }
+        Ok(out)
     }
 }
 

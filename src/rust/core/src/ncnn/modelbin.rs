@@ -2,6 +2,7 @@
 //! in file order as ncnn reads them: "tagged" arrays (a 4-byte flag, then
 //! fp32, fp16, int8 or a 256-value table with byte indices) and raw fp32.
 
+use crate::ncnn::err;
 use crate::ncnn_bail;
 use std::sync::Arc;
 
@@ -63,7 +64,12 @@ fn align4(n: usize) -> usize {
 fn bytes_of(n: usize, size: usize, what: &str) -> anyhow::Result<usize> {
     n.checked_mul(size)
         .map(align4)
-        .ok_or_else(|| crate::ncnn::err(format!("{what}: {n} values is too many")))
+        .ok_or_else(|| err(format!("{what}: {n} values is too many")))
+}
+
+/// Room for `n` values, allocated fallibly (`n` comes from the param).
+fn alloc(n: usize, what: &str) -> anyhow::Result<Vec<f32>> {
+    crate::base::alloc::try_with_capacity(n, what).map_err(|e| err(format!("{e:#}")))
 }
 
 impl ModelBin {
@@ -98,9 +104,7 @@ impl ModelBin {
     /// `n` fp32 values (zeros from the empty reader).
     fn f32s(&mut self, n: usize, what: &str) -> anyhow::Result<Vec<f32>> {
         let nb = bytes_of(n, 4, what)?;
-        let mut out = Vec::new();
-        out.try_reserve_exact(n)
-            .map_err(|_| crate::ncnn::err(format!("{what}: cannot allocate {n} values")))?;
+        let mut out = alloc(n, what)?;
         match self.take(nb, what)? {
             None => out.resize(n, 0.0),
             Some(s) => out.extend(s.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))),
@@ -131,16 +135,10 @@ impl ModelBin {
             Some(t) => [t[0], t[1], t[2], t[3]],
         };
         let tag = u32::from_le_bytes(flag);
-        let alloc = |n: usize| -> anyhow::Result<Vec<f32>> {
-            let mut v = Vec::new();
-            v.try_reserve_exact(n)
-                .map_err(|_| crate::ncnn::err(format!("{what}: cannot allocate {n} values")))?;
-            Ok(v)
-        };
         match tag {
             TAG_FP16 => {
                 let nb = bytes_of(n, 2, what)?;
-                let mut out = alloc(n)?;
+                let mut out = alloc(n, what)?;
                 match self.take(nb, what)? {
                     None => out.resize(n, 0.0),
                     Some(s) => out.extend(
@@ -151,7 +149,7 @@ impl ModelBin {
             }
             TAG_INT8 => {
                 let nb = bytes_of(n, 1, what)?;
-                let mut out = alloc(n)?;
+                let mut out = alloc(n, what)?;
                 match self.take(nb, what)? {
                     None => out.resize(n, 0.0),
                     Some(s) => out.extend(s[..n].iter().map(|&b| b as i8 as f32)),
@@ -162,7 +160,7 @@ impl ModelBin {
             _ if flag.iter().map(|&b| b as u32).sum::<u32>() != 0 => {
                 let table = self.f32s(256, what)?;
                 let nb = bytes_of(n, 1, what)?;
-                let mut out = alloc(n)?;
+                let mut out = alloc(n, what)?;
                 match self.take(nb, what)? {
                     None => out.resize(n, table[0]),
                     Some(s) => out.extend(s[..n].iter().map(|&i| table[i as usize])),

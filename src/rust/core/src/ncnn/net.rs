@@ -38,22 +38,17 @@ pub struct Net {
     pub light_mode: bool,
     /// Bumped whenever the layers change, so stale extractors are refused.
     generation: u64,
+    /// The worker threads of `opt`, started anew in a forked child.
+    threads: crate::base::threads::Pool,
 }
 
 impl Net {
     pub fn new(num_threads: usize, light_mode: bool) -> anyhow::Result<Net> {
         let n = num_threads.max(1);
         // One thread: layers run on the calling thread, loops sequentially.
-        let pool = if n == 1 {
-            None
-        } else {
-            let p = rayon::ThreadPoolBuilder::new()
-                .num_threads(n)
-                .thread_name(|i| format!("ncnn-worker-{i}"))
-                .build()
-                .map_err(|e| err(format!("could not start {n} worker threads: {e}")))?;
-            Some(Arc::new(p))
-        };
+        let threads = crate::base::threads::Pool::new(n, "ncnn-worker")
+            .map_err(|e| err(format!("{e:#}")))?;
+        let pool = threads.get().map_err(|e| err(format!("{e:#}")))?;
         Ok(Net {
             registry: Registry::default(),
             spec: NetSpec::default(),
@@ -66,6 +61,7 @@ impl Net {
             },
             light_mode,
             generation: 0,
+            threads,
         })
     }
 
@@ -319,11 +315,6 @@ impl Net {
         self.layers.iter().any(|l| matches!(l, Imp::Custom(..)))
     }
 
-    /// The worker pool (None: one thread, layers run on the caller's).
-    pub(super) fn pool(&self) -> Option<&Arc<rayon::ThreadPool>> {
-        self.opt.pool.as_ref()
-    }
-
     /// The parsed param.
     pub(super) fn spec(&self) -> &NetSpec {
         &self.spec
@@ -340,21 +331,30 @@ impl Net {
     /// Runs `f` where builtin layers run: on the worker pool, or on this
     /// thread with sequential loops.
     pub(super) fn on_pool<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
-        match &self.opt.pool {
+        match self.pool() {
             Some(p) => p.install(f),
             None => crate::ncnn::par::run_sequential(f),
         }
     }
 
+    /// The worker pool in this process (None: one thread, layers run on
+    /// the caller's; a forked child starts its own threads; none could
+    /// start: the calling thread does the work).
+    pub(super) fn pool(&self) -> Option<Arc<rayon::ThreadPool>> {
+        self.threads.get().ok().flatten()
+    }
+
+    /// Run layer `li`. An allocation a layer's sizes make impossible is
+    /// refused as this layer's error (see `alloc::Refused`).
     pub(super) fn run_layer(&self, li: usize, bottoms: Vec<Mat>, ntop: usize) -> anyhow::Result<Vec<Mat>> {
-        match &self.layers[li] {
-            Imp::Builtin(b) => {
+        match self.layers.get(li) {
+            Some(Imp::Builtin(b)) => {
                 let opt = &self.opt;
-                self.on_pool(|| b.forward(bottoms, ntop, opt))
+                crate::base::alloc::catch_refusal(|| self.on_pool(|| b.forward(bottoms, ntop, opt)))
             }
             // Custom layers run on the calling thread.
-            Imp::Custom(Some(c), _) => c.forward(bottoms, ntop, &self.opt),
-            Imp::Custom(None, _) => ncnn_bail!("layer was destroyed"),
+            Some(Imp::Custom(Some(c), _)) => crate::base::alloc::catch_refusal(|| c.forward(bottoms, ntop, &self.opt)),
+            Some(Imp::Custom(None, _)) | None => ncnn_bail!("layer was destroyed"),
         }
     }
 }

@@ -17,6 +17,12 @@ struct Mat<'a> {
     cs: isize,
 }
 
+/// Multiply-adds of one sgemm call at most, when a product is split for
+/// Ctrl-C (about a quarter second on one core)...
+const SLAB_WORK: usize = 1 << 31;
+/// ... in whole multiples of this depth (sgemm's own blocking of k).
+const SLAB_DEPTH: usize = 256;
+
 /// C (m x n, row-major, contiguous rows of n) = A (m x k) * B (k x n), rows of C
 /// split across the pool.
 fn gemm(pool: &Pool, m: usize, k: usize, n: usize, a: Mat<'_>, b: Mat<'_>, c: &mut [f32]) {
@@ -24,6 +30,9 @@ fn gemm(pool: &Pool, m: usize, k: usize, n: usize, a: Mat<'_>, b: Mat<'_>, c: &m
     if m == 0 || n == 0 {
         return;
     }
+    // A large block is summed over slabs of k (whole multiples of sgemm's
+    // own depth blocking, so nothing is packed twice), so that a requested
+    // stop (Ctrl-C) is seen between slabs, within a fraction of a second.
     let run = |row0: usize, c_rows: &mut [f32]| {
         let rows = c_rows.len() / n;
         if k == 0 {
@@ -33,26 +42,37 @@ fn gemm(pool: &Pool, m: usize, k: usize, n: usize, a: Mat<'_>, b: Mat<'_>, c: &m
         let a_last = (row0 + rows - 1) as isize * a.rs + (k as isize - 1) * a.cs;
         let b_last = (k as isize - 1) * b.rs + (n as isize - 1) * b.cs;
         assert!(a_last < a.d.len() as isize && b_last < b.d.len() as isize, "gemm operand bounds");
-        // SAFETY: every element sgemm reads lies within `a.d` / `b.d` (checked
-        // above: strides are non-negative, the last element is in bounds), and it
-        // writes exactly the `rows x n` elements of `c_rows`.
-        unsafe {
-            matrixmultiply::sgemm(
-                rows,
-                k,
-                n,
-                1.0,
-                a.d.as_ptr().offset(row0 as isize * a.rs),
-                a.rs,
-                a.cs,
-                b.d.as_ptr(),
-                b.rs,
-                b.cs,
-                0.0,
-                c_rows.as_mut_ptr(),
-                n as isize,
-                1,
-            );
+        let depth = (SLAB_WORK / rows.saturating_mul(n).max(1)).max(1).div_ceil(SLAB_DEPTH) * SLAB_DEPTH;
+        let mut k0 = 0;
+        while k0 < k {
+            if crate::base::cancel::requested() {
+                return;
+            }
+            let kk = depth.min(k - k0);
+            // SAFETY: every element sgemm reads lies within `a.d` / `b.d`
+            // (checked above: strides are non-negative, the last element of
+            // the whole product is in bounds, and this slab's columns of A and
+            // rows of B are within it), and it writes exactly the `rows x n`
+            // elements of `c_rows`.
+            unsafe {
+                matrixmultiply::sgemm(
+                    rows,
+                    kk,
+                    n,
+                    1.0,
+                    a.d.as_ptr().offset(row0 as isize * a.rs + k0 as isize * a.cs),
+                    a.rs,
+                    a.cs,
+                    b.d.as_ptr().offset(k0 as isize * b.rs),
+                    b.rs,
+                    b.cs,
+                    if k0 == 0 { 0.0 } else { 1.0 },
+                    c_rows.as_mut_ptr(),
+                    n as isize,
+                    1,
+                );
+            }
+            k0 += kk;
         }
     };
     let work = m * n * k;

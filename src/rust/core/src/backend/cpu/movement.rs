@@ -45,7 +45,7 @@ pub fn get_rows(a: &Src<'_>, idx: &Src<'_>, out: &mut [f32], ne: [usize; 4]) -> 
                 let r = idx.at(i10, i11, i12, 0);
                 ensure!(
                     r >= 0.0 && (r as usize) < a.ne[1],
-                    "get_rows: row index {r} is out of range: the tensor has {} rows (indices \
+                    "get_rows: row index {r:.0} is out of range: the tensor has {} rows (indices \
                      start at 0)",
                     a.ne[1]
                 );

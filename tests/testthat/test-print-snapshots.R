@@ -107,7 +107,8 @@ printable <- function() {
     ncnn_extractor = net$create_extractor(),
     ncnn_layer = ncnn_layer(function(x) x),
     ncnn_net = net,
-    summary.ag_layer = summary(model)
+    summary.ag_layer = summary(model),
+    onnx_model = onnx_load(system.file("extdata", "onnx", "tiny_mlp.onnx", package = "ggmlR"), device = "cpu")
   )
   attr(objs, "free") <- free
   objs

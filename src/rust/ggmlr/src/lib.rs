@@ -15,6 +15,8 @@ mod guard;
 mod interrupt;
 mod malloc;
 mod ops;
+mod quant;
+mod gguf;
 mod residency;
 mod rstr;
 mod savefile;
@@ -24,6 +26,7 @@ mod vulkan_backend;
 mod ncnn;
 mod ncnn_custom;
 mod ncnn_params;
+mod onnx;
 
 pub use guard::guard;
 
@@ -61,10 +64,13 @@ extendr_module! {
     use graph;
     use buffer;
     use ops;
+    use quant;
+    use gguf;
     use residency;
     use vulkan;
     use vulkan_backend;
     use ncnn;
     use ncnn_params;
+    use onnx;
     use savefile;
 }

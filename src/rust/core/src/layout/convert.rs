@@ -1,5 +1,7 @@
 //! Element conversion between a tensor's storage type and f32 / f64 values,
-//! in native byte order.
+//! in native byte order. Quantized types have no single-element form: their
+//! values move a row at a time through `base::quant` (callers route them
+//! there; here they read as NaN and are not written).
 
 use crate::base::dtype::DType;
 use half::{bf16, f16};
@@ -8,6 +10,7 @@ use half::{bf16, f16};
 #[inline]
 pub fn decode(dt: DType, b: &[u8], o: usize) -> f32 {
     match dt {
+        DType::Quant(_) => f32::NAN,
         DType::F32 => f32::from_ne_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]),
         DType::F16 => f16::from_ne_bytes([b[o], b[o + 1]]).to_f32(),
         DType::BF16 => bf16::from_ne_bytes([b[o], b[o + 1]]).to_f32(),
@@ -19,6 +22,7 @@ pub fn decode(dt: DType, b: &[u8], o: usize) -> f32 {
 #[inline]
 pub fn encode(dt: DType, v: f32, b: &mut [u8], o: usize) {
     match dt {
+        DType::Quant(_) => {}
         DType::F32 => b[o..o + 4].copy_from_slice(&v.to_ne_bytes()),
         DType::F16 => b[o..o + 2].copy_from_slice(&f16::from_f32(v).to_ne_bytes()),
         DType::BF16 => b[o..o + 2].copy_from_slice(&bf16::from_f32(v).to_ne_bytes()),

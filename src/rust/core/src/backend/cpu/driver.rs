@@ -7,7 +7,7 @@
 
 use super::access::{self, Src};
 use super::par::Pool;
-use super::{conv, elementwise, matmul, movement, reduce};
+use super::{conv, elementwise, extended, matmul, movement, reduce};
 use crate::backend::Node;
 use crate::memory::BufferLocks;
 use crate::op::Op;
@@ -15,6 +15,10 @@ use anyhow::ensure;
 
 /// Compute one node on the CPU.
 pub fn run(node: &Node, pool: &Pool) -> crate::Result<()> {
+    // Products and row lookups of quantized weights have kernels of their own.
+    if let Some(done) = super::quantized::run(node, pool) {
+        return done;
+    }
     let dst = &node.dst;
     // Same-type copies move bytes, so i32 and f16 values stay exact.
     if matches!(node.op, Op::Dup | Op::Cont | Op::Cpy) && node.srcs[0].layout.dtype == dst.layout.dtype {
@@ -90,6 +94,13 @@ pub(super) fn kernel(op: &Op, s: &[Src<'_>], out: &mut [f32], ne: [usize; 4], po
         Op::Pool2d { op, k0, k1, s0, s1, p0, p1 } => {
             conv::pool_2d(&s[0], *op, [*k0, *k1, *s0, *s1], [*p0, *p1], out, ne, pool)
         }
+        Op::Map { .. }
+        | Op::Binary { .. }
+        | Op::ReduceRows { .. }
+        | Op::ScanRows { .. }
+        | Op::GatherAxis { .. }
+        | Op::ScatterFlat { .. }
+        | Op::PadEx { .. } => extended::kernel(op, s, out, ne, pool)?,
     }
     Ok(())
 }

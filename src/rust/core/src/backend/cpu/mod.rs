@@ -7,9 +7,11 @@ pub mod access;
 mod conv;
 pub mod driver;
 mod elementwise;
+mod extended;
 mod matmul;
 mod movement;
 pub mod par;
+mod quantized;
 mod reduce;
 
 #[cfg(test)]

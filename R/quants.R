@@ -70,6 +70,15 @@
 #' w <- rep(c(10, 0.1), each = 16, length.out = 512)
 #' yw <- dequantize_row_q4_K(quantize_q4_K(x, 1, 512, imatrix = w), 512)
 #' c(plain = sum(w * (x - y)^2), weighted = sum(w * (x - yw)^2))
+#' # every quantizer (the IQ types need an importance matrix): bytes for 512 values
+#' quantizers <- list(iq1_m = quantize_iq1_m, iq1_s = quantize_iq1_s, iq2_s = quantize_iq2_s,
+#'   iq2_xs = quantize_iq2_xs, iq2_xxs = quantize_iq2_xxs, iq3_s = quantize_iq3_s, iq3_xxs =
+#'   quantize_iq3_xxs, iq4_nl = quantize_iq4_nl, iq4_xs = quantize_iq4_xs, mxfp4 =
+#'   quantize_mxfp4, nvfp4 = quantize_nvfp4, q1_0 = quantize_q1_0, q2_K = quantize_q2_K, q3_K =
+#'   quantize_q3_K, q4_0 = quantize_q4_0, q4_1 = quantize_q4_1, q5_0 = quantize_q5_0, q5_1 =
+#'   quantize_q5_1, q5_K = quantize_q5_K, q6_K = quantize_q6_K, q8_0 = quantize_q8_0, q8_K =
+#'   quantize_q8_K, tq1_0 = quantize_tq1_0, tq2_0 = quantize_tq2_0)
+#' sapply(quantizers, function(f) length(f(x, 1, 512, imatrix = rep(1, 512))))
 quantize_q4_0 <- .quantizer(2L)
 
 #' @rdname quantize_q4_0
@@ -184,6 +193,16 @@ quantize_q1_0 <- .quantizer(41L)
 #' q <- quantize_row_q8_0_ref(c(1.27, -0.635, rep(0, 30)))
 #' q[1:4]
 #' dequantize_row_q8_0(q)[1:2]
+#' # every reference quantizer: bytes for 512 values
+#' refs <- list(iq2_s = quantize_row_iq2_s_ref, iq3_s = quantize_row_iq3_s_ref, iq3_xxs =
+#'   quantize_row_iq3_xxs_ref, iq4_nl = quantize_row_iq4_nl_ref, iq4_xs =
+#'   quantize_row_iq4_xs_ref, mxfp4 = quantize_row_mxfp4_ref, nvfp4 = quantize_row_nvfp4_ref,
+#'   q1_0 = quantize_row_q1_0_ref, q2_K = quantize_row_q2_K_ref, q3_K = quantize_row_q3_K_ref,
+#'   q4_0 = quantize_row_q4_0_ref, q4_1 = quantize_row_q4_1_ref, q4_K = quantize_row_q4_K_ref,
+#'   q5_0 = quantize_row_q5_0_ref, q5_1 = quantize_row_q5_1_ref, q5_K = quantize_row_q5_K_ref,
+#'   q6_K = quantize_row_q6_K_ref, q8_1 = quantize_row_q8_1_ref, q8_K = quantize_row_q8_K_ref,
+#'   tq1_0 = quantize_row_tq1_0_ref, tq2_0 = quantize_row_tq2_0_ref)
+#' sapply(refs, function(f) length(f(rnorm(512), 512)))
 quantize_row_q4_0_ref <- .ref_quantizer(2L)
 
 #' @rdname quantize_row_q4_0_ref
@@ -283,6 +302,22 @@ quantize_row_q1_0_ref <- .ref_quantizer(41L)
 #' @examples
 #' q <- quantize_q4_0(seq(-1, 1, length.out = 64))
 #' round(dequantize_row_q4_0(q, 64), 3)
+#' # every dequantizer, on the bytes of ggml_quantize_chunk(): the largest error
+#' deq <- list(iq1_m = dequantize_row_iq1_m, iq1_s = dequantize_row_iq1_s, iq2_s =
+#'   dequantize_row_iq2_s, iq2_xs = dequantize_row_iq2_xs, iq2_xxs = dequantize_row_iq2_xxs,
+#'   iq3_s = dequantize_row_iq3_s, iq3_xxs = dequantize_row_iq3_xxs, iq4_nl =
+#'   dequantize_row_iq4_nl, iq4_xs = dequantize_row_iq4_xs, mxfp4 = dequantize_row_mxfp4, nvfp4
+#'   = dequantize_row_nvfp4, q1_0 = dequantize_row_q1_0, q2_K = dequantize_row_q2_K, q3_K =
+#'   dequantize_row_q3_K, q4_1 = dequantize_row_q4_1, q4_K = dequantize_row_q4_K, q5_0 =
+#'   dequantize_row_q5_0, q5_1 = dequantize_row_q5_1, q5_K = dequantize_row_q5_K, q6_K =
+#'   dequantize_row_q6_K, q8_0 = dequantize_row_q8_0, q8_1 = dequantize_row_q8_1, q8_K =
+#'   dequantize_row_q8_K, tq1_0 = dequantize_row_tq1_0, tq2_0 = dequantize_row_tq2_0)
+#' x <- rnorm(512)
+#' codes <- sapply(0:41, function(t) tryCatch(ggml_type_name(t), error = function(e) NA))
+#' sapply(names(deq), function(t) {
+#'   q <- ggml_quantize_chunk(match(t, codes) - 1L, x, 1, 512, imatrix = rep(1, 512))
+#'   signif(max(abs(deq[[t]](q, 512) - x)), 2)
+#' })
 dequantize_row_q4_0 <- .dequantizer(2L)
 
 #' @rdname dequantize_row_q4_0
@@ -449,6 +484,9 @@ ggml_quantize_requires_imatrix <- function(type) .rs(rs_requires_imatrix(type))
 #' iq3xs_init_impl(256)
 #' q <- quantize_iq3_xxs(rnorm(256))
 #' iq3xs_free_impl(256)
+#' iq2xs_init_impl(GGML_TYPE_IQ2_XS)
+#' length(quantize_iq2_xs(rnorm(256), imatrix = rep(1, 256)))
+#' iq2xs_free_impl(GGML_TYPE_IQ2_XS)
 iq2xs_init_impl <- function(type) {
   .iq_check(type, c(16L, 17L, 19L, 22L, 29L), "iq2xs_init_impl", "GGML_TYPE_IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S or IQ1_M")
   invisible(.rs(rs_quantize_init(type)))

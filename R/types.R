@@ -16,6 +16,14 @@
 #' ggml_type_name(GGML_TYPE_BF16)
 #' sapply(c(GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_I32), ggml_type_name)
 #' ggml_type_size(GGML_TYPE_Q4_0) # bytes of a block of 32 values
+#' # the quantized types: names and bytes per block
+#' quantized <- c(GGML_TYPE_IQ1_M, GGML_TYPE_IQ1_S, GGML_TYPE_IQ2_S, GGML_TYPE_IQ2_XS,
+#'   GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ3_S, GGML_TYPE_IQ3_XXS, GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS,
+#'   GGML_TYPE_MXFP4, GGML_TYPE_NVFP4, GGML_TYPE_Q1_0, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K,
+#'   GGML_TYPE_Q4_1, GGML_TYPE_Q4_K, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q5_K,
+#'   GGML_TYPE_Q6_K, GGML_TYPE_Q8_0, GGML_TYPE_Q8_1, GGML_TYPE_Q8_K, GGML_TYPE_TQ1_0,
+#'   GGML_TYPE_TQ2_0)
+#' data.frame(name = sapply(quantized, ggml_type_name), block_bytes = sapply(quantized, ggml_type_size))
 GGML_TYPE_F32 <- 0L
 
 #' @rdname GGML_TYPE_F32

@@ -27,7 +27,8 @@ test_that("types have ggml's codes, sizes and names", {
   expect_identical(c(GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_I32, GGML_TYPE_BF16), c(0L, 1L, 26L, 30L))
   expect_identical(sapply(c(0, 1, 26, 30), ggml_type_size), c(4L, 2L, 4L, 2L))
   expect_identical(sapply(c(0, 1, 26, 30), ggml_type_name), c("f32", "f16", "i32", "bf16"))
-  expect_error(ggml_type_size(2), "unsupported tensor type", class = "ggmlR_error")
+  expect_identical(ggml_type_size(2), 18L) # q4_0: a block of 32 values
+  expect_error(ggml_type_size(4), "unsupported tensor type", class = "ggmlR_error") # ggml's removed q4_2
 })
 
 test_that("tensors report shape, sizes, names and where their data is", {
@@ -51,7 +52,8 @@ test_that("tensors report shape, sizes, names and where their data is", {
   expect_true(ggml_is_contiguous(b))
   expect_false(ggml_is_contiguous(ggml_transpose(ctx, b)))
   expect_error(ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 0), "at least 1", class = "ggmlR_error")
-  expect_error(ggml_new_tensor_1d(ctx, 7, 3), "unsupported tensor type", class = "ggmlR_error")
+  expect_error(ggml_new_tensor_1d(ctx, 4, 3), "unsupported tensor type", class = "ggmlR_error")
+  expect_error(ggml_new_tensor_1d(ctx, GGML_TYPE_Q5_1, 3), "blocks of 32", class = "ggmlR_error")
   expect_error(ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 2^20, 2^20, 2^20, 2^20), "too large",
     class = "ggmlR_error")
   expect_error(ggml_new_tensor(ctx, GGML_TYPE_F32, 3, c(2, 2)), "n_dims", class = "ggmlR_error")

@@ -59,9 +59,14 @@ printable <- function() {
   fx <- ggml_input(shape = 3, name = "x")
   fh <- ggml_layer_dense(fx, 4, activation = "relu", name = "hidden")
   fo <- ggml_layer_dense(fh, 2, activation = "softmax", name = "probs")
+  gguf_path <- file.path(tempdir(), "print-snapshot.gguf")
+  gguf_write(gguf_path, list(general.name = "snapshot"), tensors = list(w = matrix(1:4, 2)))
+  gg <- gguf_load(gguf_path)
   # what holds ledger memory is freed by the caller (free()), not left to
   # the garbage collector in the middle of another test
   free <- function() {
+    gguf_free(gg)
+    unlink(gguf_path)
     ggml_opt_free(opt)
     ggml_opt_result_free(res)
     ggml_opt_dataset_free(ds)
@@ -104,6 +109,7 @@ printable <- function() {
     ggml_tensor = a,
     ggml_tensor_node = fo,
     ggmlR_marshaled = ggml_marshal_model(seq_model),
+    gguf = gg,
     ncnn_extractor = net$create_extractor(),
     ncnn_layer = ncnn_layer(function(x) x),
     ncnn_net = net,

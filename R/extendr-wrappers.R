@@ -422,6 +422,11 @@ rs_ncnn_ex_input <- function(e, blob, x) .Call(wrap__rs_ncnn_ex_input, e, blob, 
 #' @noRd
 rs_ncnn_ex_extract <- function(e, blob) .Call(wrap__rs_ncnn_ex_extract, e, blob)
 
+#' @noRd
+rs_ncnn_pd_get <- function(p, id, default) .Call(wrap__rs_ncnn_pd_get, p, id, default)
+
+#' @noRd
+rs_ncnn_mb_load <- function(p, w, kind) .Call(wrap__rs_ncnn_mb_load, p, w, kind)
 #' The operators the importer implements.
 #' @noRd
 rs_onnx_operators <- function() .Call(wrap__rs_onnx_operators)

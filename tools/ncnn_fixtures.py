@@ -102,8 +102,13 @@ def write_blob(path, a):
         f.write(BLOB_MAGIC)
         f.write(a.astype("<f4").tobytes())
 
+# Whether layers with int8_scale_term run as int8 (else int8 is off).
+INT8 = False
+
+
 def fp32_net(num_threads=1):
-    """A real ncnn Net computing in fp32 on the CPU."""
+    """A real ncnn Net computing in fp32 on the CPU (int8 layers in int8
+    when INT8 is set)."""
     net = ncnn.Net()
     net.opt.use_vulkan_compute = False
     net.opt.num_threads = num_threads
@@ -111,6 +116,7 @@ def fp32_net(num_threads=1):
               "use_int8_inference"]:
         if hasattr(net.opt, k):
             setattr(net.opt, k, False)
+    net.opt.use_int8_inference = INT8
     return net
 
 
@@ -131,7 +137,8 @@ def run_ncnn(param_path, bin_path, inputs, outputs, binary_param=False):
     for name in outputs:
         ret, m = ex.extract(name)
         assert ret == 0, (param_path, name, ret)
-        outs.append(np.array(m).copy())
+        # An empty blob (a detector that found nothing) has no array view.
+        outs.append(np.zeros(0, np.float32) if m.empty() else np.array(m).copy())
     return outs
 
 

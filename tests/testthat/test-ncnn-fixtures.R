@@ -1,13 +1,18 @@
-# Every builtin layer case and three architectures, against outputs of the
-# real ncnn saved by tools/ncnn_fixtures.py (no Python needed here).
+# Every builtin layer case, three architectures (tools/ncnn_fixtures.py),
+# the layers beyond the common set with their edge parameters
+# (tools/ncnn_layer_fixtures.py) and the small networks of ncnn's benchmark
+# with random weights (tools/ncnn_bench_fixtures.py --small; all 35 with
+# GGMLR_NCNN_BENCH_DIR, see below), against
+# outputs of the real ncnn saved by those scripts (no Python needed here).
 
 dir <- ncnn_fixture_dir()
 cases <- utils::read.delim(file.path(dir, "cases.tsv"), stringsAsFactors = FALSE)
 
 parse_blobs <- function(s) {
   lapply(strsplit(s, ";", fixed = TRUE)[[1]], function(b) {
-    p <- strsplit(b, ":", fixed = TRUE)[[1]]
-    list(name = p[1], dim = as.integer(strsplit(p[2], ",", fixed = TRUE)[[1]]))
+    # blob names may contain ':' themselves; the shape follows the last one
+    at <- regexpr(":[^:]*$", b)
+    list(name = substr(b, 1L, at - 1L), dim = as.integer(strsplit(substring(b, at + 1L), ",", fixed = TRUE)[[1]]))
   })
 }
 
@@ -28,7 +33,7 @@ expect_close <- function(got, ref, label) {
   expect_lt(err, 1e-4, label = paste(label, "relative error"))
 }
 
-run_case <- function(row, threads = 1, param = NULL) {
+run_case <- function(row, threads = 1, param = NULL, dir = ncnn_fixture_dir()) {
   ins <- parse_blobs(row$inputs)
   outs <- parse_blobs(row$outputs)
   net <- ncnn_net(num_threads = threads)
@@ -92,3 +97,26 @@ test_that("weights load from a raw vector as from a file", {
   expect_equal(net$input_names(), "data")
   expect_equal(net$output_names(), "prob")
 })
+
+layer_dir <- test_path("fixtures", "ncnn-layers")
+layer_cases <- utils::read.delim(file.path(layer_dir, "cases.tsv"), stringsAsFactors = FALSE)
+for (k in seq_len(nrow(layer_cases))) {
+  row <- layer_cases[k, ]
+  test_that(paste("matches real ncnn:", row$case), {
+    for (r in run_case(row, 1, dir = layer_dir)) expect_close(r$got, r$ref, row$case)
+  })
+}
+
+# GGMLR_NCNN_BENCH_DIR checks another set made by the same script instead,
+# e.g. all 35 networks at ncnn's benchmark input sizes (without --small).
+bench_dir <- Sys.getenv("GGMLR_NCNN_BENCH_DIR", test_path("fixtures", "ncnn-bench"))
+bench <- utils::read.delim(file.path(bench_dir, "bench.tsv"), stringsAsFactors = FALSE)
+names(bench)[1] <- "case"
+for (k in seq_len(nrow(bench))) {
+  row <- bench[k, ]
+  test_that(paste("benchmark net matches real ncnn:", row$case, "with", row$weights, "weights"), {
+    for (t in c(1, 2)) {
+      for (r in run_case(row, t, dir = bench_dir)) expect_close(r$got, r$ref, sprintf("%s (%d threads)", row$case, t))
+    }
+  })
+}

@@ -33,6 +33,7 @@ mod vulkan;
 mod vulkan_backend;
 mod ncnn;
 mod ncnn_custom;
+mod ncnn_params;
 mod onnx;
 
 pub use guard::guard;
@@ -77,6 +78,7 @@ extendr_module! {
     use vulkan;
     use vulkan_backend;
     use ncnn;
+    use ncnn_params;
     use onnx;
     use savefile;
     use devices;

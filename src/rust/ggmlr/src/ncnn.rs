@@ -108,12 +108,12 @@ fn rs_ncnn_load_model(p: Robj, src: Robj) -> Robj {
         let reader = if src.is_null() {
             DataReader::Empty
         } else if let Some(b) = src.as_raw_slice() {
-            DataReader::Bytes(b.to_vec())
+            DataReader::from_bytes(b.to_vec())
         } else {
             let path = scalar_str(&src, "source")?;
             let b = std::fs::read(&path)
                 .map_err(|e| err(format!("cannot read model file '{path}': {e}")))?;
-            DataReader::Bytes(b)
+            DataReader::from_bytes(b)
         };
         let mut net = rn.net.try_borrow_mut().map_err(|_| busy())?;
         net.load_model(&reader)?;
@@ -196,11 +196,9 @@ fn rs_ncnn_layers(p: Robj) -> Robj {
 fn rs_ncnn_extractor_new(p: Robj) -> Robj {
     guard(|| {
         let rn = net_of(&p)?;
-        let ex = rn
-            .net
-            .try_borrow()
-            .map_err(|_| busy())?
-            .create_extractor()?;
+        let net = rn.net.try_borrow().map_err(|_| busy())?;
+        let ex = Extractor::new(&net)?;
+        drop(net);
         Ok(ExternalPtr::new(RExtractor {
             net: rn.net.clone(),
             ex: RefCell::new(ex),

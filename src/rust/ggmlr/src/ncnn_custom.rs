@@ -10,8 +10,10 @@
 //! layer it created holds it too, so a superseded registration lives exactly
 //! as long as its layers.
 
+use crate::ncnn_params::{RModelBin, RParamDict};
 use extendr_api::prelude::*;
-use ggmlr_core::ncnn::{err, CustomFactory, Layer, Mat, Opt};
+use ggmlr_core::ncnn::{err, CustomFactory, Layer, Mat, ModelBin, Opt, ParamDict};
+use std::cell::RefCell;
 use std::rc::Rc;
 
 /// Calls R functions through the error-catching helper.
@@ -80,7 +82,8 @@ impl CustomFactory for RFactory {
             .invoker
             .call("create", &self.creator, Robj::from(()))
             .map_err(|m| failed("the custom layer creator failed", m))?;
-        // (layer object, its forward function, one_blob_only), checked in R.
+        // (layer object, its forward function, one_blob_only, load_param,
+        // load_model, create_pipeline, destroy_pipeline), checked in R.
         let parts = made
             .as_list()
             .ok_or_else(|| err("internal: creator result is not a list"))?;
@@ -92,6 +95,7 @@ impl CustomFactory for RFactory {
         let obj = part(0)?;
         let forward = part(1)?;
         let one_blob_only = part(2)?.as_bool().unwrap_or(true);
+        let callbacks = [part(3)?, part(4)?, part(5)?, part(6)?];
         let owner = self
             .me
             .borrow()
@@ -101,6 +105,7 @@ impl CustomFactory for RFactory {
             obj,
             forward,
             one_blob_only,
+            callbacks,
             owner,
         }))
     }
@@ -124,14 +129,20 @@ pub struct RLayer {
     pub obj: Robj,
     pub forward: Robj,
     pub one_blob_only: bool,
+    /// load_param, load_model, create_pipeline, destroy_pipeline (each a
+    /// function or NULL).
+    pub callbacks: [Robj; 4],
     /// Keeps the registration that created this layer alive.
     #[allow(dead_code)]
     pub owner: Rc<RFactory>,
 }
 
+/// A blob as an R array: one R allocation, filled in one pass.
 pub fn mat_to_r(m: &Mat) -> Robj {
-    let v: Vec<f64> = m.data.iter().map(|x| *x as f64).collect();
-    let mut r = Robj::from(v);
+    let mut r = Robj::alloc_vector(extendr_api::rtype_to_sxp(Rtype::Doubles), m.data.len());
+    if let Some(d) = r.as_real_slice_mut() {
+        ggmlr_core::ncnn::mat::f64_from_f32(&m.data, d);
+    }
     let dim: Vec<i32> = m.shape().iter().map(|x| *x as i32).collect();
     let _ = r.set_attrib("dim", dim);
     r
@@ -184,9 +195,63 @@ pub fn r_to_mat(x: &Robj, what: &str) -> anyhow::Result<Mat> {
     Mat::from_shape(&shape, data).map_err(|e| err(format!("{what}: {e}")))
 }
 
+/// The options a pipeline callback sees.
+fn opt_list(opt: &Opt) -> Robj {
+    List::from_names_and_values(["num_threads"], [Robj::from(opt.num_threads as i32)])
+        .map(Robj::from)
+        .unwrap_or_else(|_| Robj::from(()))
+}
+
+impl RLayer {
+    /// Call callback `i` (see `callbacks`) with `arg`, when the layer has it.
+    fn callback(&self, i: usize, what: &str, arg: Robj) -> anyhow::Result<()> {
+        let f = &self.callbacks[i];
+        if f.is_null() {
+            return Ok(());
+        }
+        self.owner
+            .invoker
+            .call(what, f, arg)
+            .map(|_| ())
+            .map_err(|m| failed(&format!("the custom layer's {what}() failed"), m))
+    }
+}
+
 impl Layer for RLayer {
     fn one_blob_only(&self) -> bool {
         self.one_blob_only
+    }
+
+    fn load_param(&mut self, pd: &ParamDict) -> anyhow::Result<()> {
+        if self.callbacks[0].is_null() {
+            return Ok(());
+        }
+        let p: Robj = ExternalPtr::new(RParamDict(pd.clone())).into();
+        self.callback(0, "load_param", p)
+    }
+
+    fn load_model(&mut self, mb: &mut ModelBin) -> anyhow::Result<()> {
+        if self.callbacks[1].is_null() {
+            return Ok(());
+        }
+        // The reader is lent for this call: R reads through the cell, which
+        // is emptied afterwards, and the net reads on from where R stopped.
+        let cell = Rc::new(RefCell::new(Some(mb.clone())));
+        let p: Robj = ExternalPtr::new(RModelBin(cell.clone())).into();
+        let r = self.callback(1, "load_model", p);
+        if let Some(after) = cell.borrow_mut().take() {
+            *mb = after;
+        }
+        r
+    }
+
+    fn create_pipeline(&mut self, opt: &Opt) -> anyhow::Result<()> {
+        self.callback(2, "create_pipeline", opt_list(opt))
+    }
+
+    fn destroy_pipeline(&mut self, opt: &Opt) {
+        // Destruction cannot fail: an R error here is dropped.
+        let _ = self.callback(3, "destroy_pipeline", opt_list(opt));
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {

@@ -37,7 +37,7 @@ pub(super) fn convs_of_concat(net: &Net, li: usize, computed: &[Option<Mat>], gi
             && pl.bottoms.len() == 1
             && pl.tops.len() == 1
             && !inputs.contains(&pl.bottoms[0])
-            && builtin::<Convolution>(net, p).is_some();
+            && builtin::<Convolution>(net, p).is_some_and(|c| !c.int8_output());
         if !ok {
             return None;
         }
@@ -109,8 +109,8 @@ mod tests {
     fn run_named(param: &str, bytes: &[u8], light: bool, threads: usize, first: Option<&str>) -> anyhow::Result<(Mat, Vec<String>)> {
         let mut net = Net::new(threads, light).unwrap();
         net.load_param_text(param).unwrap();
-        net.load_model(&DataReader::Bytes(bytes.to_vec())).unwrap();
-        let mut ex = net.create_extractor().unwrap();
+        net.load_model(&DataReader::from_bytes(bytes.to_vec())).unwrap();
+        let mut ex = crate::ncnn::Extractor::new(&net).unwrap();
         ex.set_profiling(Some(|| 0.0));
         let x: Vec<f32> = (0..9 * 7 * 3).map(|i| (i as f32 * 0.31).sin()).collect();
         ex.input(&net, net.find_blob("data").unwrap(), Mat::from_shape(&[9, 7, 3], x).unwrap())?;

@@ -18,10 +18,22 @@ pub trait Layer {
     fn one_blob_only(&self) -> bool {
         true
     }
+    /// Read this layer's parameters (custom layers; builtin ones read them
+    /// when they are made).
+    fn load_param(&mut self, _pd: &ParamDict) -> anyhow::Result<()> {
+        Ok(())
+    }
     /// Read this layer's weights, in order.
     fn load_model(&mut self, _mb: &mut ModelBin) -> anyhow::Result<()> {
         Ok(())
     }
+    /// Prepare for inference, after every layer has read its weights.
+    fn create_pipeline(&mut self, _opt: &Opt) -> anyhow::Result<()> {
+        Ok(())
+    }
+    /// Undo `create_pipeline`, before the layer is destroyed or its weights
+    /// are read again.
+    fn destroy_pipeline(&mut self, _opt: &Opt) {}
     /// The concrete layer, for factories that need it back on destruction.
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         None
@@ -103,7 +115,7 @@ impl Activation {
     /// `x = act(x + bias)` over a run of values (one loop per kind, so the
     /// common kinds vectorise).
     pub fn apply_bias(&self, xs: &mut [f32], bias: f32) {
-        crate::ncnn::layers::simd::wide(|| self.apply_bias_in(xs, bias))
+        crate::base::simd::wide(|| self.apply_bias_in(xs, bias))
     }
 
     #[inline(always)]

@@ -76,6 +76,12 @@ pub fn f32_from_f64(s: &[f64]) -> Vec<f32> {
     v
 }
 
+/// `s` widened into `d` (the same length), vectorised: every extracted
+/// blob goes to R this way.
+pub fn f64_from_f32(s: &[f32], d: &mut [f64]) {
+    crate::base::simd::wide(|| d.iter_mut().zip(s).for_each(|(d, x)| *d = *x as f64));
+}
+
 fn give_back(mut v: Vec<f32>) {
     let cap = v.capacity();
     if cap < CACHE_MIN {
@@ -169,6 +175,9 @@ pub struct Mat {
     pub d: usize,
     pub c: usize,
     pub data: Buf,
+    /// The values are int8 (whole numbers -127..127) quantized by the layer
+    /// that made them, for an int8 layer to take as they are.
+    pub int8: bool,
 }
 
 impl Mat {
@@ -180,6 +189,7 @@ impl Mat {
             d,
             c,
             data: Buf::filled(elements(&[w, h, d, c]), 0.0),
+            int8: false,
         }
     }
     /// A 3-d Mat for a kernel that writes every value before anything reads
@@ -197,6 +207,7 @@ impl Mat {
             d: 1,
             c,
             data: Buf::from(v),
+            int8: false,
         }
     }
     pub fn new_1d(w: usize) -> Mat {
@@ -239,6 +250,7 @@ impl Mat {
             d,
             c,
             data,
+            int8: false,
         })
     }
     /// Extents in R order (w first).

@@ -1,10 +1,23 @@
-//! ncnn model inference: the param formats (text and binary), the weight
-//! reader, the per-net layer registry, the net and its extractor, and the
-//! builtin layers (one file each under `layers/`).
+//! ncnn model inference, in layers that each use only those above them here:
+//!
+//! - `error`, `mat`, `par`: the error class, blobs and the data-parallel loops;
+//! - `param` (text and binary `.param`, the param dict), `modelbin` (weights);
+//! - `layer`: the layer interface and helpers shared by layers;
+//! - `layers/`: the builtin layers, one file per type, over `layers/kernels/`
+//!   (compute kernels shared by several layers: GEMM, Winograd, depthwise,
+//!   pooling rows, convolution helpers);
+//! - `registry` (custom layer factories), `net` (layers from a param, weights
+//!   from a model), `fuse_concat` (a Concat of convolutions written in
+//!   place), `extractor` (one inference).
+//!
+//! The module uses only the crate's `base` (errors, SIMD dispatch); `error`
+//! here is its error class.
 //!
 //! Custom layers are trait objects ([`layer::Layer`] made by a
 //! [`registry::CustomFactory`]); this module never sees R.
 
+pub mod error;
+pub mod extractor;
 mod fuse_concat;
 pub mod layer;
 pub mod layers;
@@ -16,23 +29,14 @@ pub mod param;
 pub mod registry;
 pub mod types;
 
+pub use error::err;
+pub use extractor::Extractor;
 pub use layer::{Layer, Opt};
 pub use mat::Mat;
 pub use modelbin::{DataReader, ModelBin};
-pub use net::{Extractor, Net};
+pub use net::Net;
 pub use param::ParamDict;
 pub use registry::{CustomFactory, Registry};
-
-/// An error of R class `ncnn_error`.
-pub fn err(msg: impl Into<String>) -> anyhow::Error {
-    crate::base::error::Classed::new("ncnn_error", msg)
-}
-
-/// Return early with an `ncnn_error`.
-#[macro_export]
-macro_rules! ncnn_bail {
-    ($($t:tt)*) => { return Err($crate::ncnn::err(format!($($t)*))) };
-}
 
 #[cfg(test)]
 mod fixture_tests;

@@ -15,11 +15,24 @@ pub enum Value {
     Raw(u32),
     Int(i32),
     Float(f32),
-    /// Raw words from a binary param array.
-    RawArray(Vec<u32>),
-    IntArray(Vec<i32>),
-    FloatArray(Vec<f32>),
+    /// An array: every element's 4 bytes as written (a text element is
+    /// stored as an int or a float by its own spelling, as ncnn does), and
+    /// how a reader should take them.
+    Array(Vec<u32>, ArrayKind),
     Str(String),
+}
+
+/// How the elements of an array parameter read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArrayKind {
+    /// From a binary param: the bytes are read as the reader asks.
+    Raw,
+    /// A text array whose last element is written as an int: every element
+    /// counts as an int (a float reader converts the value).
+    Int,
+    /// A text array whose last element is written as a float: every element
+    /// counts as a float.
+    Float,
 }
 
 /// The up to 32 parameters of one layer, by id.
@@ -57,19 +70,32 @@ impl ParamDict {
             _ => def,
         }
     }
+    /// Whether parameter `id` is an array.
+    pub fn is_array(&self, id: usize) -> bool {
+        matches!(self.values[id], Value::Array(..))
+    }
+    /// Array parameter `id` as ints (empty when absent).
     pub fn ints(&self, id: usize) -> Vec<i32> {
         match &self.values[id] {
-            Value::RawArray(v) => v.iter().map(|b| *b as i32).collect(),
-            Value::IntArray(v) => v.clone(),
-            Value::FloatArray(v) => v.iter().map(|f| *f as i32).collect(),
+            Value::Array(v, ArrayKind::Float) => v.iter().map(|b| f32::from_bits(*b) as i32).collect(),
+            Value::Array(v, _) => v.iter().map(|b| *b as i32).collect(),
             _ => vec![],
         }
     }
+    /// Array parameter `id` as floats (empty when absent); an int array's
+    /// values convert.
     pub fn floats(&self, id: usize) -> Vec<f32> {
         match &self.values[id] {
-            Value::RawArray(v) => v.iter().map(|b| f32::from_bits(*b)).collect(),
-            Value::IntArray(v) => v.iter().map(|i| *i as f32).collect(),
-            Value::FloatArray(v) => v.clone(),
+            Value::Array(v, ArrayKind::Int) => v.iter().map(|b| *b as i32 as f32).collect(),
+            Value::Array(v, _) => v.iter().map(|b| f32::from_bits(*b)).collect(),
+            _ => vec![],
+        }
+    }
+    /// Array parameter `id` with every element's bytes read as a float,
+    /// whatever its spelling (how a few layers read index tables).
+    pub fn floats_raw(&self, id: usize) -> Vec<f32> {
+        match &self.values[id] {
+            Value::Array(v, _) => v.iter().map(|b| f32::from_bits(*b)).collect(),
             _ => vec![],
         }
     }
@@ -217,28 +243,22 @@ fn parse_pair(tok: &str, line: usize, pd: &mut ParamDict) -> anyhow::Result<()> 
                 items.len()
             );
         }
-        let any_float = items.iter().any(|s| is_float_token(s));
-        pd.values[id] = if any_float {
-            let mut out = Vec::with_capacity(len);
-            for s in &items {
-                out.push(s.parse::<f32>().map_err(|_| {
-                    err(format!(
-                        "param line {line}: array key {key}: malformed value '{s}'"
-                    ))
-                })?);
-            }
-            Value::FloatArray(out)
-        } else {
-            let mut out = Vec::with_capacity(len);
-            for s in &items {
-                out.push(s.parse::<i32>().map_err(|_| {
-                    err(format!(
-                        "param line {line}: array key {key}: malformed value '{s}'"
-                    ))
-                })?);
-            }
-            Value::IntArray(out)
+        let mut out = Vec::with_capacity(len);
+        for s in &items {
+            let bits = if is_float_token(s) {
+                s.parse::<f32>().map(f32::to_bits)
+                    .map_err(|_| err(format!("param line {line}: array key {key}: malformed value '{s}'")))?
+            } else {
+                s.parse::<i32>().map(|i| i as u32)
+                    .map_err(|_| err(format!("param line {line}: array key {key}: malformed value '{s}'")))?
+            };
+            out.push(bits);
+        }
+        let kind = match items.last() {
+            Some(s) if is_float_token(s) => ArrayKind::Float,
+            _ => ArrayKind::Int,
         };
+        pd.values[id] = Value::Array(out, kind);
         return Ok(());
     }
     if key < 0 || key as usize >= MAX_PARAM {
@@ -447,10 +467,11 @@ pub fn parse_binary(b: &[u8]) -> anyhow::Result<NetSpec> {
                     ncnn_bail!("binary param byte {p}: bad array parameter {id} (length {len})");
                 }
                 let s = w.bytes(len as usize * 4, "an array parameter")?;
-                params.values[k] = Value::RawArray(
+                params.values[k] = Value::Array(
                     s.chunks_exact(4)
-                        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+                        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                         .collect(),
+                    ArrayKind::Raw,
                 );
             } else {
                 if id < 0 || id as usize >= MAX_PARAM {

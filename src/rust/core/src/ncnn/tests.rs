@@ -127,7 +127,7 @@ fn net_runs_custom_and_destroys_through_current_factory() {
     net.registry
         .register(TypeKey::Name("Plus"), second.clone())
         .unwrap();
-    let mut ex = net.create_extractor().unwrap();
+    let mut ex = crate::ncnn::Extractor::new(&net).unwrap();
     ex.input(&net, 0, Mat::from_shape(&[2], vec![1.0, 2.0]).unwrap())
         .unwrap();
     assert_eq!(*ex.extract(&net, 1).unwrap().data, vec![2.0, 3.0]);
@@ -152,8 +152,8 @@ fn conv_matches_direct_sum() {
     for threads in [1, 2] {
         let mut net = Net::new(threads, true).unwrap();
         net.load_param_text(param).unwrap();
-        net.load_model(&DataReader::Bytes(bytes.clone())).unwrap();
-        let mut ex = net.create_extractor().unwrap();
+        net.load_model(&DataReader::from_bytes(bytes.clone())).unwrap();
+        let mut ex = crate::ncnn::Extractor::new(&net).unwrap();
         ex.input(&net, 0, Mat::from_shape(&[4, 3, 2], x.clone()).unwrap())
             .unwrap();
         let y = ex.extract(&net, 1).unwrap();
@@ -188,19 +188,78 @@ fn weights_errors() {
         "7767517\n2 2\nInput data 0 1 data\nInnerProduct fc 1 1 data out 0=2 2=4\n",
     )
     .unwrap();
-    let e = net.load_model(&DataReader::Bytes(vec![0; 8])).unwrap_err();
+    let e = net.load_model(&DataReader::from_bytes(vec![0; 8])).unwrap_err();
     assert!(format!("{e}").contains("weights end early"), "{e}");
     let mut b = modelbin::TAG_INT8.to_le_bytes().to_vec();
     b.extend([0u8; 8]);
-    let e = net.load_model(&DataReader::Bytes(b)).unwrap_err();
+    let e = net.load_model(&DataReader::from_bytes(b)).unwrap_err();
     assert!(format!("{e}").contains("int8"), "{e}");
     let mut b = modelbin::TAG_FP16.to_le_bytes().to_vec();
     for v in [1.0f32, 2.0, 3.0, 4.0] {
         b.extend(half::f16::from_f32(v).to_le_bytes());
     }
-    net.load_model(&DataReader::Bytes(b)).unwrap();
-    let mut ex = net.create_extractor().unwrap();
+    net.load_model(&DataReader::from_bytes(b)).unwrap();
+    let mut ex = crate::ncnn::Extractor::new(&net).unwrap();
     ex.input(&net, 0, Mat::from_shape(&[2], vec![1.0, 1.0]).unwrap())
         .unwrap();
     assert_eq!(*ex.extract(&net, 1).unwrap().data, vec![3.0, 7.0]);
+}
+
+/// A custom layer that records its lifecycle into a shared log.
+struct Logged(Rc<std::cell::RefCell<Vec<String>>>);
+impl Layer for Logged {
+    fn load_param(&mut self, pd: &ParamDict) -> anyhow::Result<()> {
+        self.0.borrow_mut().push(format!("param {}", pd.int(0, -1)));
+        Ok(())
+    }
+    fn load_model(&mut self, mb: &mut ModelBin) -> anyhow::Result<()> {
+        let w = mb.raw(1, "w")?;
+        self.0.borrow_mut().push(format!("model {}", w[0]));
+        Ok(())
+    }
+    fn create_pipeline(&mut self, _opt: &Opt) -> anyhow::Result<()> {
+        self.0.borrow_mut().push("create".into());
+        Ok(())
+    }
+    fn destroy_pipeline(&mut self, _opt: &Opt) {
+        self.0.borrow_mut().push("destroy".into());
+    }
+    fn forward(&self, b: Vec<Mat>, _n: usize, _o: &Opt) -> anyhow::Result<Vec<Mat>> {
+        Ok(b)
+    }
+}
+
+struct LogFactory(Rc<std::cell::RefCell<Vec<String>>>);
+impl CustomFactory for LogFactory {
+    fn create(&self) -> anyhow::Result<Box<dyn Layer>> {
+        Ok(Box::new(Logged(self.0.clone())))
+    }
+    fn destroy(&self, _l: Box<dyn Layer>) {
+        self.0.borrow_mut().push("destroyed".into());
+    }
+}
+
+#[test]
+fn custom_layers_read_params_and_weights_between_pipelines() {
+    let log = Rc::new(std::cell::RefCell::new(Vec::new()));
+    let mut net = Net::new(1, true).unwrap();
+    net.registry.register(TypeKey::Name("L"), Rc::new(LogFactory(log.clone()))).unwrap();
+    net.load_param_text("7767517\n2 2\nInput data 0 1 data\nL l 1 1 data out 0=7\n").unwrap();
+    let w = |v: f32| DataReader::from_bytes(v.to_le_bytes().to_vec());
+    net.load_model(&w(2.5)).unwrap();
+    net.load_model(&w(3.5)).unwrap();
+    net.clear();
+    let want = ["param 7", "model 2.5", "create", "destroy", "model 3.5", "create", "destroy", "destroyed"];
+    assert_eq!(*log.borrow(), want);
+}
+
+#[test]
+fn text_arrays_keep_each_element_spelling() {
+    let pd = |t: &str| param::parse_text(&format!("7767517\n1 1\nInput a 0 1 a {t}\n")).unwrap().layers[0].params.clone();
+    // all ints: floats convert the values
+    assert_eq!(pd("-23300=2,1,2").floats(0), vec![1.0, 2.0]);
+    // last one a float: an int element keeps its bits (as in ncnn)
+    assert_eq!(pd("-23300=2,1,6.0").floats(0), vec![f32::from_bits(1), 6.0]);
+    // read raw, an int written as the bits of a float is that float
+    assert_eq!(pd("-23300=1,1077936128").floats_raw(0), vec![3.0]);
 }

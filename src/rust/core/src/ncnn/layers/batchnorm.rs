@@ -54,7 +54,7 @@ impl Layer for BatchNorm {
         }
         crate::ncnn::par::chunks_mut(&mut x.data, n, |q, ch| {
             let (a, b) = (self.a[q], self.b[q]);
-            super::simd::wide(|| ch.iter_mut().for_each(|v| *v = b * *v + a));
+            crate::base::simd::wide(|| ch.iter_mut().for_each(|v| *v = b * *v + a));
         });
         Ok(vec![x])
     }

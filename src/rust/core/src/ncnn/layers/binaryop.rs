@@ -48,7 +48,7 @@ fn apply(op: i32, a: f32, b: f32) -> f32 {
 /// common ops in their own loops so that they vectorise.
 fn apply_all(op: i32, o: &mut [f32], b: &[f32], scalar: f32) {
     fn run(o: &mut [f32], b: &[f32], s: f32, f: impl Fn(f32, f32) -> f32) {
-        super::simd::wide(|| {
+        crate::base::simd::wide(|| {
             if b.is_empty() {
                 o.iter_mut().for_each(|x| *x = f(*x, s));
             } else {

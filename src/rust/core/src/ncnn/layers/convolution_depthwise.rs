@@ -1,12 +1,15 @@
 //! ConvolutionDepthWise: grouped convolution. One input channel per group
 //! runs the direct depthwise kernel; larger groups use the convolution GEMM
-//! per group.
+//! per group. With int8_scale_term the input is quantized with its scale
+//! (unless already int8), the weights are int8 with one scale per group,
+//! and the sums are scaled back (requantized when int8_scale_term > 100).
 
-use super::conv_common::{conv_gemm, ConvParams};
-use super::conv_common::Border;
-use super::depthwise_kernel::dw_channel;
-use super::gemm::{Epi, PackedA};
-use super::simd;
+use super::kernels::conv::{conv_gemm, Border, ConvParams};
+use super::kernels::depthwise::dw_channel;
+use super::kernels::gemm::{Epi, PackedA};
+use super::kernels::quant::{dequant_scales, dequant_scales_approx, finish_int8, quantize, Int8Scales};
+use crate::ncnn::layer::Activation;
+use crate::base::simd;
 use crate::ncnn::layer::one;
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
 use crate::ncnn_bail;
@@ -18,6 +21,9 @@ pub struct ConvolutionDepthWise {
     /// Per-group packed weights (groups with several input channels).
     packed: Vec<PackedA>,
     bias: Vec<f32>,
+    int8: Option<Int8Scales>,
+    /// Per output channel: the factor back from an int8 sum.
+    dequant: Vec<f32>,
 }
 
 impl ConvolutionDepthWise {
@@ -27,16 +33,28 @@ impl ConvolutionDepthWise {
             weight: vec![],
             packed: vec![],
             bias: vec![],
+            int8: None,
+            dequant: vec![],
         })
     }
 }
 
 impl Layer for ConvolutionDepthWise {
     fn load_model(&mut self, mb: &mut ModelBin) -> anyhow::Result<()> {
-        (self.weight, self.bias) = self.p.load(mb)?;
+        let scales;
+        (self.weight, self.bias, scales) = self.p.load_any(mb, self.p.group)?;
         let p = &self.p;
         let g = p.group;
         let ocg = p.num_output / g;
+        if let Some(s) = &scales {
+            // One weight scale per group, for each of its outputs.
+            // ncnn's x86 kernels for channels in packs of 8 or 16 use an
+            // approximate reciprocal and round the scaling and the bias
+            // apart; the others divide exactly and round once.
+            let per_group = if self.approx() { dequant_scales_approx(s.bottom, &s.weight) } else { dequant_scales(s.bottom, &s.weight) };
+            self.dequant = (0..p.num_output).map(|o| per_group[o / ocg]).collect();
+        }
+        self.int8 = scales;
         let per = p.weight_data_size / g;
         if ocg > 1 || per / ocg.max(1) > p.kh * p.kw {
             self.packed = (0..g)
@@ -48,7 +66,29 @@ impl Layer for ConvolutionDepthWise {
 
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, "ConvolutionDepthWise")?;
-        let p = &self.p;
+        let Some(s) = &self.int8 else {
+            return Ok(vec![self.run(&x, &self.p, &self.bias)?]);
+        };
+        let xq = if x.int8 { x } else { Mat { data: quantize(&x.data, s.bottom).into(), int8: true, ..x } };
+        // The plain sums, then the int8 epilogue.
+        let raw = ConvParams { act: Activation::default(), ..self.p.clone() };
+        let mut out = self.run(&xq, &raw, &[])?;
+        let n = out.w * out.h;
+        finish_int8(&mut out.data, n, &self.dequant, &self.bias, &self.p.act, s.top, !self.approx());
+        out.int8 = s.top.is_some();
+        Ok(vec![out])
+    }
+}
+
+impl ConvolutionDepthWise {
+    /// Whether the int8 sums are scaled as ncnn's packed kernels do.
+    fn approx(&self) -> bool {
+        self.p.num_output % 8 == 0
+    }
+
+    /// The convolution of `x` with parameters `p` (the layer's, or without
+    /// activation) and `bias` (empty: none).
+    fn run(&self, x: &Mat, p: &ConvParams, bias: &[f32]) -> anyhow::Result<Mat> {
         let inch = p.in_channels();
         if x.dims != 3 || x.c != inch || inch % p.group != 0 {
             ncnn_bail!(
@@ -68,20 +108,16 @@ impl Layer for ConvolutionDepthWise {
             let fast = simd::avx2_fma();
             let pad = Border { t, b, l, r, value: p.pad_value };
             par::chunks_mut(&mut out.data, n, |q, o| {
-                let bias = self.bias.get(q).copied().unwrap_or(0.0);
+                let bias = bias.get(q).copied().unwrap_or(0.0);
                 let k = &self.weight[q * kk..(q + 1) * kk];
                 dw_channel(x.channel(q), x.w, x.h, pad, k, bias, p, o, outw, fast);
             });
         } else {
             for gi in 0..g {
-                let bias = if self.bias.is_empty() {
-                    &[][..]
-                } else {
-                    &self.bias[gi * ocg..(gi + 1) * ocg]
-                };
+                let bias = if bias.is_empty() { &[][..] } else { &bias[gi * ocg..(gi + 1) * ocg] };
                 let ep = Epi { bias, act: &p.act };
                 conv_gemm(
-                    &x,
+                    x,
                     p,
                     gi * icg,
                     icg,
@@ -93,6 +129,6 @@ impl Layer for ConvolutionDepthWise {
                 );
             }
         }
-        Ok(vec![out])
+        Ok(out)
     }
 }

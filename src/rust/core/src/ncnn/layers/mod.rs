@@ -7,30 +7,42 @@ pub mod activations;
 pub mod batchnorm;
 pub mod binaryop;
 pub mod concat;
-pub mod conv_common;
 pub mod convolution;
 pub mod convolution_depthwise;
-pub mod depthwise_kernel;
+pub mod copyto;
+pub mod crop;
+pub mod deconvolution;
+pub mod deconvolution_depthwise;
+pub mod detectionoutput;
 pub mod dropout;
 pub mod eltwise;
 pub mod flatten;
-pub mod gemm;
 pub mod innerproduct;
 pub mod input;
 pub mod interp;
+pub mod kernels;
+pub mod layernorm;
 pub mod lrn;
+pub mod memorydata;
+pub mod multiheadattention;
+pub mod noop;
 pub mod padding;
-pub mod pool_rows;
+pub mod permute;
+pub mod pixelshuffle;
 pub mod pooling;
 pub mod prelu;
+pub mod priorbox;
+pub mod reduction;
+pub mod reorg;
 pub mod reshape;
 pub mod scale;
 pub mod shufflechannel;
-pub use crate::base::simd;
 pub mod slice;
 pub mod softmax;
 pub mod split;
-pub mod winograd;
+pub mod unaryop;
+pub mod yolodetectionoutput;
+pub mod yolov3detectionoutput;
 
 fn boxed<L: crate::ncnn::Layer + Send + Sync + 'static>(
     r: anyhow::Result<L>,
@@ -70,6 +82,37 @@ pub fn create(name: &str, pd: &ParamDict) -> Option<anyhow::Result<Builtin>> {
         "PReLU" => boxed(prelu::PRelu::new(pd)),
         "Interp" => boxed(interp::Interp::new(pd)),
         "LRN" => boxed(lrn::Lrn::new(pd)),
+        "AbsVal" => boxed(Act::new(ActKind::AbsVal, pd)),
+        "BNLL" => boxed(Act::new(ActKind::Bnll, pd)),
+        "ELU" => boxed(Act::new(ActKind::Elu, pd)),
+        "SELU" => boxed(Act::new(ActKind::Selu, pd)),
+        "CELU" => boxed(Act::new(ActKind::Celu, pd)),
+        "Mish" => boxed(Act::new(ActKind::Mish, pd)),
+        "Softplus" => boxed(Act::new(ActKind::Softplus, pd)),
+        "GELU" => boxed(Act::new(ActKind::Gelu, pd)),
+        "Erf" => boxed(Act::new(ActKind::Erf, pd)),
+        "Exp" => boxed(Act::new(ActKind::Exp, pd)),
+        "Log" => boxed(Act::new(ActKind::Log, pd)),
+        "Power" => boxed(Act::new(ActKind::Power, pd)),
+        "Threshold" => boxed(Act::new(ActKind::Threshold, pd)),
+        "Shrink" => boxed(Act::new(ActKind::Shrink, pd)),
+        "UnaryOp" => boxed(unaryop::UnaryOp::new(pd)),
+        "Noop" => boxed(noop::Noop::new(pd)),
+        "MemoryData" => boxed(memorydata::MemoryData::new(pd)),
+        "Permute" => boxed(permute::Permute::new(pd)),
+        "Crop" => boxed(crop::Crop::new(pd)),
+        "CopyTo" => boxed(copyto::CopyTo::new(pd)),
+        "LayerNorm" => boxed(layernorm::LayerNorm::new(pd)),
+        "Reduction" => boxed(reduction::Reduction::new(pd)),
+        "PixelShuffle" => boxed(pixelshuffle::PixelShuffle::new(pd)),
+        "Reorg" => boxed(reorg::Reorg::new(pd)),
+        "PriorBox" => boxed(priorbox::PriorBox::new(pd)),
+        "DetectionOutput" => boxed(detectionoutput::DetectionOutput::new(pd)),
+        "YoloDetectionOutput" => boxed(yolodetectionoutput::YoloDetectionOutput::new(pd)),
+        "Yolov3DetectionOutput" => boxed(yolov3detectionoutput::Yolov3DetectionOutput::new(pd)),
+        "Deconvolution" => boxed(deconvolution::Deconvolution::new(pd)),
+        "DeconvolutionDepthWise" => boxed(deconvolution_depthwise::new(pd)),
+        "MultiHeadAttention" => boxed(multiheadattention::MultiHeadAttention::new(pd)),
         _ => return None,
     })
 }

@@ -143,6 +143,7 @@ impl Layer for Padding {
             d: 1,
             c,
             data,
+            int8: false,
         }])
     }
 }

@@ -5,7 +5,8 @@ use crate::ncnn::layer::one;
 use crate::ncnn::{Layer, Mat, Opt, ParamDict};
 use crate::ncnn_bail;
 use crate::ncnn::par;
-use super::{pool_rows, simd};
+use super::kernels::pool_rows;
+use crate::base::simd;
 
 pub struct Pooling {
     kind: i32,
@@ -275,3 +276,7 @@ impl Pooling {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+#[path = "pooling_tests.rs"]
+mod tests;

@@ -72,7 +72,7 @@ impl Layer for Scale {
         for (q, ch) in x.data.chunks_mut(n).enumerate() {
             let s = scale[q];
             let b = self.bias.get(q).copied().unwrap_or(0.0);
-            super::simd::wide(|| ch.iter_mut().for_each(|v| *v = *v * s + b));
+            crate::base::simd::wide(|| ch.iter_mut().for_each(|v| *v = *v * s + b));
         }
         Ok(vec![x])
     }

@@ -1,6 +1,7 @@
 //! Softmax along one axis (ncnn axis numbering: outermost first).
 
 use crate::ncnn::layer::{one, resolve_axis, split_at_axis};
+use crate::ncnn::par;
 use crate::ncnn::{Layer, Mat, Opt, ParamDict};
 use crate::ncnn_bail;
 
@@ -18,27 +19,50 @@ impl Softmax {
     }
 }
 
-/// Softmax over `n` values at stride `inner` starting at `base`.
+/// Softmax over axis `a` of a blob with extents `axes` (outermost first):
+/// runs of `n` values at stride `inner`, processed `inner` at a time.
 pub fn softmax_axis(data: &mut [f32], axes: &[usize], a: usize) {
-    let (outer, n, inner) = split_at_axis(axes, a);
-    for o in 0..outer {
-        for i in 0..inner {
-            let base = o * n * inner + i;
-            let mut m = f32::NEG_INFINITY;
-            for k in 0..n {
-                m = m.max(data[base + k * inner]);
-            }
-            let mut s = 0.0f32;
-            for k in 0..n {
-                let e = (data[base + k * inner] - m).exp();
-                data[base + k * inner] = e;
-                s += e;
-            }
-            for k in 0..n {
-                data[base + k * inner] /= s;
-            }
-        }
+    let (_, n, inner) = split_at_axis(axes, a);
+    if inner == 1 {
+        return softmax_rows(data, n);
     }
+    if n == 0 {
+        return;
+    }
+    par::chunks_mut(data, n * inner, |_, block| {
+        let mut m = block[..inner].to_vec();
+        for row in block.chunks(inner).skip(1) {
+            m.iter_mut().zip(row).for_each(|(m, v)| *m = m.max(*v));
+        }
+        let mut s = vec![0.0f32; inner];
+        for row in block.chunks_mut(inner) {
+            crate::base::simd::wide(|| {
+                for ((v, m), s) in row.iter_mut().zip(&m).zip(s.iter_mut()) {
+                    *v = (*v - m).exp();
+                    *s += *v;
+                }
+            });
+        }
+        for row in block.chunks_mut(inner) {
+            row.iter_mut().zip(&s).for_each(|(v, s)| *v /= s);
+        }
+    });
+}
+
+/// Softmax of every contiguous run of `n` values.
+pub fn softmax_rows(data: &mut [f32], n: usize) {
+    if n == 0 {
+        return;
+    }
+    par::chunks_mut(data, n, |_, row| {
+        let m = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+        let mut s = 0.0f32;
+        for v in row.iter_mut() {
+            *v = (*v - m).exp();
+            s += *v;
+        }
+        row.iter_mut().for_each(|v| *v /= s);
+    });
 }
 
 impl Layer for Softmax {

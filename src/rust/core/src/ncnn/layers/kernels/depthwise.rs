@@ -1,0 +1,346 @@
+//! The depthwise convolution of one channel: every output row is a sum of
+//! kernel taps times (stride-phase) input rows, accumulated in registers
+//! over up to 64 columns at a time, with bias and activation applied before
+//! the single store.
+
+use super::conv::{phase_dims, phase_plane, Border, ConvParams};
+
+thread_local! {
+    /// The padded, stride-phased plane of the channel being convolved.
+    static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Convolve one input plane `src` (`h` rows of `w`), bordered as `pad`
+/// says, with the kernel `k` into `o` (rows of `outw`), adding `bias` and
+/// applying the activation. The bordered plane is built in a per-thread
+/// scratch buffer that stays in cache.
+#[allow(clippy::too_many_arguments)]
+pub fn dw_channel(
+    src: &[f32],
+    w: usize,
+    h: usize,
+    pad: Border,
+    k: &[f32],
+    bias: f32,
+    p: &ConvParams,
+    o: &mut [f32],
+    outw: usize,
+    fast: bool,
+) {
+    SCRATCH.with(|cell| {
+        let mut plane = cell.borrow_mut();
+        let (pw, ph) = phase_dims(w, h, pad, p.sw);
+        let size = p.sw * ph * pw;
+        if plane.len() < size {
+            plane.resize(size, 0.0);
+        }
+        // Every value of the first `size` is written here.
+        let plane = &mut plane[..size];
+        phase_plane(src, w, h, pad, p.sw, plane);
+        let plane = &*plane;
+        let sw = p.sw;
+        let clamp = match p.act.kind {
+            1 => Some((0.0, f32::INFINITY)),
+            3 => Some((p.act.params[0], p.act.params[1])),
+            _ => None,
+        };
+        let post = !matches!(p.act.kind, 0 | 1 | 3);
+        // Tap offsets in the phase plane for output row 0; row oy adds oy * sh * pw.
+        let mut base: Vec<(usize, f32)> = Vec::with_capacity(p.kh * p.kw);
+        for ky in 0..p.kh {
+            for kx in 0..p.kw {
+                let tx = kx * p.dw;
+                base.push((((tx % sw) * ph + ky * p.dh) * pw + tx / sw, k[ky * p.kw + kx]));
+            }
+        }
+        let mut taps = base.clone();
+        // Output rows in groups of GROUP (the last group may be smaller).
+        let rstep = p.sh * pw;
+        for (g, orows) in o.chunks_mut(GROUP * outw).enumerate() {
+            let shift = g * GROUP * rstep;
+            for (t, b) in taps.iter_mut().zip(&base) {
+                t.0 = b.0 + shift;
+            }
+            if fast {
+                // SAFETY: chosen only when the CPU has AVX2 and FMA.
+                unsafe { rows_avx2(plane, &taps, rstep, bias, clamp, orows, outw) }
+            } else {
+                rows::<false>(plane, &taps, rstep, bias, clamp, orows, outw)
+            }
+            if post {
+                p.act.apply(orows);
+            }
+        }
+    })
+}
+
+/// Output rows computed together: with 16 columns of each, eight sums in
+/// flight hide the latency of the multiply-adds.
+const GROUP: usize = 4;
+
+/// `rows` compiled for AVX2 and FMA on x86-64 (elsewhere it is never chosen).
+#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx2,fma"))]
+unsafe fn rows_avx2(
+    plane: &[f32],
+    taps: &[(usize, f32)],
+    rstep: usize,
+    bias: f32,
+    clamp: Option<(f32, f32)>,
+    out: &mut [f32],
+    outw: usize,
+) {
+    rows::<true>(plane, taps, rstep, bias, clamp, out, outw)
+}
+
+/// The output rows `out` (rows of `outw`; row r reads `rstep` further into
+/// the plane than row r - 1): a whole group in blocks of all its rows,
+/// fewer rows one at a time.
+#[inline(always)]
+fn rows<const FMA: bool>(
+    plane: &[f32],
+    taps: &[(usize, f32)],
+    rstep: usize,
+    bias: f32,
+    clamp: Option<(f32, f32)>,
+    out: &mut [f32],
+    outw: usize,
+) {
+    if out.len() != GROUP * outw {
+        for (r, orow) in out.chunks_mut(outw).enumerate() {
+            row::<FMA>(plane, taps, r * rstep, bias, clamp, orow);
+        }
+        return;
+    }
+    // Every read of the blocks below lies before the end of the last row.
+    let last = taps.iter().map(|t| t.0).max().unwrap_or(0) + (GROUP - 1) * rstep + outw;
+    assert!(last <= plane.len(), "depthwise plane too short");
+    let mut x = 0;
+    while x + 16 <= outw {
+        block::<FMA, GROUP, 16>(plane, taps, rstep, bias, clamp, out, outw, x);
+        x += 16;
+    }
+    if x + 8 <= outw {
+        block::<FMA, GROUP, 8>(plane, taps, rstep, bias, clamp, out, outw, x);
+        x += 8;
+    }
+    if x < outw && last - outw + x + 8 <= plane.len() {
+        // The last few columns as a block of 8 that reads on into the
+        // next row (still inside the plane); only the real columns are kept.
+        let mut tmp = [0.0f32; GROUP * 8];
+        block::<FMA, GROUP, 8>(&plane[x..], taps, rstep, bias, clamp, &mut tmp, 8, 0);
+        for (r, t) in tmp.chunks_exact(8).enumerate() {
+            out[r * outw + x..(r + 1) * outw].copy_from_slice(&t[..outw - x]);
+        }
+        x = outw;
+    }
+    if x < outw {
+        for r in 0..GROUP {
+            row::<FMA>(plane, taps, r * rstep + x, bias, clamp, &mut out[r * outw + x..(r + 1) * outw]);
+        }
+    }
+}
+
+/// Columns x..x+W of R rows; the caller checks that the reads (up to
+/// `max(s) + (R - 1) * rstep + x + W`) are in `plane`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn block<const FMA: bool, const R: usize, const W: usize>(
+    plane: &[f32],
+    taps: &[(usize, f32)],
+    rstep: usize,
+    bias: f32,
+    clamp: Option<(f32, f32)>,
+    out: &mut [f32],
+    outw: usize,
+    x: usize,
+) {
+    let mut acc = [[bias; W]; R];
+    for &(s, t) in taps {
+        for (r, acc) in acc.iter_mut().enumerate() {
+            let at = s + r * rstep + x;
+            debug_assert!(at + W <= plane.len());
+            // SAFETY: in bounds, as the caller checked.
+            let v = unsafe { &*(plane.as_ptr().add(at) as *const [f32; W]) };
+            for i in 0..W {
+                acc[i] = madd::<FMA>(t, v[i], acc[i]);
+            }
+        }
+    }
+    for (r, mut a) in acc.into_iter().enumerate() {
+        if let Some((lo, hi)) = clamp {
+            a.iter_mut().for_each(|v| *v = v.max(lo).min(hi));
+        }
+        out[r * outw + x..r * outw + x + W].copy_from_slice(&a);
+    }
+}
+
+#[inline(always)]
+fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+    if FMA {
+        a.mul_add(b, c)
+    } else {
+        a * b + c
+    }
+}
+
+/// out[x] = act(bias + sum over taps (s, t) of t * plane[s + off + x]).
+#[inline(always)]
+fn row<const FMA: bool>(
+    plane: &[f32],
+    taps: &[(usize, f32)],
+    off: usize,
+    bias: f32,
+    clamp: Option<(f32, f32)>,
+    out: &mut [f32],
+) {
+    let n = out.len();
+    let mut x = 0;
+    // Wide chunks keep several independent sums in flight per tap.
+    while x + 64 <= n {
+        chunk::<FMA, 64>(plane, taps, bias, clamp, &mut out[x..x + 64], off + x);
+        x += 64;
+    }
+    if x + 32 <= n {
+        chunk::<FMA, 32>(plane, taps, bias, clamp, &mut out[x..x + 32], off + x);
+        x += 32;
+    }
+    if x + 16 <= n {
+        chunk::<FMA, 16>(plane, taps, bias, clamp, &mut out[x..x + 16], off + x);
+        x += 16;
+    }
+    if x + 8 <= n {
+        chunk::<FMA, 8>(plane, taps, bias, clamp, &mut out[x..x + 8], off + x);
+        x += 8;
+    }
+    for (i, o) in out[x..].iter_mut().enumerate() {
+        let mut a = bias;
+        for &(s, t) in taps {
+            a = madd::<FMA>(t, plane[s + off + x + i], a);
+        }
+        if let Some((lo, hi)) = clamp {
+            a = a.max(lo).min(hi);
+        }
+        *o = a;
+    }
+}
+
+#[inline(always)]
+fn chunk<const FMA: bool, const W: usize>(
+    plane: &[f32],
+    taps: &[(usize, f32)],
+    bias: f32,
+    clamp: Option<(f32, f32)>,
+    out: &mut [f32],
+    x: usize,
+) {
+    let mut acc = [bias; W];
+    for &(s, t) in taps {
+        let r: &[f32; W] = plane[s + x..s + x + W].try_into().unwrap();
+        for i in 0..W {
+            acc[i] = madd::<FMA>(t, r[i], acc[i]);
+        }
+    }
+    if let Some((lo, hi)) = clamp {
+        for a in acc.iter_mut() {
+            *a = a.max(lo).min(hi);
+        }
+    }
+    out.copy_from_slice(&acc);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ncnn::layer::Activation;
+
+    fn params(k: usize, s: usize, d: usize, act: Activation) -> ConvParams {
+        let text = format!("7767517\n1 1\nConvolutionDepthWise c 0 1 x 0=1 1={k} 6={} 7=1\n", k * k);
+        let spec = crate::ncnn::param::parse_text(&text).unwrap();
+        let mut p = ConvParams::new(&spec.layers[0].params, true).unwrap();
+        (p.kw, p.kh, p.sw, p.sh, p.dw, p.dh, p.act) = (k, k, s, s, d, d, act);
+        p
+    }
+
+    #[test]
+    fn matches_direct_sum_on_both_paths() {
+        let acts = [
+            Activation { kind: 0, params: vec![] },
+            Activation { kind: 3, params: vec![0.0, 6.0] },
+            Activation { kind: 6, params: vec![0.2, 0.5] },
+        ];
+        for (ci, &(k, s, d, w, h)) in [(3, 1, 1, 37, 9), (3, 2, 1, 40, 11), (5, 2, 2, 30, 14), (1, 1, 1, 8, 3), (3, 3, 1, 17, 7), (3, 2, 1, 33, 8), (3, 2, 1, 2, 5), (3, 1, 1, 70, 13), (3, 2, 1, 59, 17)]
+            .iter()
+            .enumerate()
+        {
+            let act = acts[ci % acts.len()].clone();
+            let p = params(k, s, d, act.clone());
+            let src: Vec<f32> = (0..w * h).map(|i| ((i * 7 % 13) as f32) * 0.5 - 3.0).collect();
+            let kern: Vec<f32> = (0..k * k).map(|i| (i as f32) * 0.25 - 1.0).collect();
+            let pad = Border { t: ci % 2, b: ci % 3, l: ci % 3, r: 1, value: 0.5 * (ci % 2) as f32 };
+            let (ww, hh) = (w + pad.l + pad.r, h + pad.t + pad.b);
+            let at = |y: usize, x: usize| {
+                if y < pad.t || y >= pad.t + h || x < pad.l || x >= pad.l + w {
+                    pad.value
+                } else {
+                    src[(y - pad.t) * w + x - pad.l]
+                }
+            };
+            let ext = d * (k - 1) + 1;
+            let (outw, outh) = ((ww - ext) / s + 1, (hh - ext) / s + 1);
+            let mut want = vec![0.0f32; outw * outh];
+            for oy in 0..outh {
+                for ox in 0..outw {
+                    let mut a = 0.5;
+                    for ky in 0..k {
+                        for kx in 0..k {
+                            a += kern[ky * k + kx] * at(oy * s + ky * d, ox * s + kx * d);
+                        }
+                    }
+                    want[oy * outw + ox] = act.apply1(a);
+                }
+            }
+            for fast in [false, crate::base::simd::avx2_fma()] {
+                let mut got = vec![f32::NAN; outw * outh];
+                dw_channel(&src, w, h, pad, &kern, 0.5, &p, &mut got, outw, fast);
+                for (i, (g, e)) in got.iter().zip(&want).enumerate() {
+                    assert!((g - e).abs() < 1e-4, "case {ci} fast={fast} at {i}: {g} vs {e}");
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod speed {
+    use super::*;
+    use crate::ncnn::layer::Activation;
+
+    /// Manual throughput check of one depthwise channel (3x3, 112x112,
+    /// border 1): `cargo test --release dw_speed -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn dw_speed() {
+        let text = "7767517\n1 1\nConvolutionDepthWise c 0 1 x 0=1 1=3 6=9 7=1\n";
+        let spec = crate::ncnn::param::parse_text(text).unwrap();
+        let mut p = ConvParams::new(&spec.layers[0].params, true).unwrap();
+        p.act = Activation { kind: 3, params: vec![0.0, 6.0] };
+        let (w, h) = (112, 112);
+        let src: Vec<f32> = (0..w * h).map(|i| (i % 7) as f32).collect();
+        let k = [0.1f32; 9];
+        let pad = Border { t: 1, b: 1, l: 1, r: 1, value: 0.0 };
+        for s in [1, 2] {
+            p.sw = s;
+            p.sh = s;
+            let (outw, outh) = ((w + 2 - 3) / s + 1, (h + 2 - 3) / s + 1);
+            let mut o = vec![0.0f32; outw * outh];
+            let mut best = f64::INFINITY;
+            for _ in 0..2000 {
+                let t = std::time::Instant::now();
+                dw_channel(&src, w, h, pad, &k, 0.0, &p, &mut o, outw, true);
+                best = best.min(t.elapsed().as_secs_f64());
+            }
+            let flop = 18.0 * (outw * outh) as f64;
+            println!("stride {s}: {:.1} us per channel, {:.1} GFLOP/s", best * 1e6, flop / best / 1e9);
+        }
+    }
+}

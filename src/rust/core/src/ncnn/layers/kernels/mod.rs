@@ -1,0 +1,17 @@
+//! Compute kernels shared by several layers: the convolution GEMM and its
+//! packed weights, Winograd F(4,3), the depthwise kernel, pooling rows and
+//! the convolution parameters and padding helpers.
+
+pub mod conv;
+pub mod deconv;
+pub mod depthwise;
+pub mod detect;
+pub mod gemm;
+pub mod gemv;
+pub mod math;
+pub mod matmul;
+pub mod pool_rows;
+pub mod quant;
+pub mod roi;
+pub mod transpose;
+pub mod winograd;

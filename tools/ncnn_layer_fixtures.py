@@ -1,0 +1,271 @@
+"""Fixtures for the layers beyond the common CNN set (see ncnn_fixtures.py
+for the format): each case is a small net, random weights, random inputs
+and the outputs of the real ncnn (PyPI `ncnn`), edge parameters included.
+Run from the repository root:
+
+    python3 tools/ncnn_layer_fixtures.py [outdir]
+
+Writes into tests/testthat/fixtures/ncnn-layers by default, with its own
+cases.tsv.
+"""
+import os
+import struct
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ncnn_fixtures as nf  # noqa: E402
+
+nf.OUT = sys.argv[1] if len(sys.argv) > 1 else "tests/testthat/fixtures/ncnn-layers"
+nf.rng = np.random.default_rng(20261201)
+nf.INT8 = True
+rng = nf.rng
+Model, case = nf.Model, nf.case
+
+
+def inp(m, name, shape):
+    """An Input of any rank (numpy shape, outermost first)."""
+    w = shape[::-1]
+    keys = ["0", "1", "11", "2"] if len(w) == 4 else ["0", "1", "2"]
+    return m.add("Input", name, [], [name], " ".join("%s=%d" % (k, v) for k, v in zip(keys, w)))
+
+
+def single(name, type_, params, shape, lo=-1.0, hi=1.0, weights=None):
+    m = inp(Model(), "data", shape).add(type_, "l", ["data"], ["out"], params)
+    for kind, arr in weights or []:
+        (m.raw if kind == "raw" else m.tagged)(arr)
+    case(name, m, [("data", shape)], ["out"], lo, hi)
+
+
+def multi(name, type_, params, shapes, ntop=1, lo=-1.0, hi=1.0, weights=None):
+    m = Model()
+    names = ["in%d" % i for i in range(len(shapes))]
+    for n, s in zip(names, shapes):
+        inp(m, n, s)
+    tops = ["out%d" % i for i in range(ntop)]
+    m.add(type_, "l", names, tops, params)
+    for kind, arr in weights or []:
+        (m.raw if kind == "raw" else m.tagged)(arr)
+    case(name, m, list(zip(names, shapes)), tops, lo, hi)
+
+
+def int8_tagged(m, q):
+    m.weights += struct.pack("<I", 0x000D4B38)
+    d = np.asarray(q, dtype=np.int8).tobytes()
+    m.weights += d + b"\0" * ((4 - len(d) % 4) % 4)
+
+
+def elementwise():
+    A = (3, 5, 6)
+    for nm, t, p, lo, hi in [
+        ("absval", "AbsVal", "", -1, 1), ("bnll", "BNLL", "", -4, 4), ("elu", "ELU", "0=0.3", -3, 3),
+        ("selu", "SELU", "", -3, 3), ("celu", "CELU", "0=0.7", -3, 3), ("mish", "Mish", "", -4, 4),
+        ("softplus", "Softplus", "", -4, 4), ("gelu", "GELU", "", -4, 4), ("gelu_fast", "GELU", "0=1", -4, 4),
+        ("erf", "Erf", "", -3, 3), ("exp", "Exp", "", -2, 2), ("exp_base", "Exp", "0=2.0 1=0.5 2=0.25", -2, 2),
+        ("log", "Log", "", 0.1, 3), ("log_base", "Log", "0=10.0 1=2.0 2=0.5", 0.1, 3),
+        ("power", "Power", "0=2.5 1=0.5 2=1.5", 0, 2), ("threshold", "Threshold", "0=0.2", -1, 1),
+        ("shrink", "Shrink", "0=0.1 1=0.4", -1, 1),
+    ]:
+        single(nm, t, p, A, lo, hi)
+    for op in range(20):
+        lo, hi = {5: (0.1, 2), 6: (0.1, 2), 8: (0.1, 2), 12: (-0.9, 0.9), 13: (-0.9, 0.9), 15: (0.5, 2), 17: (0.1, 2)}.get(op, (-1.6, 1.6))
+        single("unary%d" % op, "UnaryOp", "0=%d" % op, A, lo, hi)
+
+
+def shapes():
+    m = Model().input("a", (3, 4, 5)).input("b", (3, 4, 5)).add("Noop", "n", ["a", "b"], ["out"])
+    case("noop", m, [("a", (3, 4, 5)), ("b", (3, 4, 5))], ["out"])
+    for nm, keys, n in [("memorydata_1d", "0=7", 7), ("memorydata_2d", "0=5 1=3", 15), ("memorydata_3d", "0=4 1=3 2=2", 24),
+                        ("memorydata_4d", "0=3 1=2 11=2 2=2", 24)]:
+        m = Model().input("data", (1,)).add("MemoryData", "md", [], ["md"], keys)
+        m.raw(rng.normal(0, 1, n))
+        m.add("BinaryOp", "add", ["md", "data"], ["out"], "0=0")
+        case(nm, m, [("data", (1,))], ["out"])
+    for o in range(2):
+        single("permute2d_%d" % o, "Permute", "0=%d" % o, (5, 7))
+    for o in range(6):
+        single("permute3d_%d" % o, "Permute", "0=%d" % o, (3, 4, 5))
+    for o in [0, 1, 5, 9, 13, 17, 23]:
+        single("permute4d_%d" % o, "Permute", "0=%d" % o, (2, 3, 4, 5))
+    C = (4, 5, 6)
+    for nm, p, s in [
+        ("crop_offsets", "0=1 1=1 2=1 3=-233 4=-233 5=-233", C), ("crop_size", "0=1 3=2 4=-233 5=-233", C),
+        ("crop_tail", "0=1 6=2 3=-233 4=-233 5=-233", C), ("crop_clamped", "0=1 3=9 4=-233 5=-233", C),
+        ("crop_all", "0=1 1=2 2=1 3=3 4=2 5=2 6=1", C), ("crop_tail2", "7=1 8=1 3=-233 4=-233 5=-233", C),
+        ("crop_np_c", "-23309=1,1 -23310=1,3 -23311=1,-3", C), ("crop_np_neg", "-23309=1,-233 -23310=1,-2 -23311=1,2", C),
+        ("crop_np_big", "-23309=1,0 -23310=1,100 -23311=1,1", C), ("crop_np_all", "-23309=3,0,1,2 -23310=3,-1,-1,-1", C),
+        ("crop_np_negstart", "-23309=1,-2 -23310=1,-233 -23311=1,-1", C),
+        ("crop_1d", "0=1 3=3", (6,)), ("crop_2d", "0=1 1=1 3=-233 4=2", (5, 6)),
+        ("crop_4d", "13=1 14=2 0=1 3=-233 4=-233 5=-233", (2, 4, 5, 6)),
+        ("crop_np_4d", "-23309=1,1 -23310=1,3 -23311=1,1", (2, 4, 5, 6)),
+    ]:
+        single(nm, "Crop", p, s)
+    multi("crop_ref", "Crop", "0=1 1=2", [(4, 7, 8), (2, 3, 5)])
+    multi("copyto", "CopyTo", "-23309=2,1,2 -23310=2,3,5 -23311=2,1,2", [(3, 5, 6), (3, 2, 3)])
+    multi("copyto_c", "CopyTo", "-23309=1,1 -23310=1,3 -23311=1,0", [(4, 3, 5), (2, 3, 5)])
+    for r, mode in [(2, 0), (2, 1), (3, 0), (3, 1)]:
+        single("pixelshuffle_r%d_m%d" % (r, mode), "PixelShuffle", "0=%d 1=%d" % (r, mode), (2 * r * r, 3, 4))
+        single("reorg_s%d_m%d" % (r, mode), "Reorg", "0=%d 1=%d" % (r, mode), (2, 3 * r, 2 * r))
+
+
+def norms():
+    for nm, shape, n, extra in [("layernorm_1d", (12,), 12, ""), ("layernorm_2d", (5, 8), 8, ""),
+                                ("layernorm_3d_rows", (3, 4, 6), 6, ""), ("layernorm_3d_planes", (3, 4, 6), 24, ""),
+                                ("layernorm_noaffine", (4, 7), 7, " 2=0")]:
+        w = [] if extra else [("raw", rng.uniform(0.5, 1.5, n)), ("raw", rng.normal(0, 0.3, n))]
+        single(nm, "LayerNorm", "0=%d 1=0.0001%s" % (n, extra), shape, weights=w)
+
+
+def reductions():
+    R = (3, 4, 5)
+    for op in range(11):
+        lo, hi = (0.2, 1.2) if op in (6, 9) else (-1, 1)
+        single("reduce%d_all" % op, "Reduction", "0=%d 1=1 2=0.7" % op, R, lo, hi)
+        single("reduce%d_hw_keep" % op, "Reduction", "0=%d 1=0 -23303=2,1,2 4=1 5=1" % op, R, lo, hi)
+    for nm, p in [("reduce_c", "0=0 1=0 -23303=1,0 5=1"), ("reduce_w", "0=3 1=0 -23303=1,-1 5=1"),
+                  ("reduce_h_keep", "0=4 1=0 -23303=1,1 4=1 5=1"), ("reduce_cw", "0=2 1=0 -23303=2,0,2 5=1"),
+                  ("reduce_all_keep", "0=0 1=1 4=1 5=1")]:
+        single(nm, "Reduction", p, R)
+    single("reduce_2d_rows", "Reduction", "0=0 1=0 -23303=1,1 5=1", (4, 6))
+    single("reduce_4d_d", "Reduction", "0=3 1=0 -23303=1,1 4=1 5=1", (2, 3, 4, 5))
+
+
+def deconvs():
+    X = (3, 5, 6)
+    for nm, p, k, fp16 in [
+        ("deconv_s1", "", 3, False), ("deconv_s2", "3=2", 3, False), ("deconv_s2_k4_pad", "3=2 4=1", 4, False),
+        ("deconv_asym", "3=2 13=1 4=1 15=0 14=0 16=1", (3, 2), False), ("deconv_dilation", "2=2 12=2", 3, False),
+        ("deconv_outpad", "3=2 4=1 18=1 19=1", 3, False), ("deconv_outsize_upper", "3=2 4=-233 20=11 21=9", 3, False),
+        ("deconv_outsize_lower", "3=2 4=-234 20=12 21=10", 3, False), ("deconv_act", "3=2 9=2 -23310=1,0.2", 3, False),
+        ("deconv_fp16", "3=2 4=1 9=1", 4, True),
+    ]:
+        kw, kh = (k, k) if isinstance(k, int) else k
+        cout = 4
+        n = cout * 3 * kw * kh
+        m = Model().input("data", X).add("Deconvolution", "d", ["data"], ["out"], "0=%d 1=%d 11=%d 5=1 6=%d %s" % (cout, kw, kh, n, p))
+        m.tagged(rng.normal(0, 0.5, n), fp16)
+        m.raw(rng.normal(0, 0.2, cout))
+        case(nm, m, [("data", X)], ["out"])
+    for nm, cin, cout, g, p in [("deconvdw", 4, 4, 4, "3=2 4=1"), ("deconvdw_group", 4, 6, 2, "3=2"), ("deconvdw_mult", 3, 6, 3, "")]:
+        n = cout * (cin // g) * 9
+        m = Model().input("data", (cin, 5, 6)).add("DeconvolutionDepthWise", "d", ["data"], ["out"], "0=%d 1=3 5=1 6=%d 7=%d %s" % (cout, n, g, p))
+        m.tagged(rng.normal(0, 0.5, n))
+        m.raw(rng.normal(0, 0.2, cout))
+        case(nm, m, [("data", (cin, 5, 6))], ["out"])
+
+
+def int8_layers():
+    X = (4, 9, 10)
+    for nm, extra, term, dw in [("conv_int8", "4=1", 1, False), ("conv_int8_requant", "4=1 9=1", 101, False),
+                                ("conv_int8_s2", "3=2 4=1 9=1", 1, False), ("conv_int8_1x1", "", 1, False),
+                                ("dwconv_int8", "4=1 9=1", 1, True), ("dwconv_int8_requant", "4=1 9=1", 101, True),
+                                ("dwconv_int8_s2", "3=2 4=1", 1, True)]:
+        cin, cout = 4, 4 if dw else 6
+        k = 1 if nm.endswith("1x1") else 3
+        n = cout * (1 if dw else cin) * k * k
+        ty = "ConvolutionDepthWise" if dw else "Convolution"
+        m = Model().input("data", X).add(ty, "c", ["data"], ["mid"], "0=%d 1=%d 5=1 6=%d 8=%d %s%s" % (cout, k, n, term, extra, " 7=4" if dw else ""))
+        rows = cout
+        q = rng.integers(-127, 128, n)
+        int8_tagged(m, q)
+        m.raw(rng.normal(0, 0.2, cout))
+        m.raw(rng.uniform(40, 160, rows))
+        m.raw([rng.uniform(60, 120)])
+        if term > 100:
+            m.raw([rng.uniform(5, 15)])
+            # an int8 blob feeds the next int8 convolution as it is
+            m.add("Convolution", "c2", ["mid"], ["out"], "0=3 1=1 5=0 6=%d 8=1" % (3 * cout))
+            int8_tagged(m, rng.integers(-127, 128, 3 * cout))
+            m.raw(rng.uniform(40, 160, 3))
+            m.raw([1.0])
+        else:
+            m.add("Noop", "n", ["mid"], ["out"])
+        case(nm, m, [("data", X)], ["out"])
+    # per-output scales on float weights (quantized at load)
+    m = Model().input("data", X).add("Convolution", "c", ["data"], ["out"], "0=5 1=3 4=1 5=1 6=180 8=1")
+    w = rng.normal(0, 0.3, (5, 36)).astype(np.float32)
+    m.tagged(w)
+    m.raw(rng.normal(0, 0.2, 5))
+    m.raw(127.0 / np.abs(w).max(axis=1))
+    m.raw([90.0])
+    case("conv_int8_float_weights", m, [("data", X)], ["out"])
+    m = Model().input("data", (3, 4, 5)).add("InnerProduct", "fc", ["data"], ["out"], "0=7 1=1 2=420 8=1 9=1")
+    int8_tagged(m, rng.integers(-127, 128, 420))
+    m.raw(rng.normal(0, 0.2, 7))
+    m.raw(rng.uniform(40, 160, 7))
+    m.raw([100.0])
+    case("innerproduct_int8", m, [("data", (3, 4, 5))], ["out"])
+    m = Model().input("data", (12,)).conv("c", "data", "out", 12, 5, 1, "9=1")
+    case("conv_1d_input", m, [("data", (12,))], ["out"])
+
+
+def attention():
+    def mha(name, e, h, qdim, kdim, vdim, nin, seq, mask=False, extra=""):
+        m = Model()
+        ins = []
+        for i, d in enumerate([qdim, kdim, vdim][:nin]):
+            s = (seq[min(i, 1)] if isinstance(seq, tuple) else seq, d)
+            inp(m, "in%d" % i, s)
+            ins.append(("in%d" % i, s))
+        if mask:
+            s = (seq[0] if isinstance(seq, tuple) else seq, seq[1] if isinstance(seq, tuple) else seq)
+            inp(m, "mask", s)
+            ins.append(("mask", s))
+        params = "0=%d 1=%d 2=%d 3=%d 4=%d %s%s" % (e, h, e * qdim, kdim, vdim, "5=1 " if mask else "", extra)
+        m.add("MultiHeadAttention", "mha", [n for n, _ in ins], ["out"], params)
+        for n, fan, nb in [(e * qdim, qdim, e), (e * kdim, kdim, e), (e * vdim, vdim, e), (qdim * e, e, qdim)]:
+            m.tagged(rng.normal(0, fan ** -0.5, n))
+            m.raw(rng.normal(0, 0.1, nb))
+        case(name, m, ins, ["out"])
+    mha("mha_self", 8, 2, 8, 8, 8, 1, 5)
+    mha("mha_qkv", 12, 3, 12, 12, 12, 3, 6)
+    mha("mha_cross", 8, 2, 6, 10, 10, 2, (4, 7))
+    mha("mha_kdim_vdim", 8, 4, 8, 5, 7, 3, (3, 6))
+    mha("mha_mask", 8, 2, 8, 8, 8, 1, 5, mask=True)
+    mha("mha_scale", 8, 2, 8, 8, 8, 1, 5, extra="6=0.3")
+
+
+def detection():
+    # PriorBox on a feature map and image, caffe style
+    for nm, p in [("priorbox", "-23300=1,30.0 -23301=1,60.0 -23302=2,2.0,3.0 9=-233 10=-233 13=0.5"),
+                  ("priorbox_noflip_clip", "-23300=2,20.0,40.0 -23302=1,2.0 7=0 8=1 9=-233 10=-233 11=16.0 12=16.0"),
+                  ("priorbox_fixed", "-23300=1,50.0 -23301=1,80.0 9=300 10=300 3=0.1 4=0.2 5=0.3 6=0.4")]:
+        multi(nm, "PriorBox", p, [(4, 5, 6), (1, 40, 48)])
+    single("priorbox_mxnet", "PriorBox", "-23300=3,0.2,0.4,0.6 -23302=3,1.0,2.0,0.5 9=-233 10=-233 13=0.5", (4, 5, 6))
+    # SSD head: locations, softmaxed confidences, prior boxes
+    m = Model().input("loc", (4 * 30,)).input("conf", (30, 5)).input("feat", (2, 5, 6)).input("img", (1, 60, 60))
+    m.add("Softmax", "sm", ["conf"], ["prob"], "0=1 1=1")
+    m.add("PriorBox", "pb", ["feat", "img"], ["prior"], "-23300=1,20.0 9=-233 10=-233 13=0.5")
+    m.add("DetectionOutput", "det", ["loc", "prob", "prior"], ["out"], "0=5 1=0.45 2=20 3=10 4=0.22")
+    case("detectionoutput", m, [("loc", (120,)), ("conf", (30, 5)), ("feat", (2, 5, 6)), ("img", (1, 60, 60))], ["out"], -2, 2)
+    # YOLOv3 over two scales
+    biases = "-23304=8,10.0,14.0,23.0,27.0,37.0,58.0,81.0,82.0"
+    m = Model().input("a", (2 * 8, 4, 5)).input("b", (2 * 8, 8, 10))
+    m.add("Yolov3DetectionOutput", "y", ["a", "b"], ["out"], "0=3 1=2 2=0.55 3=0.4 %s -23305=4,2.0,3.0,0.0,1.0 -23306=2,16.0,8.0" % biases)
+    case("yolov3detectionoutput", m, [("a", (16, 4, 5)), ("b", (16, 8, 10))], ["out"], -3, 3)
+    m = Model().input("a", (2 * 8, 6, 7)).add("YoloDetectionOutput", "y", ["a"], ["out"], "0=3 1=2 2=0.3 3=0.45 -23304=4,1.5,2.0,3.0,2.5")
+    case("yolodetectionoutput", m, [("a", (16, 6, 7))], ["out"], -3, 3)
+    m = Model().input("a", (2 * 8, 3, 3)).add("YoloDetectionOutput", "y", ["a"], ["out"], "0=3 1=2 2=0.99 3=0.45 -23304=4,1.5,2.0,3.0,2.5")
+    case("yolodetectionoutput_none", m, [("a", (16, 3, 3))], ["out"], -3, 3)
+
+
+def main():
+    os.makedirs(nf.OUT, exist_ok=True)
+    elementwise()
+    shapes()
+    norms()
+    reductions()
+    deconvs()
+    int8_layers()
+    attention()
+    detection()
+    with open(os.path.join(nf.OUT, "cases.tsv"), "w") as f:
+        f.write("case\tinputs\toutputs\n")
+        for row in nf.manifest:
+            f.write("\t".join(row) + "\n")
+    print("%d cases written to %s" % (len(nf.manifest), nf.OUT))
+
+
+if __name__ == "__main__":
+    main()

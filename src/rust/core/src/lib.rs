@@ -19,6 +19,7 @@ pub mod context;
 pub mod cpu;
 pub mod dtype;
 pub mod error;
+pub mod float;
 pub mod graph;
 pub mod io;
 pub mod ledger;

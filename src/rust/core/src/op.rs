@@ -6,6 +6,8 @@
 //! kernel. Composite ggml functions (`conv_2d` = im2col + mul_mat) are built
 //! from these nodes by the graph builder.
 
+use crate::float::Float;
+
 /// Element-wise functions of one tensor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum UnaryOp {
@@ -61,9 +63,11 @@ impl UnaryOp {
         ]
     };
 
-    /// The function itself, in f32 (the reference for every backend).
-    pub fn apply(self, x: f32) -> f32 {
+    /// The function itself, in f32 or f64 (the reference for every backend).
+    #[inline(always)]
+    pub fn apply<F: Float>(self, x: F) -> F {
         use UnaryOp::*;
+        let c = F::from_f64;
         match self {
             Neg => -x,
             Abs => x.abs(),
@@ -73,31 +77,31 @@ impl UnaryOp {
             Log => x.ln(),
             Sin => x.sin(),
             Cos => x.cos(),
-            Relu => x.max(0.0),
+            Relu => x.max(F::ZERO),
             // tanh approximation, as ggml computes it
             Gelu => {
-                const SQRT_2_OVER_PI: f32 = 0.797_884_6;
-                0.5 * x * (1.0 + (SQRT_2_OVER_PI * x * (1.0 + 0.044_715 * x * x)).tanh())
+                let sqrt_2_over_pi = c(0.797_884_560_802_865_4);
+                c(0.5) * x * (F::ONE + (sqrt_2_over_pi * x * (F::ONE + c(0.044_715) * x * x)).tanh())
             }
-            Silu => x / (1.0 + (-x).exp()),
-            Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            Silu => x / (F::ONE + (-x).exp()),
+            Sigmoid => F::ONE / (F::ONE + (-x).exp()),
             Tanh => x.tanh(),
             Elu => {
-                if x > 0.0 {
+                if x > F::ZERO {
                     x
                 } else {
                     x.exp_m1()
                 }
             }
             Step => {
-                if x > 0.0 {
-                    1.0
+                if x > F::ZERO {
+                    F::ONE
                 } else {
-                    0.0
+                    F::ZERO
                 }
             }
-            Hardswish => x * (x + 3.0).clamp(0.0, 6.0) / 6.0,
-            Hardsigmoid => ((x + 3.0) / 6.0).clamp(0.0, 1.0),
+            Hardswish => x * (x + c(3.0)).clamp(F::ZERO, c(6.0)) / c(6.0),
+            Hardsigmoid => ((x + c(3.0)) / c(6.0)).clamp(F::ZERO, F::ONE),
         }
     }
 }
@@ -123,8 +127,8 @@ pub enum Op {
     Div,
     /// srcs [a, b]: a + b where b has one element.
     Add1,
-    /// srcs [a]: a * s.
-    Scale { s: f32 },
+    /// srcs [a]: a * s (s rounded to the compute type: f32, or f64 for f64 tensors).
+    Scale { s: f64 },
     /// srcs [a[K,M,..], b[K,N,..]] -> [M,N,b.ne2,b.ne3]; a broadcast over dims 2,3.
     MulMat,
     /// srcs [a[M,K,..], b[N,K,..]] -> [M,N,..]: sum_k a[m,k] * b[n,k].
@@ -132,7 +136,8 @@ pub enum Op {
     /// srcs [a]
     Unary(UnaryOp),
     LeakyRelu { slope: f32 },
-    Clamp { min: f32, max: f32 },
+    /// srcs [a]: a limited to [min, max] (bounds in the compute type).
+    Clamp { min: f64, max: f64 },
     /// srcs [a] -> one element.
     Sum,
     /// srcs [a] -> [1, ne1, ne2, ne3].
@@ -289,9 +294,14 @@ mod tests {
 
     #[test]
     fn unary_reference_values() {
-        assert_eq!(UnaryOp::Relu.apply(-2.0), 0.0);
-        assert!((UnaryOp::Sigmoid.apply(0.0) - 0.5).abs() < 1e-7);
-        assert_eq!(UnaryOp::Hardsigmoid.apply(10.0), 1.0);
+        assert_eq!(UnaryOp::Relu.apply(-2.0f32), 0.0);
+        assert!((UnaryOp::Sigmoid.apply(0.0f32) - 0.5).abs() < 1e-7);
+        assert_eq!(UnaryOp::Hardsigmoid.apply(10.0f32), 1.0);
+        // f64 keeps double precision; f32 gets ggml's f32 constants.
+        let g = UnaryOp::Gelu.apply(1.3f64);
+        let want = 0.5 * 1.3 * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * 1.3 * (1.0 + 0.044715 * 1.69)).tanh());
+        assert!((g - want).abs() < 1e-15, "{g} {want}");
+        assert_eq!(UnaryOp::Gelu.apply(1.3f32), 0.5 * 1.3 * (1.0 + (0.797_884_6f32 * 1.3 * (1.0 + 0.044_715 * 1.3 * 1.3)).tanh()));
         assert_eq!(UnaryOp::ALL.len(), 17);
     }
 }

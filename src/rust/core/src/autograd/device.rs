@@ -73,7 +73,7 @@ pub fn bin(c: &Context, op: G, a: &T, b: &T) -> Result<T> {
 }
 
 pub fn scale(c: &Context, x: &T, s: f64) -> Result<T> {
-    c.op(G::Scale { s: s as f32 }, std::slice::from_ref(x))
+    c.op(G::Scale { s }, std::slice::from_ref(x))
 }
 
 /// `x`, contiguous (a copy only when it is a strided view).

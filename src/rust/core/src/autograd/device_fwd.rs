@@ -120,7 +120,7 @@ fn build(b: &mut Builder, c: &Context, op: &Op, xs: &[Dev]) -> Result<Option<Bui
         }
         Op::Softmax => built(softmax(c, &x(0)?)?, r0, c0),
         Op::Pow(p) => built(pow(b, c, &Dev::new(x(0)?, r0, c0), *p)?, r0, c0),
-        Op::Clamp(lo, hi) => built(c.op(G::Clamp { min: *lo as f32, max: *hi as f32 }, &[x(0)?])?, r0, c0),
+        Op::Clamp(lo, hi) => built(c.op(G::Clamp { min: *lo, max: *hi }, &[x(0)?])?, r0, c0),
         Op::Sum(a) | Op::Mean(a) => {
             let xx = x(0)?;
             let (t, r, cc, n) = match a {
@@ -208,7 +208,7 @@ pub fn softmax(c: &Context, x: &T) -> Result<T> {
 
 /// Probabilities kept away from 0 and 1, as cross-entropy does.
 pub fn ce_clamp(c: &Context, p: &T) -> Result<T> {
-    c.op(G::Clamp { min: CE_EPS as f32, max: (1.0 - CE_EPS) as f32 }, std::slice::from_ref(p))
+    c.op(G::Clamp { min: CE_EPS, max: 1.0 - CE_EPS }, std::slice::from_ref(p))
 }
 
 /// Rows `from..to` of a `[rows, cols]` matrix, contiguous.

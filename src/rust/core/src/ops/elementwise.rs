@@ -4,10 +4,11 @@
 use super::access::Src;
 use super::par_rows;
 use crate::cpu::Pool;
+use crate::float::Float;
 use crate::op::Op;
 
 /// out[i] = f(a[i]).
-pub fn map(a: &Src<'_>, out: &mut [f32], pool: &Pool, f: impl Fn(f32) -> f32 + Sync + Send) {
+pub fn map<T: Float>(a: &Src<'_, T>, out: &mut [T], pool: &Pool, f: impl Fn(T) -> T + Sync + Send) {
     let x = &a.d;
     par_rows(pool, out, 1024, |r0, chunk| {
         let start = r0 * 1024;
@@ -18,7 +19,7 @@ pub fn map(a: &Src<'_>, out: &mut [f32], pool: &Pool, f: impl Fn(f32) -> f32 + S
     });
 }
 
-fn apply_row(op: &Op, a: &[f32], b: &[f32], out: &mut [f32]) {
+fn apply_row<T: Float>(op: &Op, a: &[T], b: &[T], out: &mut [T]) {
     // b is either a full row or repeats along the row.
     macro_rules! go {
         ($f:expr) => {{
@@ -40,16 +41,16 @@ fn apply_row(op: &Op, a: &[f32], b: &[f32], out: &mut [f32]) {
         }};
     }
     match op {
-        Op::Add => go!(|x: f32, y: f32| x + y),
-        Op::Sub => go!(|x: f32, y: f32| x - y),
-        Op::Mul => go!(|x: f32, y: f32| x * y),
-        Op::Div => go!(|x: f32, y: f32| x / y),
+        Op::Add => go!(|x: T, y: T| x + y),
+        Op::Sub => go!(|x: T, y: T| x - y),
+        Op::Mul => go!(|x: T, y: T| x * y),
+        Op::Div => go!(|x: T, y: T| x / y),
         _ => unreachable!("not a binary op"),
     }
 }
 
 /// out = a (op) b, b broadcast to a's shape.
-pub fn binary(op: &Op, a: &Src<'_>, b: &Src<'_>, out: &mut [f32], pool: &Pool) {
+pub fn binary<T: Float>(op: &Op, a: &Src<'_, T>, b: &Src<'_, T>, out: &mut [T], pool: &Pool) {
     let [n0, n1, n2, _] = a.ne;
     let bn = b.ne;
     par_rows(pool, out, n0, |r0, chunk| {

@@ -1,9 +1,14 @@
 //! CPU kernels, by family, and the per-node driver.
 //!
-//! For each node the driver locks the sources' buffers for reading, gets every
-//! source as contiguous f32 (in place when it already is; f16/bf16/i32 and
-//! strided sources are converted once), runs the kernel into a result vector,
-//! and writes that into the destination in its type and strides.
+//! Each node is computed in one compute type: f64 when the result or a
+//! source is an f64 tensor, else f32 (the kernels are generic over
+//! [`Float`], one compiled copy per type). The driver locks the sources'
+//! buffers for reading and gets every source in the compute type
+//! (contiguous, read in place when it already is; other types and strided
+//! sources are converted once; the products read strided sources in place).
+//! When the result is contiguous, of the compute type and in a buffer no
+//! source reads, the kernel writes straight into it; otherwise into a
+//! vector that is then written in the result's type and strides.
 
 pub mod access;
 mod conv;
@@ -15,22 +20,25 @@ pub mod shape;
 
 use crate::buffer::BufferLocks;
 use crate::cpu::Pool;
+use crate::dtype::DType;
 use crate::graph::Node;
 use crate::op::Op;
 use access::Src;
 use anyhow::ensure;
 use rayon::prelude::*;
 
+pub use matmul::Gemm;
+
 /// Below this many output elements a kernel runs on the calling thread.
 pub const PAR_MIN: usize = 1 << 15;
 
 /// Run `f(first_row, rows)` over `out` split into chunks of whole rows of
 /// `row_len`, in parallel on `pool` when the work is large enough.
-pub fn par_rows(
+pub fn par_rows<T: Send>(
     pool: &Pool,
-    out: &mut [f32],
+    out: &mut [T],
     row_len: usize,
-    f: impl Fn(usize, &mut [f32]) + Sync + Send,
+    f: impl Fn(usize, &mut [T]) + Sync + Send,
 ) {
     let row_len = row_len.max(1);
     let n_rows = out.len() / row_len;
@@ -58,13 +66,37 @@ pub fn run(node: &Node, pool: &Pool) -> crate::Result<()> {
         let mut g = dst.buf.write("the result")?;
         return access::scatter_bytes(&mut g, dst, &bytes);
     }
+    let wide = dst.layout.dtype == DType::F64 || node.srcs.iter().any(|s| s.layout.dtype == DType::F64);
+    if wide {
+        run_as::<f64>(node, pool)
+    } else {
+        run_as::<f32>(node, pool)
+    }
+}
+
+/// Whether source `i` of `op` may be read with its own strides.
+fn strided_operand(op: &Op, i: usize) -> bool {
+    matches!(op, Op::MulMat | Op::OutProd) && i < 2
+}
+
+fn run_as<T: Gemm>(node: &Node, pool: &Pool) -> crate::Result<()> {
+    let dst = &node.dst;
+    // `cpy` reads its first source only: the second is the destination.
+    let reads = if matches!(node.op, Op::Cpy) { &node.srcs[..1] } else { &node.srcs[..] };
     let out = {
-        let locks = BufferLocks::read(node.srcs.iter().map(|s| s.buf.as_ref()))?;
-        let mut srcs: Vec<Src<'_>> = Vec::with_capacity(node.srcs.len());
-        for s in &node.srcs {
-            srcs.push(access::gather(locks.mem(&s.buf)?, s)?);
+        let locks = BufferLocks::read(reads.iter().map(|s| s.buf.as_ref()))?;
+        let mut srcs: Vec<Src<'_, T>> = Vec::with_capacity(reads.len());
+        for (i, s) in reads.iter().enumerate() {
+            let mem = locks.mem(&s.buf)?;
+            srcs.push(if strided_operand(&node.op, i) { access::gather_strided(mem, s)? } else { access::gather(mem, s)? });
         }
-        let mut out = access::alloc_f32(dst.layout.nelements())?;
+        if reads.iter().all(|s| s.buf.id() != dst.buf.id()) {
+            let mut g = dst.buf.write("the result")?;
+            if let Some(out) = access::dst_slice::<T>(&mut g, dst)? {
+                return kernel(&node.op, &srcs, out, dst.layout.ne, pool);
+            }
+        }
+        let mut out = access::alloc::<T>(dst.layout.nelements())?;
         kernel(&node.op, &srcs, &mut out, dst.layout.ne, pool)?;
         out
     };
@@ -72,7 +104,8 @@ pub fn run(node: &Node, pool: &Pool) -> crate::Result<()> {
     access::scatter(&mut g, dst, &out)
 }
 
-fn kernel(op: &Op, s: &[Src<'_>], out: &mut [f32], ne: [usize; 4], pool: &Pool) -> crate::Result<()> {
+/// Computes `op` on `s` into `out` (every element written) of sizes `ne`.
+fn kernel<T: Gemm>(op: &Op, s: &[Src<'_, T>], out: &mut [T], ne: [usize; 4], pool: &Pool) -> crate::Result<()> {
     match op {
         Op::None | Op::Reshape | Op::View | Op::Transpose | Op::Permute { .. } => {
             anyhow::bail!("internal: {} has no kernel", op.name())
@@ -87,7 +120,7 @@ fn kernel(op: &Op, s: &[Src<'_>], out: &mut [f32], ne: [usize; 4], pool: &Pool) 
             elementwise::map(&s[0], out, pool, move |x| x + b)
         }
         Op::Scale { s: k } => {
-            let k = *k;
+            let k = T::from_f64(*k);
             elementwise::map(&s[0], out, pool, move |x| x * k)
         }
         Op::Unary(u) => {
@@ -95,11 +128,11 @@ fn kernel(op: &Op, s: &[Src<'_>], out: &mut [f32], ne: [usize; 4], pool: &Pool) 
             elementwise::map(&s[0], out, pool, move |x| u.apply(x))
         }
         Op::LeakyRelu { slope } => {
-            let k = *slope;
-            elementwise::map(&s[0], out, pool, move |x| if x > 0.0 { x } else { k * x })
+            let k = T::from_f32(*slope);
+            elementwise::map(&s[0], out, pool, move |x| if x > T::ZERO { x } else { k * x })
         }
         Op::Clamp { min, max } => {
-            let (lo, hi) = (*min, *max);
+            let (lo, hi) = (T::from_f64(*min), T::from_f64(*max));
             elementwise::map(&s[0], out, pool, move |x| x.max(lo).min(hi))
         }
         Op::MulMat => matmul::mul_mat(&s[0], &s[1], out, pool),

@@ -28,10 +28,19 @@ pub fn can_repeat(b: &[usize; 4], a: &[usize; 4]) -> bool {
 fn float(l: &Layout, what: &str) -> crate::Result<()> {
     ensure!(
         l.dtype.is_float(),
-        "{what} must be a floating-point tensor (f32, f16 or bf16), not {}",
+        "{what} must be a floating-point tensor (f32, f16, bf16 or f64), not {}",
         sh(l)
     );
     Ok(())
+}
+
+/// The type of a result ggml computes in f32: f64 when a source is f64.
+fn f32_or_f64(srcs: &[&Layout]) -> DType {
+    if srcs.iter().any(|l| l.dtype == DType::F64) {
+        DType::F64
+    } else {
+        DType::F32
+    }
 }
 
 /// Number of sources each computing op takes: (min, max).
@@ -113,7 +122,7 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
                 sh(a),
                 sh(b)
             );
-            Out { dtype: DType::F32, ne: [a.ne[1], b.ne[1], b.ne[2], b.ne[3]] }
+            Out { dtype: f32_or_f64(&[a, b]), ne: [a.ne[1], b.ne[1], b.ne[2], b.ne[3]] }
         }
         Op::OutProd => {
             let b = &s[1];
@@ -126,7 +135,7 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
                 sh(a),
                 sh(b)
             );
-            Out { dtype: DType::F32, ne: [a.ne[0], b.ne[0], b.ne[2], b.ne[3]] }
+            Out { dtype: f32_or_f64(&[a, b]), ne: [a.ne[0], b.ne[0], b.ne[2], b.ne[3]] }
         }
         Op::Sum => {
             float(a, "a")?;
@@ -138,7 +147,7 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
         }
         Op::Mean => {
             float(a, "a")?;
-            Out { dtype: DType::F32, ne: [1, a.ne[1], a.ne[2], a.ne[3]] }
+            Out { dtype: f32_or_f64(&[a]), ne: [1, a.ne[1], a.ne[2], a.ne[3]] }
         }
         Op::Argmax => {
             float(a, "a")?;
@@ -203,7 +212,7 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
                 sh(b),
                 sh(a)
             );
-            let dtype = if a.dtype == DType::I32 { DType::I32 } else { DType::F32 };
+            let dtype = if a.dtype == DType::I32 { DType::I32 } else { f32_or_f64(&[a]) };
             Out { dtype, ne: [a.ne[0], b.ne[0], b.ne[1], b.ne[2]] }
         }
         Op::Im2Col { s0, s1, p0, p1, d0, d1, is_2d } => {
@@ -243,7 +252,7 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
                 "pool_2d: a {k0}x{k1} window does not fit the input ({})",
                 sh(a)
             );
-            Out { dtype: DType::F32, ne: [ow as usize, oh as usize, a.ne[2], a.ne[3]] }
+            Out { dtype: f32_or_f64(&[a]), ne: [ow as usize, oh as usize, a.ne[2], a.ne[3]] }
         }
         Op::Pad { p } => {
             ensure!(p.iter().all(|&x| x >= 0), "pad: paddings must be >= 0, got {p:?}");
@@ -290,6 +299,11 @@ mod tests {
         assert!(infer(&Op::MulMat, &[l([5, 3, 1, 1]), l([4, 7, 1, 1])]).is_err());
         let o = infer(&Op::OutProd, &[l([3, 5, 1, 1]), l([7, 5, 1, 1])]).unwrap();
         assert_eq!(o.ne, [3, 7, 1, 1]);
+        // f64 sources give f64 results where ggml gives f32.
+        let d = Layout::contiguous(DType::F64, [5, 3, 1, 1]);
+        assert_eq!(infer(&Op::MulMat, &[d, l([5, 7, 1, 1])]).unwrap().dtype, DType::F64);
+        assert_eq!(infer(&Op::Mean, &[d]).unwrap().dtype, DType::F64);
+        assert_eq!(infer(&Op::Mean, &[l([5, 3, 1, 1])]).unwrap().dtype, DType::F32);
     }
 
     #[test]

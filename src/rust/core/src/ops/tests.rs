@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 fn src(d: Vec<f32>, ne: [usize; 4]) -> Src<'static> {
     assert_eq!(d.len(), ne.iter().product::<usize>());
-    Src { d: Cow::Owned(d), ne }
+    Src::new(Cow::Owned(d), ne)
 }
 
 fn seq(n: usize) -> Vec<f32> {

@@ -18,7 +18,7 @@ export R_LIBS := $(RLIB):$(R_LIBS)
 INSTALL_LIB := -l $(RLIB)
 endif
 
-.PHONY: setup deps install lockfile test test-rust test-r demo check bench docs fuzz clean
+.PHONY: setup deps install lockfile test test-rust test-r layers demo check bench docs fuzz clean
 
 ## Everything both main commands need: Debian packages, then the package.
 setup: deps install
@@ -48,6 +48,10 @@ test: setup test-rust test-r
 
 test-rust:
 	$(CARGO_ENV) cargo test --release --locked --workspace --target-dir $(CARGO_TARGET)
+
+## The crates' module imports: no cycles, only the directions in each LAYERS file.
+layers:
+	$(CARGO_ENV) cargo run --release --locked -q -p layercheck --target-dir $(CARGO_TARGET) -- --tree src/rust/core src/rust/ggmlr
 
 # GGMLR_REQUIRE_VULKAN turns a missing Vulkan device into a test failure.
 # The residency specification (../shared/spec) runs unchanged beside the

@@ -3,37 +3,37 @@
 //! This crate knows nothing about R. The binding crate (`ggmlr`) converts R
 //! values to the plain Rust types used here and turns [`anyhow::Error`]s into
 //! R conditions; errors that need a specific R condition class carry a
-//! [`error::Classed`] value.
+//! [`base::error::Classed`] value.
 //!
-//! Data model: a [`context::Context`] holds [`tensor::Tensor`] descriptors;
-//! tensor memory is a [`buffer::Buffer`] (allocated only by
-//! `Buffer::allocate`, reported to the [`ledger`]); [`build`] adds op nodes,
-//! [`graph::Graph`] orders them and resolves them into [`graph::Node`]s that a
-//! [`backend::Backend`] computes (CPU kernels in [`ops`]).
+//! The engine is built in layers; each module imports only the layers below
+//! it (checked by `tools/layercheck`, which reads `layers.toml` beside this
+//! crate's `Cargo.toml`). From the bottom:
+//!
+//! - [`base`]: errors, element types, CPU feature switches, formatting;
+//! - [`layout`]: sizes and byte strides, the strided walk, element conversion;
+//! - [`op`]: op definitions and their shape rules (no kernels);
+//! - [`memory`]: buffers and the byte ledger (a backend allocates; the ledger
+//!   knows buffer tags and pool generations, not backends);
+//! - [`tensor`]: contexts, tensor descriptors, building op results, I/O;
+//! - [`backend`]: the backend type, graph nodes, `cpu/` (all CPU kernels) and
+//!   `vulkan/` (ash, gpu-allocator, shaders);
+//! - [`graph`]: forward graphs and their computation;
+//! - [`residency`]: the pass and persistent pools, generations, handles;
+//! - [`autograd`]: the tape, the backward rules, optimizers;
+//! - [`ncnn`]: ncnn model inference, beside the rest on [`base`] only.
 
-pub mod autograd;
-pub mod backend;
-pub mod buffer;
-pub mod build;
-pub mod context;
-pub mod cpu;
-pub mod dtype;
-pub mod error;
-pub mod float;
-pub mod graph;
-pub mod io;
-pub mod ledger;
-pub mod ncnn;
+pub mod base;
+pub mod layout;
 pub mod op;
-pub mod ops;
-pub mod residency;
-pub mod simd;
+pub mod memory;
 pub mod tensor;
-pub mod vulkan;
-pub mod vulkan_backend;
-pub mod vulkan_probe;
+pub mod backend;
+pub mod graph;
+pub mod residency;
+pub mod autograd;
+pub mod ncnn;
 
-pub use error::{Classed, Result};
+pub use base::error::{Classed, Result};
 
 /// Version of the engine, reported by `ggml_version()`.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

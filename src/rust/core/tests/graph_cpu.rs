@@ -2,11 +2,11 @@
 //! backend, compare with straightforward reference loops.
 
 use ggmlr_core::backend::Backend;
-use ggmlr_core::buffer::BufferTag;
-use ggmlr_core::context::Context;
-use ggmlr_core::dtype::DType;
+use ggmlr_core::memory::BufferTag;
+use ggmlr_core::tensor::Context;
+use ggmlr_core::base::dtype::DType;
 use ggmlr_core::graph::Graph;
-use ggmlr_core::io::{get_values, set_values};
+use ggmlr_core::tensor::io::{get_values, set_values};
 use ggmlr_core::op::{Op, UnaryOp};
 use std::sync::Arc;
 

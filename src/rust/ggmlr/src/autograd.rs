@@ -107,9 +107,9 @@ fn rs_ag_to_device(h: Robj, scope: Robj, dtype: Robj) -> Robj {
         let t = handle(&h, "tensor")?;
         let scope = ggmlr_core::residency::Scope::parse(&scalar_str(&scope, "scope")?)?;
         let dtype = match scalar_str(&dtype, "dtype")?.as_str() {
-            "f16" => ggmlr_core::dtype::DType::F16,
-            "bf16" => ggmlr_core::dtype::DType::BF16,
-            _ => ggmlr_core::dtype::DType::F32,
+            "f16" => ggmlr_core::base::dtype::DType::F16,
+            "bf16" => ggmlr_core::base::dtype::DType::BF16,
+            _ => ggmlr_core::base::dtype::DType::F32,
         };
         let v = t.value();
         let dev = match v.device() {

@@ -3,7 +3,7 @@
 use crate::guard;
 use extendr_api::prelude::*;
 use ggmlr_core::backend::{self, Backend};
-use ggmlr_core::vulkan_probe;
+use ggmlr_core::backend::vulkan;
 
 /// @noRd
 #[extendr]
@@ -70,13 +70,13 @@ fn rs_backend_dev_count() -> Robj {
 /// @noRd
 #[extendr]
 fn rs_vulkan_device_count() -> Robj {
-    guard(|| Ok((vulkan_probe::discovery().devices.len() as i32).into()))
+    guard(|| Ok((vulkan::discovery().devices.len() as i32).into()))
 }
 
 /// @noRd
 #[extendr]
 fn rs_vulkan_status() -> Robj {
-    guard(|| Ok(vulkan_probe::discovery().status.clone().into()))
+    guard(|| Ok(vulkan::discovery().status.clone().into()))
 }
 
 extendr_module! {

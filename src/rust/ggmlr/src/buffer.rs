@@ -4,8 +4,8 @@ use crate::conv::xptr;
 use crate::guard;
 use extendr_api::prelude::*;
 use ggmlr_core::backend::Backend;
-use ggmlr_core::buffer::{Buffer, BufferTag};
-use ggmlr_core::context::Context;
+use ggmlr_core::memory::{Buffer, BufferTag};
+use ggmlr_core::tensor::Context;
 use std::sync::Arc;
 
 pub fn buffer(x: &Robj) -> anyhow::Result<&Arc<Buffer>> {

@@ -3,8 +3,8 @@
 use crate::conv::{scalar_bool, scalar_i64, scalar_usize};
 use crate::guard;
 use extendr_api::prelude::*;
-use ggmlr_core::context::{Context, GRAPH_OVERHEAD, TENSOR_OVERHEAD};
-use ggmlr_core::dtype::DType;
+use ggmlr_core::tensor::{Context, GRAPH_OVERHEAD, TENSOR_OVERHEAD};
+use ggmlr_core::base::dtype::DType;
 
 /// @noRd
 #[extendr]

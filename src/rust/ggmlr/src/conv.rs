@@ -84,7 +84,7 @@ pub fn usize_vec(x: &Robj, what: &str, min: usize) -> anyhow::Result<Vec<usize>>
 }
 
 /// A context argument (contexts are shared with the residency pools, hence `Arc`).
-pub fn ctx_arg<'a>(x: &'a Robj, what: &str) -> anyhow::Result<&'a std::sync::Arc<ggmlr_core::context::Context>> {
+pub fn ctx_arg<'a>(x: &'a Robj, what: &str) -> anyhow::Result<&'a std::sync::Arc<ggmlr_core::tensor::Context>> {
     xptr(x, what, "ggml_context")
 }
 

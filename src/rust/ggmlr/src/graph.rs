@@ -5,7 +5,7 @@ use crate::guard;
 use crate::tensor::tensor;
 use extendr_api::prelude::*;
 use ggmlr_core::backend::{self, Backend};
-use ggmlr_core::context::Context;
+use ggmlr_core::tensor::Context;
 use ggmlr_core::graph::Graph;
 
 /// @noRd

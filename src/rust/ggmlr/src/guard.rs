@@ -57,7 +57,7 @@ where
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
-            let class = ggmlr_core::error::class_of(&e);
+            let class = ggmlr_core::base::error::class_of(&e);
             error_robj(&format!("{e:#}"), class)
         }
         Err(_) => {

@@ -6,9 +6,9 @@ use crate::guard;
 use crate::tensor::{tensor, tensor_robj, TensorPtr};
 use anyhow::ensure;
 use extendr_api::prelude::*;
-use ggmlr_core::build::op_from_name;
-use ggmlr_core::context::Context;
-use ggmlr_core::dtype::DType;
+use ggmlr_core::op::names::op_from_name;
+use ggmlr_core::tensor::Context;
+use ggmlr_core::base::dtype::DType;
 
 fn ctx(x: &Robj) -> anyhow::Result<&Context> {
     crate::conv::ctx_arg(x, "ctx").map(|c| &**c)

@@ -5,9 +5,9 @@ use crate::conv::{backend_arg, ctx_arg, f64_vec, scalar_i64, scalar_str, scalar_
 use crate::guard;
 use crate::tensor::{tensor, tensor_robj};
 use extendr_api::prelude::*;
-use ggmlr_core::buffer::BufferTag;
-use ggmlr_core::dtype::DType;
-use ggmlr_core::ledger;
+use ggmlr_core::memory::BufferTag;
+use ggmlr_core::base::dtype::DType;
+use ggmlr_core::memory::ledger;
 use ggmlr_core::residency::{self, Scope};
 use std::sync::Arc;
 
@@ -65,7 +65,7 @@ fn rs_res_reset(scopes: Robj, size_mb: Robj) -> Robj {
         };
         let scopes = names.iter().map(|n| Scope::parse(n)).collect::<anyhow::Result<Vec<_>>>()?;
         let mb = if size_mb.is_null() { None } else { Some(f64_vec(&size_mb, "size_mb")?[0]) };
-        residency::state().reset(&scopes, mb)?;
+        ggmlr_core::autograd::reset_pools(&scopes, mb)?;
         Ok(residency::generation(Scope::Pass).into())
     })
 }

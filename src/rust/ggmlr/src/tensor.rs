@@ -3,9 +3,9 @@
 use crate::conv::{f64_vec, scalar_i64, scalar_str, scalar_usize, usize_vec, xptr};
 use crate::guard;
 use extendr_api::prelude::*;
-use ggmlr_core::context::Context;
-use ggmlr_core::dtype::DType;
-use ggmlr_core::io;
+use ggmlr_core::tensor::Context;
+use ggmlr_core::base::dtype::DType;
+use ggmlr_core::tensor::io;
 use ggmlr_core::tensor::Tensor;
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 use crate::conv::scalar_i64;
 use crate::guard;
 use extendr_api::prelude::*;
-use ggmlr_core::vulkan::{self, DeviceInfo};
+use ggmlr_core::backend::vulkan::{self, DeviceInfo};
 
 fn device_arg(x: &Robj) -> anyhow::Result<&'static DeviceInfo> {
     let d = scalar_i64(x, "device")?;

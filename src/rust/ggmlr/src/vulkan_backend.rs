@@ -4,7 +4,7 @@ use crate::conv::backend_arg;
 use crate::guard;
 use extendr_api::prelude::*;
 use ggmlr_core::backend::Backend;
-use ggmlr_core::vulkan;
+use ggmlr_core::backend::vulkan;
 use std::sync::Arc;
 
 /// @noRd

@@ -9,8 +9,8 @@
 
 use super::mat::Mat;
 use super::ops::Act;
-use crate::context::Context;
-use crate::dtype::DType;
+use crate::tensor::Context;
+use crate::base::dtype::DType;
 use crate::op::{Op as G, UnaryOp};
 use crate::residency::{self, Scope};
 use crate::tensor::Tensor as ETensor;
@@ -50,7 +50,7 @@ impl Dev {
     }
     /// The value, downloaded to the host.
     pub fn download(&self) -> Result<Mat> {
-        let v = crate::io::get_values(&self.t, 0, Some(self.rows * self.cols))?;
+        let v = crate::tensor::io::get_values(&self.t, 0, Some(self.rows * self.cols))?;
         Mat::new(self.rows, self.cols, v)
     }
     pub fn same_shape(&self, o: &Dev) -> bool {

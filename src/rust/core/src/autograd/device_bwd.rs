@@ -7,8 +7,8 @@
 use super::device::*;
 use super::device_fwd::{ce_clamp, rows_of};
 use super::ops::{Act, Axis, Op};
-use crate::context::Context;
-use crate::dtype::DType;
+use crate::tensor::Context;
+use crate::base::dtype::DType;
 use crate::op::{Op as G, UnaryOp};
 use anyhow::Result;
 

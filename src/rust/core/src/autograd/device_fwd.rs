@@ -7,8 +7,8 @@
 
 use super::device::*;
 use super::ops::{Axis, Op, CE_EPS};
-use crate::context::Context;
-use crate::dtype::DType;
+use crate::tensor::Context;
+use crate::base::dtype::DType;
 use crate::op::{Op as G, UnaryOp};
 use crate::tensor::Tensor as ETensor;
 use anyhow::Result;

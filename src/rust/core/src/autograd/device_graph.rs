@@ -9,12 +9,12 @@
 //! graph reading them does not compute their ancestors again.
 
 use super::device::Dev;
-use crate::context::Context;
-use crate::dtype::DType;
+use crate::tensor::Context;
+use crate::base::dtype::DType;
 use crate::graph::Graph;
 use crate::op::Op as G;
 use crate::residency::{self, Scope};
-use crate::tensor::{Storage as Mem, Tensor as ETensor};
+use crate::tensor::{DataSlot as Mem, Tensor as ETensor};
 use anyhow::{anyhow, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -109,7 +109,7 @@ impl Builder {
             }
         }
         for (t, vals) in self.tables.iter().chain(&self.data) {
-            crate::io::set_values(t, vals, 0)?;
+            crate::tensor::io::set_values(t, vals, 0)?;
         }
         Ok(())
     }

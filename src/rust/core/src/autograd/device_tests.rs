@@ -26,10 +26,9 @@ fn close(a: &Mat, b: &Mat, tol: f64, what: &str) {
 }
 
 fn cpu_device() -> std::sync::MutexGuard<'static, ()> {
-    let g = crate::ledger::tests::serial();
-    let mut s = residency::state();
-    s.reset(&Scope::BOTH, Some(1.0)).unwrap();
-    s.set_backend(Some(Arc::new(Backend::cpu())));
+    let g = crate::memory::ledger::tests::serial();
+    super::reset_pools(&Scope::BOTH, Some(1.0)).unwrap();
+    residency::state().set_backend(Some(Arc::new(Backend::cpu())));
     g
 }
 
@@ -67,7 +66,7 @@ fn run(op: &Op, ins: &[Mat], grad: &[bool], dev: bool) -> (Mat, Vec<Storage>) {
 
 fn backends() -> Vec<Arc<Backend>> {
     let mut v = vec![Arc::new(Backend::cpu())];
-    match crate::vulkan::VkContext::unshared(0) {
+    match crate::backend::vulkan::VkContext::unshared(0) {
         Ok(c) => v.push(Arc::new(Backend::on_vulkan_context(0, c))),
         Err(e) => eprintln!("skipping the Vulkan backend: {e:#}"),
     }
@@ -78,11 +77,11 @@ fn backends() -> Vec<Arc<Backend>> {
 fn every_op_on_the_device_matches_the_host() {
     let _g = cpu_device();
     for be in backends() {
-        residency::state().reset(&Scope::BOTH, None).unwrap();
+        super::reset_pools(&Scope::BOTH, None).unwrap();
         residency::state().set_backend(Some(be.clone()));
         every_op(&be);
     }
-    residency::state().reset(&Scope::BOTH, None).unwrap();
+    super::reset_pools(&Scope::BOTH, None).unwrap();
 }
 
 fn every_op(be: &Backend) {
@@ -174,10 +173,10 @@ fn device_gradients_accumulate_and_are_rescued_before_a_reset() {
     close(&w.grad().unwrap().unwrap(), &want.map(|v| 2.0 * v), 1e-5, "accumulated");
     // A store's cell and the tensor's gradient survive a reset of the pass pool.
     let cell = grad_cell(g2[0].1.clone());
-    let down0 = crate::ledger::stats().download_calls;
-    residency::state().reset(&[Scope::Pass], None).unwrap();
+    let down0 = crate::memory::ledger::stats().download_calls;
+    super::reset_pools(&[Scope::Pass], None).unwrap();
     assert!(cell.borrow().device().is_none() && w.grad_storage().unwrap().device().is_none());
-    assert!(crate::ledger::stats().download_calls.iter().sum::<u64>() > down0.iter().sum::<u64>());
+    assert!(crate::memory::ledger::stats().download_calls.iter().sum::<u64>() > down0.iter().sum::<u64>());
     close(cell.borrow().host().unwrap(), &want, 1e-5, "rescued store gradient");
     close(&w.grad().unwrap().unwrap(), &want.map(|v| 2.0 * v), 1e-5, "rescued gradient");
     // A dropped store costs nothing at the next reset.
@@ -186,10 +185,10 @@ fn device_gradients_accumulate_and_are_rescued_before_a_reset() {
     let g3 = step(&mut tape);
     w.set_grad(None);
     drop(g3);
-    let down1 = crate::ledger::stats().download_bytes;
-    residency::state().reset(&[Scope::Pass], None).unwrap();
-    assert_eq!(crate::ledger::stats().download_bytes, down1, "nothing left to rescue");
-    residency::state().reset(&Scope::BOTH, None).unwrap();
+    let down1 = crate::memory::ledger::stats().download_bytes;
+    super::reset_pools(&[Scope::Pass], None).unwrap();
+    assert_eq!(crate::memory::ledger::stats().download_bytes, down1, "nothing left to rescue");
+    super::reset_pools(&Scope::BOTH, None).unwrap();
 }
 
 #[test]
@@ -206,13 +205,13 @@ fn optimizers_read_device_gradients_and_update_in_place() {
         let mut od = Optimizer::new(kind.clone(), 1);
         for step in 0..3 {
             oh.step(std::slice::from_ref(&wh), &["w".into()], &[Some(GradIn::Host(&g.data))], 0.25).unwrap();
-            let up0 = crate::ledger::stats().upload_bytes;
+            let up0 = crate::memory::ledger::stats().upload_bytes;
             let n0 = graphs_computed();
             od.step(std::slice::from_ref(&wd), &["w".into()], &[Some(GradIn::Device(&gd))], 0.25).unwrap();
             assert_eq!(graphs_computed() - n0, 1, "one graph per step");
             if step > 0 {
-                let up1 = crate::ledger::stats().upload_bytes;
-                let p = crate::ledger::tag_index(Scope::Persistent.tag());
+                let up1 = crate::memory::ledger::stats().upload_bytes;
+                let p = crate::memory::ledger::tag_index(Scope::Persistent.tag());
                 assert_eq!(up1[p], up0[p], "no upload into the persistent pool");
             }
         }
@@ -220,7 +219,7 @@ fn optimizers_read_device_gradients_and_update_in_place() {
         assert!(Arc::ptr_eq(&after.device().unwrap().t, &before), "in place");
         close(&after.to_host().unwrap(), wh.value().host().unwrap(), 1e-5, &format!("{kind:?}"));
     }
-    residency::state().reset(&Scope::BOTH, None).unwrap();
+    super::reset_pools(&Scope::BOTH, None).unwrap();
 }
 
 #[test]
@@ -240,7 +239,7 @@ fn long_concatenations_and_many_gradients_fit_the_pass_pool() {
     assert!((got - want).abs() < 1e-4 * want, "{got} vs {want}");
     let half = optim::scale_device(&gs, 0.5).unwrap();
     close(&half[199].download().unwrap(), &mat(2, 2, 199.0).map(|v| v / 2.0), 1e-6, "scaled");
-    residency::state().reset(&Scope::BOTH, None).unwrap();
+    super::reset_pools(&Scope::BOTH, None).unwrap();
 }
 
 #[test]
@@ -268,5 +267,5 @@ fn mixed_host_and_device_nodes_share_one_backward_pass() {
     for (a, b) in d.iter().zip(&h) {
         close(a, b, 1e-5, "mixed tape gradient");
     }
-    residency::state().reset(&Scope::BOTH, None).unwrap();
+    super::reset_pools(&Scope::BOTH, None).unwrap();
 }

@@ -64,7 +64,7 @@ pub unsafe fn dgemm(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64,
     }
     #[cfg(target_arch = "x86_64")]
     {
-        if crate::simd::avx2_fma() {
+        if crate::base::simd::avx2_fma() {
             return BUFS.with(|bufs| {
                 let mut bufs = bufs.borrow_mut();
                 let (ap, bp) = &mut *bufs;
@@ -327,7 +327,7 @@ mod tests {
         let sizes = [(1, 1, 1), (7, 3, 5), (8, 256, 6), (9, 257, 7), (97, 300, 13), (130, 513, 61), (200, 40, 1)];
         for &(m, k, n) in &sizes {
             check(m, k, n, "blocked");
-            crate::simd::portable(|| check(m, k, n, "portable"));
+            crate::base::simd::portable(|| check(m, k, n, "portable"));
         }
     }
 

@@ -53,7 +53,7 @@ pub unsafe fn dgemm_par(m: usize, k: usize, n: usize, a: View, b: View, c: *mut 
     let threads = rayon::current_num_threads();
     #[cfg(target_arch = "x86_64")]
     {
-        if crate::simd::avx2_fma() && k > 0 && m > 0 && n > 0 {
+        if crate::base::simd::avx2_fma() && k > 0 && m > 0 && n > 0 {
             return SHARED.with(|sh| {
                 let mut sh = sh.borrow_mut();
                 if n >= m {
@@ -216,7 +216,7 @@ mod tests {
         };
         for (m, k, n) in [(37, 300, 203), (203, 300, 37), (64, 600, 64), (9, 5, 700), (700, 5, 9)] {
             check(m, k, n, "blocked");
-            crate::simd::portable(|| check(m, k, n, "portable"));
+            crate::base::simd::portable(|| check(m, k, n, "portable"));
         }
     }
 }

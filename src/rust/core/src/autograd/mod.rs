@@ -24,8 +24,8 @@
 //! computes it once: one queue submission on Vulkan for the whole pass,
 //! nothing downloaded. The leaves' gradients stay on the device; R reads
 //! download them on demand. Gradients live in the pass pool: before a pool
-//! is reset, `value::rescue_device_grads` copies the ones still referenced
-//! (by a tensor or a gradient store) to the host. Optimizers update every
+//! is reset (by `pools::reset_pools`), `value::rescue_device_grads` copies
+//! the ones still referenced (by a tensor or a gradient store) to the host. Optimizers update every
 //! device weight and its moments in place with one graph that reads the
 //! device gradients directly and `cpy`s into the weights' own memory.
 //!
@@ -46,12 +46,14 @@ pub mod kernels;
 pub mod mat;
 pub mod ops;
 pub mod optim;
+pub mod pools;
 pub mod tape;
 pub mod value;
 
 pub use mat::Mat;
 pub use ops::{Axis, Op};
 pub use optim::{clip_factor, GradIn, OptKind, Optimizer};
+pub use pools::reset_pools;
 pub use tape::{Applied, Tape};
 pub use value::{grad_cell, rescue_device_grads, GradCell, Storage, Tensor, TensorRef, Value};
 

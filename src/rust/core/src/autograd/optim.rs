@@ -3,7 +3,7 @@
 
 use super::device::{self, Builder, Dev};
 use super::value::TensorRef;
-use crate::dtype::DType;
+use crate::base::dtype::DType;
 use crate::op::{Op as G, UnaryOp};
 use crate::residency::Scope;
 use crate::tensor::Tensor as ETensor;
@@ -248,7 +248,7 @@ fn update_serial(kind: &OptKind, w: &mut [f64], g: &[f64], m: &mut [f64], v: &mu
             // Compiled for AVX where the CPU has it: four square roots and
             // divisions per instruction (the same operations, so the same
             // results).
-            crate::simd::wide(|| {
+            crate::base::simd::wide(|| {
                 for (((w, g), m), v) in w.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
                     *m = beta1 * *m + (1.0 - beta1) * g;
                     *v = beta2 * *v + (1.0 - beta2) * g * g;

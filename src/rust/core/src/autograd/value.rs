@@ -102,7 +102,7 @@ pub fn set_cell(c: &GradCell, s: Storage) {
 /// Copies every device gradient still referenced (by a tensor or a gradient
 /// store) whose memory is in a pool tagged `tags` to the host. Called
 /// before such a pool is freed; returns how many were copied.
-pub fn rescue_device_grads(tags: &[crate::buffer::BufferTag]) -> Result<usize> {
+pub fn rescue_device_grads(tags: &[crate::memory::BufferTag]) -> Result<usize> {
     let cells: Vec<GradCell> = DEVICE_GRADS.with(|r| {
         let mut r = r.borrow_mut();
         r.retain(|w| w.strong_count() > 0);

@@ -152,7 +152,7 @@ mod tests {
         let plain = run(&param, &bytes, false, 1, None).unwrap_err();
         assert_eq!(format!("{fused:#}"), format!("{plain:#}"));
         assert!(format!("{fused:#}").contains("cannot concatenate"), "{fused:#}");
-        assert_eq!(crate::error::class_of(&fused), Some("ncnn_error"));
-        assert_eq!(crate::error::class_of(&plain), Some("ncnn_error"));
+        assert_eq!(crate::base::error::class_of(&fused), Some("ncnn_error"));
+        assert_eq!(crate::base::error::class_of(&plain), Some("ncnn_error"));
     }
 }

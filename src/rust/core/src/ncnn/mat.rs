@@ -58,7 +58,7 @@ pub fn f32_from_f64(s: &[f64]) -> Vec<f32> {
     let mut v = take_vec(s.len());
     v.clear();
     let spare = &mut v.spare_capacity_mut()[..s.len()];
-    crate::simd::wide(|| {
+    crate::base::simd::wide(|| {
         for (d, x) in spare.iter_mut().zip(s) {
             d.write(*x as f32);
         }

@@ -25,7 +25,7 @@ pub use registry::{CustomFactory, Registry};
 
 /// An error of R class `ncnn_error`.
 pub fn err(msg: impl Into<String>) -> anyhow::Error {
-    crate::error::Classed::new("ncnn_error", msg)
+    crate::base::error::Classed::new("ncnn_error", msg)
 }
 
 /// Return early with an `ncnn_error`.

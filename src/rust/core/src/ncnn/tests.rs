@@ -28,7 +28,7 @@ impl CustomFactory for Factory {
 }
 
 fn class(e: &anyhow::Error) -> Option<&'static str> {
-    crate::error::class_of(e)
+    crate::base::error::class_of(e)
 }
 
 #[test]

@@ -26,7 +26,7 @@ pub mod prelu;
 pub mod reshape;
 pub mod scale;
 pub mod shufflechannel;
-pub use crate::simd;
+pub use crate::base::simd;
 pub mod slice;
 pub mod softmax;
 pub mod split;

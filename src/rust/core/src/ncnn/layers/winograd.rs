@@ -384,7 +384,7 @@ mod tests {
                 for portable in [false, true] {
                     let mut got = vec![f32::NAN; m * outw * outh];
                     let mut run = || pool.install(|| wg.forward(&x, pads.0, pads.2, 0.25, &bias, &act, &mut got, outw, outh));
-                    if portable { crate::simd::portable(&mut run) } else { run() }
+                    if portable { crate::base::simd::portable(&mut run) } else { run() }
                     for (i, (g, e)) in got.iter().zip(&want).enumerate() {
                         assert!((g - e).abs() <= 1e-4 * (1.0 + e.abs()), "{w}x{h}x{c} -> {m} {pads:?} act {kind} threads {threads}: value {i}: {g} vs {e}");
                     }

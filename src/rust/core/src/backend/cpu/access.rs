@@ -1,0 +1,182 @@
+//! Reading tensor elements out of host memory in a kernel's compute type
+//! (f32 or f64, each source converted once per node) and writing results
+//! back in the destination's type and strides.
+
+use crate::base::float::Float;
+use crate::layout::convert::{decode, encode};
+use crate::layout::walk::for_each_offset;
+use crate::memory::BufferMem;
+use crate::tensor::DataRef;
+use anyhow::{bail, ensure};
+use std::borrow::Cow;
+
+/// A zeroed vector, or an error (not an abort) when memory runs out.
+pub fn alloc<T: Float>(n: usize) -> crate::Result<Vec<T>> {
+    let mut v = Vec::new();
+    if v.try_reserve_exact(n).is_err() {
+        bail!("out of memory: {n} {} values do not fit; use smaller tensors", T::DTYPE.name());
+    }
+    v.resize(n, T::ZERO);
+    Ok(v)
+}
+
+/// A zeroed f32 vector (see [`alloc`]).
+pub fn alloc_f32(n: usize) -> crate::Result<Vec<f32>> {
+    alloc(n)
+}
+
+/// A source as kernels see it: values in ggml order and sizes. `st` are
+/// the element strides of `d`: contiguous (`[1, ne0, ne0*ne1, ...]`) for
+/// every kernel but the products, which also read strided sources in place.
+pub struct Src<'a, T: Float = f32> {
+    pub d: Cow<'a, [T]>,
+    pub ne: [usize; 4],
+    pub st: [usize; 4],
+}
+
+impl<'a, T: Float> Src<'a, T> {
+    /// Contiguous values `d` of sizes `ne`.
+    pub fn new(d: Cow<'a, [T]>, ne: [usize; 4]) -> Src<'a, T> {
+        Src { d, ne, st: [1, ne[0], ne[0] * ne[1], ne[0] * ne[1] * ne[2]] }
+    }
+
+    /// Value at logical index (i0, i1, i2, i3).
+    #[inline]
+    pub fn at(&self, i0: usize, i1: usize, i2: usize, i3: usize) -> T {
+        self.d[i0 * self.st[0] + i1 * self.st[1] + i2 * self.st[2] + i3 * self.st[3]]
+    }
+}
+
+fn check_span(mem_len: usize, r: &DataRef) -> crate::Result<()> {
+    ensure!(
+        r.offset + r.layout.span_bytes() <= mem_len,
+        "the tensor's data (offset {}, {} bytes) lies outside {}",
+        r.offset,
+        r.layout.span_bytes(),
+        r.buf.describe()
+    );
+    Ok(())
+}
+
+fn host<'m>(mem: &'m BufferMem, r: &DataRef) -> crate::Result<&'m [u8]> {
+    match mem.host_bytes() {
+        Some(b) => {
+            check_span(b.len(), r)?;
+            Ok(b)
+        }
+        None => bail!(
+            "the tensor lives in {}, which the CPU backend cannot read",
+            r.buf.describe()
+        ),
+    }
+}
+
+/// `n` values of type `T` at byte `offset` of `bytes`, read in place, when
+/// they are there and aligned.
+fn typed<T: Float>(bytes: &[u8], offset: usize, n: usize) -> Option<&[T]> {
+    let size = std::mem::size_of::<T>();
+    let end = offset.checked_add(n.checked_mul(size)?)?;
+    let region = bytes.get(offset..end)?;
+    if region.as_ptr() as usize % std::mem::align_of::<T>() != 0 {
+        return None;
+    }
+    // SAFETY: the region holds exactly `n` values of `T` (length checked
+    // above), it is aligned for `T` (checked), and every bit pattern is a
+    // valid f32 or f64; the slice borrows `bytes`, so it lives no longer.
+    Some(unsafe { std::slice::from_raw_parts(region.as_ptr() as *const T, n) })
+}
+
+/// As [`typed`], mutable.
+fn typed_mut<T: Float>(bytes: &mut [u8], offset: usize, n: usize) -> Option<&mut [T]> {
+    let size = std::mem::size_of::<T>();
+    let end = offset.checked_add(n.checked_mul(size)?)?;
+    let region = bytes.get_mut(offset..end)?;
+    if region.as_ptr() as usize % std::mem::align_of::<T>() != 0 {
+        return None;
+    }
+    // SAFETY: as in `typed`; the borrow of `bytes` is exclusive.
+    Some(unsafe { std::slice::from_raw_parts_mut(region.as_mut_ptr() as *mut T, n) })
+}
+
+/// The source's values in type `T`: borrowed in place when already
+/// contiguous values of that type, else converted (and packed) once.
+pub fn gather<'m, T: Float>(mem: &'m BufferMem, r: &DataRef) -> crate::Result<Src<'m, T>> {
+    let l = &r.layout;
+    let n = l.nelements();
+    let b = host(mem, r)?;
+    if l.dtype == T::DTYPE && l.is_contiguous() {
+        if let Some(s) = typed::<T>(b, r.offset, n) {
+            return Ok(Src::new(Cow::Borrowed(s), l.ne));
+        }
+    }
+    let mut out = alloc::<T>(n)?;
+    let dt = l.dtype;
+    for_each_offset(l, r.offset, |i, o| out[i] = decode(dt, b, o));
+    Ok(Src::new(Cow::Owned(out), l.ne))
+}
+
+/// The source as [`gather`] gives it, except that values already of type
+/// `T` are read in place whatever their (non-negative, element-aligned)
+/// strides: `st` then holds them. For kernels that take strided operands.
+pub fn gather_strided<'m, T: Float>(mem: &'m BufferMem, r: &DataRef) -> crate::Result<Src<'m, T>> {
+    let l = &r.layout;
+    let es = std::mem::size_of::<T>();
+    if l.dtype == T::DTYPE && l.nelements() > 0 && l.nb.iter().all(|&b| b % es == 0) {
+        let b = host(mem, r)?;
+        if let Some(s) = typed::<T>(b, r.offset, l.span_bytes() / es) {
+            let st = l.nb.map(|b| b / es);
+            return Ok(Src { d: Cow::Borrowed(s), ne: l.ne, st });
+        }
+    }
+    gather(mem, r)
+}
+
+/// The destination's values in place, when it is contiguous, of type `T`
+/// and aligned; None otherwise (the caller computes aside and scatters).
+pub fn dst_slice<'m, T: Float>(mem: &'m mut BufferMem, r: &DataRef) -> crate::Result<Option<&'m mut [T]>> {
+    if r.layout.dtype != T::DTYPE || !r.layout.is_contiguous() {
+        return Ok(None);
+    }
+    let Some(b) = mem.host_bytes_mut() else {
+        bail!("the result lives in {}, which the CPU backend cannot write", r.buf.describe());
+    };
+    check_span(b.len(), r)?;
+    Ok(typed_mut::<T>(b, r.offset, r.layout.nelements()))
+}
+
+/// Write `vals` (ggml order) into the destination, converting to its type.
+pub fn scatter<T: Float>(mem: &mut BufferMem, r: &DataRef, vals: &[T]) -> crate::Result<()> {
+    let l = &r.layout;
+    ensure!(vals.len() == l.nelements(), "internal: {} values for {} elements", vals.len(), l.nelements());
+    if let Some(d) = dst_slice::<T>(mem, r)? {
+        d.copy_from_slice(vals);
+        return Ok(());
+    }
+    let Some(b) = mem.host_bytes_mut() else {
+        bail!("the result lives in {}, which the CPU backend cannot write", r.buf.describe());
+    };
+    check_span(b.len(), r)?;
+    let dt = l.dtype;
+    for_each_offset(l, r.offset, |i, o| encode(dt, vals[i], b, o));
+    Ok(())
+}
+
+/// The element bytes of a tensor, packed in ggml order (no conversion).
+pub fn gather_bytes(mem: &BufferMem, r: &DataRef) -> crate::Result<Vec<u8>> {
+    let b = host(mem, r)?;
+    let es = r.layout.dtype.size();
+    let mut out = vec![0u8; r.layout.nelements() * es];
+    for_each_offset(&r.layout, r.offset, |i, o| out[i * es..(i + 1) * es].copy_from_slice(&b[o..o + es]));
+    Ok(out)
+}
+
+/// Write packed element bytes into a tensor's (possibly strided) memory.
+pub fn scatter_bytes(mem: &mut BufferMem, r: &DataRef, vals: &[u8]) -> crate::Result<()> {
+    let Some(b) = mem.host_bytes_mut() else {
+        bail!("the result lives in {}, which the CPU backend cannot write", r.buf.describe());
+    };
+    check_span(b.len(), r)?;
+    let es = r.layout.dtype.size();
+    for_each_offset(&r.layout, r.offset, |i, o| b[o..o + es].copy_from_slice(&vals[i * es..(i + 1) * es]));
+    Ok(())
+}

@@ -1,0 +1,127 @@
+//! The per-node driver of the CPU kernels.
+//!
+//! Each node is computed in one compute type: f64 when the result or a
+//! source is an f64 tensor, else f32 (the kernels are generic over
+//! [`Float`](crate::base::float::Float), one compiled copy per type). The
+//! driver locks the sources' buffers for reading and gets every source in the
+//! compute type (contiguous, read in place when it already is; other types
+//! and strided sources are converted once; the products read strided sources
+//! in place). When the result is contiguous, of the compute type and in a
+//! buffer no source reads, the kernel writes straight into it; otherwise into
+//! a vector that is then written in the result's type and strides.
+
+use super::access::{self, Src};
+use super::matmul::Gemm;
+use super::par::Pool;
+use super::{conv, elementwise, matmul, movement, reduce};
+use crate::backend::Node;
+use crate::base::dtype::DType;
+use crate::memory::BufferLocks;
+use crate::op::Op;
+use anyhow::ensure;
+
+/// Compute one node on the CPU.
+pub fn run(node: &Node, pool: &Pool) -> crate::Result<()> {
+    let dst = &node.dst;
+    // Same-type copies move bytes, so i32 and f16 values stay exact.
+    if matches!(node.op, Op::Dup | Op::Cont | Op::Cpy) && node.srcs[0].layout.dtype == dst.layout.dtype {
+        let bytes = {
+            let g = node.srcs[0].buf.read("the source")?;
+            access::gather_bytes(&g, &node.srcs[0])?
+        };
+        let mut g = dst.buf.write("the result")?;
+        return access::scatter_bytes(&mut g, dst, &bytes);
+    }
+    let wide = dst.layout.dtype == DType::F64 || node.srcs.iter().any(|s| s.layout.dtype == DType::F64);
+    if wide {
+        run_as::<f64>(node, pool)
+    } else {
+        run_as::<f32>(node, pool)
+    }
+}
+
+/// Whether source `i` of `op` may be read with its own strides.
+fn strided_operand(op: &Op, i: usize) -> bool {
+    matches!(op, Op::MulMat | Op::OutProd) && i < 2
+}
+
+fn run_as<T: Gemm>(node: &Node, pool: &Pool) -> crate::Result<()> {
+    let dst = &node.dst;
+    // `cpy` reads its first source only: the second is the destination.
+    let reads = if matches!(node.op, Op::Cpy) { &node.srcs[..1] } else { &node.srcs[..] };
+    let out = {
+        let locks = BufferLocks::read(reads.iter().map(|s| s.buf.as_ref()))?;
+        let mut srcs: Vec<Src<'_, T>> = Vec::with_capacity(reads.len());
+        for (i, s) in reads.iter().enumerate() {
+            let mem = locks.mem(&s.buf)?;
+            srcs.push(if strided_operand(&node.op, i) { access::gather_strided(mem, s)? } else { access::gather(mem, s)? });
+        }
+        if reads.iter().all(|s| s.buf.id() != dst.buf.id()) {
+            let mut g = dst.buf.write("the result")?;
+            if let Some(out) = access::dst_slice::<T>(&mut g, dst)? {
+                return kernel(&node.op, &srcs, out, dst.layout.ne, pool);
+            }
+        }
+        let mut out = access::alloc::<T>(dst.layout.nelements())?;
+        kernel(&node.op, &srcs, &mut out, dst.layout.ne, pool)?;
+        out
+    };
+    let mut g = dst.buf.write("the result")?;
+    access::scatter(&mut g, dst, &out)
+}
+
+/// Computes `op` on `s` into `out` (every element written) of sizes `ne`.
+pub(super) fn kernel<T: Gemm>(op: &Op, s: &[Src<'_, T>], out: &mut [T], ne: [usize; 4], pool: &Pool) -> crate::Result<()> {
+    match op {
+        Op::None | Op::Reshape | Op::View | Op::Transpose | Op::Permute { .. } => {
+            anyhow::bail!("internal: {} has no kernel", op.name())
+        }
+        Op::Dup | Op::Cont | Op::Cpy => {
+            ensure!(s[0].d.len() == out.len(), "cpy: {} values into {} elements", s[0].d.len(), out.len());
+            out.copy_from_slice(&s[0].d);
+        }
+        Op::Add | Op::Sub | Op::Mul | Op::Div => elementwise::binary(op, &s[0], &s[1], out, pool),
+        Op::Add1 => {
+            let b = s[1].d[0];
+            elementwise::map(&s[0], out, pool, move |x| x + b)
+        }
+        Op::Scale { s: k } => {
+            let k = T::from_f64(*k);
+            elementwise::map(&s[0], out, pool, move |x| x * k)
+        }
+        Op::Unary(u) => {
+            let u = *u;
+            elementwise::map(&s[0], out, pool, move |x| u.apply(x))
+        }
+        Op::LeakyRelu { slope } => {
+            let k = T::from_f32(*slope);
+            elementwise::map(&s[0], out, pool, move |x| if x > T::ZERO { x } else { k * x })
+        }
+        Op::Clamp { min, max } => {
+            let (lo, hi) = (T::from_f64(*min), T::from_f64(*max));
+            elementwise::map(&s[0], out, pool, move |x| x.max(lo).min(hi))
+        }
+        Op::MulMat => matmul::mul_mat(&s[0], &s[1], out, pool),
+        Op::OutProd => matmul::out_prod(&s[0], &s[1], out, pool),
+        Op::Sum => reduce::sum(&s[0], out),
+        Op::SumRows => reduce::sum_rows(&s[0], out, false, pool),
+        Op::Mean => reduce::sum_rows(&s[0], out, true, pool),
+        Op::Argmax => reduce::argmax(&s[0], out),
+        Op::SoftMax { scale, max_bias } => reduce::soft_max(&s[0], s.get(1), *scale, *max_bias, out, pool),
+        Op::Norm { eps } => reduce::norm(&s[0], *eps, false, out, pool),
+        Op::RmsNorm { eps } => reduce::norm(&s[0], *eps, true, out, pool),
+        Op::Repeat => movement::repeat(&s[0], out, ne, pool),
+        Op::Concat { dim } => movement::concat(&s[0], &s[1], *dim, out, ne, pool),
+        Op::GetRows => movement::get_rows(&s[0], &s[1], out, ne)?,
+        Op::DiagMaskInf { n_past } => movement::diag_mask_inf(&s[0], *n_past, out, pool),
+        Op::Pad { .. } => movement::pad(&s[0], out, ne, pool),
+        Op::Upscale { factor } => movement::upscale(&s[0], *factor as usize, out, ne, pool),
+        Op::Im2Col { s0, s1, p0, p1, d0, d1, is_2d } => {
+            conv::im2col(&s[0], &s[1], [*s0, *s1, *p0, *p1, *d0, *d1], *is_2d, out, ne, pool)
+        }
+        Op::Pool2d { op, k0, k1, s0, s1, p0, p1 } => {
+            conv::pool_2d(&s[0], *op, [*k0, *k1, *s0, *s1], [*p0, *p1], out, ne, pool)
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,65 @@
+//! Element-wise kernels: maps of one tensor, and binary ops with ggml's
+//! broadcasting of the second operand (each size of b divides a's).
+
+use super::access::Src;
+use super::par::{par_rows, Pool};
+use crate::base::float::Float;
+use crate::op::Op;
+
+/// out[i] = f(a[i]).
+pub fn map<T: Float>(a: &Src<'_, T>, out: &mut [T], pool: &Pool, f: impl Fn(T) -> T + Sync + Send) {
+    let x = &a.d;
+    par_rows(pool, out, 1024, |r0, chunk| {
+        let start = r0 * 1024;
+        let n = chunk.len();
+        for (o, v) in chunk.iter_mut().zip(&x[start..start + n]) {
+            *o = f(*v);
+        }
+    });
+}
+
+fn apply_row<T: Float>(op: &Op, a: &[T], b: &[T], out: &mut [T]) {
+    // b is either a full row or repeats along the row.
+    macro_rules! go {
+        ($f:expr) => {{
+            let f = $f;
+            if b.len() == a.len() {
+                for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
+                    *o = f(*x, *y);
+                }
+            } else if b.len() == 1 {
+                let y = b[0];
+                for (o, x) in out.iter_mut().zip(a) {
+                    *o = f(*x, y);
+                }
+            } else {
+                for (i, (o, x)) in out.iter_mut().zip(a).enumerate() {
+                    *o = f(*x, b[i % b.len()]);
+                }
+            }
+        }};
+    }
+    match op {
+        Op::Add => go!(|x: T, y: T| x + y),
+        Op::Sub => go!(|x: T, y: T| x - y),
+        Op::Mul => go!(|x: T, y: T| x * y),
+        Op::Div => go!(|x: T, y: T| x / y),
+        _ => unreachable!("not a binary op"),
+    }
+}
+
+/// out = a (op) b, b broadcast to a's shape.
+pub fn binary<T: Float>(op: &Op, a: &Src<'_, T>, b: &Src<'_, T>, out: &mut [T], pool: &Pool) {
+    let [n0, n1, n2, _] = a.ne;
+    let bn = b.ne;
+    par_rows(pool, out, n0, |r0, chunk| {
+        for (k, orow) in chunk.chunks_mut(n0.max(1)).enumerate() {
+            let r = r0 + k;
+            let (i1, i2, i3) = (r % n1, (r / n1) % n2, r / (n1 * n2));
+            let arow = &a.d[r * n0..(r + 1) * n0];
+            let br = (i1 % bn[1]) + bn[1] * ((i2 % bn[2]) + bn[2] * (i3 % bn[3]));
+            let brow = &b.d[br * bn[0]..(br + 1) * bn[0]];
+            apply_row(op, arow, brow, orow);
+        }
+    });
+}

@@ -1,0 +1,155 @@
+//! Matrix products (`matrixmultiply`'s sgemm and dgemm), split across the
+//! backend's threads on disjoint blocks of the result. Operands are read
+//! with their own strides, so a transposed view needs no copy.
+//!
+//! ggml's `mul_mat(a[K,M], b[K,N]) -> [M,N]`: with ne0 fastest, a holds M rows of
+//! length K, b holds N rows of length K and the result N rows of length M, so
+//! in row-major terms `C (N x M) = B (N x K) * A^T (K x M)`.
+
+use super::access::Src;
+use super::par::Pool;
+use crate::base::float::Float;
+use rayon::prelude::*;
+
+/// A compute type with a matrix product.
+pub trait Gemm: Float {
+    /// `C (m x n) = A (m x k) * B (k x n)`, strides in elements.
+    ///
+    /// # Safety
+    /// Every element addressed through `a`, `b` and `c` with the given sizes
+    /// and strides must be valid; the elements of C written by nothing else.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn gemm_raw(m: usize, k: usize, n: usize, a: *const Self, rsa: isize, csa: isize, b: *const Self, rsb: isize, csb: isize, c: *mut Self, rsc: isize, csc: isize);
+}
+
+impl Gemm for f32 {
+    unsafe fn gemm_raw(m: usize, k: usize, n: usize, a: *const f32, rsa: isize, csa: isize, b: *const f32, rsb: isize, csb: isize, c: *mut f32, rsc: isize, csc: isize) {
+        matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc)
+    }
+}
+
+impl Gemm for f64 {
+    unsafe fn gemm_raw(m: usize, k: usize, n: usize, a: *const f64, rsa: isize, csa: isize, b: *const f64, rsb: isize, csb: isize, c: *mut f64, rsc: isize, csc: isize) {
+        matrixmultiply::dgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc)
+    }
+}
+
+/// Row-major strides of one operand.
+#[derive(Clone, Copy)]
+struct Mat<'a, T> {
+    d: &'a [T],
+    rs: usize,
+    cs: usize,
+}
+
+/// C (m x n, row-major, contiguous rows of n) = A (m x k) * B (k x n), rows of C
+/// split across the pool.
+fn gemm<T: Gemm>(pool: &Pool, m: usize, k: usize, n: usize, a: Mat<'_, T>, b: Mat<'_, T>, c: &mut [T]) {
+    debug_assert_eq!(c.len(), m * n);
+    if m == 0 || n == 0 {
+        return;
+    }
+    let run = |row0: usize, c_rows: &mut [T]| {
+        let rows = c_rows.len() / n;
+        if k == 0 {
+            c_rows.fill(T::ZERO);
+            return;
+        }
+        let a_last = (row0 + rows - 1) * a.rs + (k - 1) * a.cs;
+        let b_last = (k - 1) * b.rs + (n - 1) * b.cs;
+        assert!(a_last < a.d.len() && b_last < b.d.len(), "gemm operand bounds");
+        // SAFETY: every element the product reads lies within `a.d` / `b.d`
+        // (checked above: strides are non-negative, the last element is in
+        // bounds), and it writes exactly the `rows x n` elements of `c_rows`.
+        unsafe {
+            T::gemm_raw(
+                rows,
+                k,
+                n,
+                a.d.as_ptr().add(row0 * a.rs),
+                a.rs as isize,
+                a.cs as isize,
+                b.d.as_ptr(),
+                b.rs as isize,
+                b.cs as isize,
+                c_rows.as_mut_ptr(),
+                n as isize,
+                1,
+            );
+        }
+    };
+    let work = m * n * k;
+    if pool.n_threads <= 1 || work < (1 << 18) || m < 2 {
+        run(0, c);
+        return;
+    }
+    // One block per thread: each sgemm call packs the shared operand again, so
+    // more blocks cost packing work (measured slower on 2 cores).
+    let per = m.div_ceil(pool.n_threads).div_ceil(8) * 8;
+    pool.install(|| {
+        c.par_chunks_mut(per.max(1) * n).enumerate().for_each(|(i, chunk)| run(i * per, chunk));
+    });
+}
+
+/// Batched product with ggml's broadcasting of a over b's dimensions 2 and 3.
+/// `prod(a_slice, b_slice, c_slice)` computes one 2-D slice; the operand
+/// slices start at the slice's first element and keep the source's strides.
+fn batched<'s, T: Float>(
+    a: &'s Src<'_, T>,
+    b: &'s Src<'_, T>,
+    out: &mut [T],
+    slice_out: usize,
+    mut prod: impl FnMut(&'s [T], &'s [T], &mut [T]),
+) {
+    let (r2, r3) = (b.ne[2] / a.ne[2], b.ne[3] / a.ne[3]);
+    for i3 in 0..b.ne[3] {
+        for i2 in 0..b.ne[2] {
+            let ia = (i2 / r2) * a.st[2] + (i3 / r3) * a.st[3];
+            let ib = i2 * b.st[2] + i3 * b.st[3];
+            let io = i2 + b.ne[2] * i3;
+            prod(&a.d[ia..], &b.d[ib..], &mut out[io * slice_out..(io + 1) * slice_out]);
+        }
+    }
+}
+
+pub fn mul_mat<T: Gemm>(a: &Src<'_, T>, b: &Src<'_, T>, out: &mut [T], pool: &Pool) {
+    let (k, m, n) = (a.ne[0], a.ne[1], b.ne[1]);
+    if m * n == 0 {
+        return;
+    }
+    let (a0, a1, b0, b1) = (a.st[0], a.st[1], b.st[0], b.st[1]);
+    batched(a, b, out, m * n, |sa, sb, c| {
+        if n >= m.min(4 * pool.n_threads) {
+            // C (N x M) = B (N x K) * A^T (K x M), split over N.
+            let bm = Mat { d: sb, rs: b1, cs: b0 };
+            let am = Mat { d: sa, rs: a0, cs: a1 };
+            gemm(pool, n, k, m, bm, am, c);
+        } else {
+            // Few columns: C^T (M x N) = A (M x K) * B^T (K x N), split over M.
+            let mut ct = vec![T::ZERO; m * n];
+            let am = Mat { d: sa, rs: a1, cs: a0 };
+            let bm = Mat { d: sb, rs: b0, cs: b1 };
+            gemm(pool, m, k, n, am, bm, &mut ct);
+            for j in 0..n {
+                for i in 0..m {
+                    c[j * m + i] = ct[i * n + j];
+                }
+            }
+        }
+    });
+}
+
+/// out[m, n] = sum_k a[m, k] * b[n, k] for a [M,K], b [N,K].
+pub fn out_prod<T: Gemm>(a: &Src<'_, T>, b: &Src<'_, T>, out: &mut [T], pool: &Pool) {
+    let (m, k, n) = (a.ne[0], a.ne[1], b.ne[0]);
+    if m * n == 0 {
+        return;
+    }
+    let (a0, a1, b0, b1) = (a.st[0], a.st[1], b.st[0], b.st[1]);
+    batched(a, b, out, m * n, |sa, sb, c| {
+        // Row-major: a is K x M, b is K x N; C (N x M) = B^T (N x K) * A (K x M).
+        let bm = Mat { d: sb, rs: b0, cs: b1 };
+        let am = Mat { d: sa, rs: a1, cs: a0 };
+        gemm(pool, n, k, m, bm, am, c);
+    });
+}

@@ -1,0 +1,65 @@
+//! The CPU backend: a rayon thread pool sized by `ggml_backend_cpu_set_n_threads`,
+//! running each node's kernel in turn. All CPU kernels live in this folder:
+//! the per-node [`driver`], element access ([`access`]) and the kernel
+//! families.
+
+pub mod access;
+mod conv;
+pub mod driver;
+mod elementwise;
+mod matmul;
+mod movement;
+pub mod par;
+mod reduce;
+
+#[cfg(test)]
+mod tests;
+
+use super::Node;
+pub use par::{default_threads, Pool};
+use anyhow::{ensure, Context as _};
+use std::sync::{Arc, Mutex};
+
+#[derive(Debug)]
+pub struct CpuBackend {
+    pool: Mutex<Arc<Pool>>,
+}
+
+impl CpuBackend {
+    pub fn new() -> CpuBackend {
+        let pool = Pool::new(default_threads()).unwrap_or(Pool { n_threads: 1, rayon: None });
+        CpuBackend { pool: Mutex::new(Arc::new(pool)) }
+    }
+
+    fn pool(&self) -> Arc<Pool> {
+        self.pool.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn n_threads(&self) -> usize {
+        self.pool().n_threads
+    }
+
+    pub fn set_n_threads(&self, n: usize) -> crate::Result<()> {
+        ensure!((1..=1024).contains(&n), "`n_threads` must be between 1 and 1024, not {n}");
+        if n != self.n_threads() {
+            let p = Pool::new(n)?;
+            *self.pool.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(p);
+        }
+        Ok(())
+    }
+
+    pub fn compute(&self, nodes: &[Node]) -> crate::Result<()> {
+        let pool = self.pool();
+        for n in nodes {
+            driver::run(n, &pool)
+                .with_context(|| format!("computing {}", n.tensor.describe()))?;
+        }
+        Ok(())
+    }
+}
+
+impl Default for CpuBackend {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,85 @@
+//! Kernels that move values around: repeat, concat, get_rows, diag_mask_inf,
+//! pad and nearest-neighbour upscale.
+
+use super::access::Src;
+use super::par::{par_rows, Pool};
+use crate::base::float::Float;
+use anyhow::ensure;
+
+/// out[i0, i1, i2, i3] = f(i0, i1, i2, i3) for sizes `ne`, rows split across the pool.
+fn fill<T: Float>(pool: &Pool, out: &mut [T], ne: [usize; 4], f: impl Fn(usize, usize, usize, usize) -> T + Sync + Send) {
+    let (n0, n1, n2) = (ne[0], ne[1], ne[2]);
+    par_rows(pool, out, n0, |r0, chunk| {
+        for (k, row) in chunk.chunks_mut(n0.max(1)).enumerate() {
+            let r = r0 + k;
+            let (i1, i2, i3) = (r % n1, (r / n1) % n2, r / (n1 * n2));
+            for (i0, o) in row.iter_mut().enumerate() {
+                *o = f(i0, i1, i2, i3);
+            }
+        }
+    });
+}
+
+pub fn repeat<T: Float>(a: &Src<'_, T>, out: &mut [T], ne: [usize; 4], pool: &Pool) {
+    let an = a.ne;
+    fill(pool, out, ne, |i0, i1, i2, i3| a.at(i0 % an[0], i1 % an[1], i2 % an[2], i3 % an[3]));
+}
+
+pub fn concat<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, dim: usize, out: &mut [T], ne: [usize; 4], pool: &Pool) {
+    let split = a.ne[dim];
+    fill(pool, out, ne, |i0, i1, i2, i3| {
+        let mut idx = [i0, i1, i2, i3];
+        if idx[dim] < split {
+            a.at(i0, i1, i2, i3)
+        } else {
+            idx[dim] -= split;
+            b.at(idx[0], idx[1], idx[2], idx[3])
+        }
+    });
+}
+
+pub fn get_rows<T: Float>(a: &Src<'_, T>, idx: &Src<'_, T>, out: &mut [T], ne: [usize; 4]) -> crate::Result<()> {
+    let n0 = a.ne[0];
+    for i12 in 0..ne[3] {
+        for i11 in 0..ne[2] {
+            for i10 in 0..ne[1] {
+                let r = idx.at(i10, i11, i12, 0).to_f64();
+                ensure!(
+                    r >= 0.0 && (r as usize) < a.ne[1],
+                    "get_rows: row index {r} is out of range: the tensor has {} rows (indices \
+                     start at 0)",
+                    a.ne[1]
+                );
+                let src = (r as usize + a.ne[1] * (i11 + a.ne[2] * i12)) * n0;
+                let dst = (i10 + ne[1] * (i11 + ne[2] * i12)) * n0;
+                out[dst..dst + n0].copy_from_slice(&a.d[src..src + n0]);
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn diag_mask_inf<T: Float>(a: &Src<'_, T>, n_past: i32, out: &mut [T], pool: &Pool) {
+    fill(pool, out, a.ne, |i0, i1, i2, i3| {
+        if i0 as i64 > n_past as i64 + i1 as i64 {
+            T::NEG_INFINITY
+        } else {
+            a.at(i0, i1, i2, i3)
+        }
+    });
+}
+
+pub fn pad<T: Float>(a: &Src<'_, T>, out: &mut [T], ne: [usize; 4], pool: &Pool) {
+    let an = a.ne;
+    fill(pool, out, ne, |i0, i1, i2, i3| {
+        if i0 < an[0] && i1 < an[1] && i2 < an[2] && i3 < an[3] {
+            a.at(i0, i1, i2, i3)
+        } else {
+            T::ZERO
+        }
+    });
+}
+
+pub fn upscale<T: Float>(a: &Src<'_, T>, f: usize, out: &mut [T], ne: [usize; 4], pool: &Pool) {
+    fill(pool, out, ne, |i0, i1, i2, i3| a.at(i0 / f, i1 / f, i2, i3));
+}

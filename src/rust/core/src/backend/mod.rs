@@ -1,0 +1,205 @@
+//! Compute backends: the CPU and, when the loader finds one, Vulkan devices.
+//!
+//! A [`Backend`] is what users hold; its [`BackendImpl`] is the implementation.
+//! A backend is the [`Allocator`] of its buffers' memory (host memory for the
+//! CPU; a [`crate::memory::DeviceMemory`] of its own for a device) and
+//! computes graph [`Node`]s. Adding a device backend means adding a variant
+//! to `BackendImpl` and its arms in [`Backend::compute`] and
+//! [`Allocator::allocate_mem`]. `compute` receives the graph's nodes in order,
+//! each with its op and, for every source and the result, the buffer, byte
+//! offset and layout; a device backend locks all the buffers at once with
+//! `memory::BufferLocks::read` and records the whole graph.
+
+pub mod cpu;
+pub mod node;
+pub mod vulkan;
+
+pub use node::Node;
+
+use crate::memory::{self, Allocator, BufferMem, BufferTag};
+use cpu::CpuBackend;
+use vulkan::VkContext;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendKind {
+    Cpu,
+    Vulkan { device: usize },
+}
+
+/// The implementation behind a backend.
+#[derive(Debug)]
+pub enum BackendImpl {
+    Cpu(CpuBackend),
+    /// A Vulkan device; the context is shared by every backend on that device
+    /// and released when the last backend and buffer using it are gone
+    /// (`free` drops the backend's reference at once).
+    Vulkan(Mutex<Option<Arc<VkContext>>>),
+}
+
+/// A compute backend as seen by users.
+#[derive(Debug)]
+pub struct Backend {
+    kind: BackendKind,
+    name: String,
+    freed: AtomicBool,
+    imp: BackendImpl,
+}
+
+impl Backend {
+    pub fn cpu() -> Backend {
+        Backend {
+            kind: BackendKind::Cpu,
+            name: "CPU".into(),
+            freed: AtomicBool::new(false),
+            imp: BackendImpl::Cpu(CpuBackend::new()),
+        }
+    }
+
+    /// A backend on Vulkan device `device` (0-based), named "Vulkan<device>".
+    pub fn vulkan(device: usize) -> crate::Result<Backend> {
+        Ok(Backend::on_vulkan_context(device, VkContext::get(device)?))
+    }
+
+    /// A Vulkan backend on a given context (tests use unshared ones).
+    pub(crate) fn on_vulkan_context(device: usize, ctx: Arc<VkContext>) -> Backend {
+        Backend {
+            kind: BackendKind::Vulkan { device },
+            name: format!("Vulkan{device}"),
+            freed: AtomicBool::new(false),
+            imp: BackendImpl::Vulkan(Mutex::new(Some(ctx))),
+        }
+    }
+
+    /// True for Vulkan backends (freed or not).
+    pub fn is_vulkan(&self) -> bool {
+        matches!(self.imp, BackendImpl::Vulkan(_))
+    }
+
+    /// The Vulkan context of a live Vulkan backend.
+    pub fn vulkan_context(&self) -> Option<Arc<VkContext>> {
+        match &self.imp {
+            BackendImpl::Vulkan(c) => c.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            BackendImpl::Cpu(_) => None,
+        }
+    }
+
+    pub fn kind(&self) -> BackendKind {
+        self.kind
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn imp(&self) -> &BackendImpl {
+        &self.imp
+    }
+
+    /// Release the backend; later use is an error, freeing twice is harmless.
+    pub fn free(&self) {
+        self.freed.store(true, Ordering::SeqCst);
+        if let BackendImpl::Vulkan(c) = &self.imp {
+            c.lock().unwrap_or_else(|e| e.into_inner()).take();
+        }
+    }
+
+    pub fn is_freed(&self) -> bool {
+        self.freed.load(Ordering::SeqCst)
+    }
+
+    /// Fails with a clear message when the backend was freed.
+    pub fn check_live(&self) -> crate::Result<()> {
+        if self.is_freed() {
+            return Err(self.freed_error());
+        }
+        Ok(())
+    }
+
+    fn freed_error(&self) -> anyhow::Error {
+        anyhow::anyhow!("backend '{}' was freed with ggml_backend_free(); create a new one", self.name)
+    }
+
+    /// Threads used by the CPU backend's kernels.
+    pub fn set_n_threads(&self, n: usize) -> crate::Result<()> {
+        self.check_live()?;
+        match &self.imp {
+            BackendImpl::Cpu(c) => c.set_n_threads(n),
+            BackendImpl::Vulkan(_) => anyhow::bail!(
+                "backend '{}' is a Vulkan backend; threads can only be set on a CPU backend",
+                self.name
+            ),
+        }
+    }
+
+    pub fn n_threads(&self) -> usize {
+        match &self.imp {
+            BackendImpl::Cpu(c) => c.n_threads(),
+            BackendImpl::Vulkan(_) => 1,
+        }
+    }
+
+    /// Run resolved graph nodes (topological order, views already resolved).
+    pub fn compute(&self, nodes: &[Node]) -> crate::Result<()> {
+        self.check_live()?;
+        match &self.imp {
+            BackendImpl::Cpu(c) => c.compute(nodes),
+            BackendImpl::Vulkan(_) => {
+                let ctx = self.vulkan_context().ok_or_else(|| self.freed_error())?;
+                vulkan::compute::compute(&ctx, &self.name, nodes)
+            }
+        }
+    }
+}
+
+impl Allocator for Backend {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn check_live(&self) -> crate::Result<()> {
+        Backend::check_live(self)
+    }
+
+    fn allocate_mem(&self, bytes: usize, tag: BufferTag) -> crate::Result<BufferMem> {
+        match &self.imp {
+            BackendImpl::Cpu(_) => memory::host_memory(bytes, tag),
+            BackendImpl::Vulkan(_) => {
+                let ctx = self.vulkan_context().ok_or_else(|| self.freed_error())?;
+                vulkan::compute::allocate(&ctx, bytes, tag, &self.name)
+            }
+        }
+    }
+}
+
+/// The CPU backend used for `ggml_graph_compute()`.
+pub fn host() -> &'static Arc<Backend> {
+    static HOST: OnceLock<Arc<Backend>> = OnceLock::new();
+    HOST.get_or_init(|| Arc::new(Backend::cpu()))
+}
+
+/// Number of backend devices: the CPU plus every Vulkan device found.
+pub fn dev_count() -> usize {
+    1 + vulkan::discovery().devices.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_backend_lifecycle() {
+        let b = Backend::cpu();
+        assert_eq!(b.name(), "CPU");
+        assert!(b.check_live().is_ok());
+        b.set_n_threads(2).unwrap();
+        assert_eq!(b.n_threads(), 2);
+        assert!(b.set_n_threads(0).is_err());
+        b.free();
+        b.free();
+        let msg = b.check_live().unwrap_err().to_string();
+        assert!(msg.contains("freed"), "{msg}");
+        assert!(dev_count() >= 1);
+    }
+}

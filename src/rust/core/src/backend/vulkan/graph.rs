@@ -1,0 +1,186 @@
+//! Graph execution: every node's dispatch is recorded into one command
+//! buffer, with a memory barrier only where a dispatch touches memory that an
+//! earlier, not yet barriered dispatch wrote (or writes memory one read), and
+//! the whole graph is submitted once.
+
+use super::context::VkContext;
+use super::encode::{encode, Bind, Dispatch, VkNode, PARAM_WORDS};
+use ash::vk;
+use gpu_allocator::MemoryLocation;
+
+/// Byte ranges of buffers touched since the last barrier.
+#[derive(Default)]
+struct Hazards {
+    written: Vec<(vk::Buffer, u64, u64)>,
+    read: Vec<(vk::Buffer, u64, u64)>,
+}
+
+fn overlaps(list: &[(vk::Buffer, u64, u64)], b: &Bind) -> bool {
+    let (s, e) = b.touched;
+    s < e && list.iter().any(|&(buf, ls, le)| buf == b.buffer && s < le && ls < e)
+}
+
+impl Hazards {
+    /// True when `d` must wait for earlier dispatches.
+    fn conflicts(&self, d: &Dispatch) -> bool {
+        d.binds[..2].iter().any(|b| overlaps(&self.written, b))
+            || overlaps(&self.written, &d.binds[2])
+            || overlaps(&self.read, &d.binds[2])
+    }
+
+    fn add(&mut self, d: &Dispatch) {
+        for b in &d.binds[..2] {
+            if b.touched.0 < b.touched.1 {
+                self.read.push((b.buffer, b.touched.0, b.touched.1));
+            }
+        }
+        let w = &d.binds[2];
+        self.written.push((w.buffer, w.touched.0, w.touched.1));
+    }
+
+    fn clear(&mut self) {
+        self.written.clear();
+        self.read.clear();
+    }
+}
+
+/// Destroys the per-run descriptor pool on every path.
+struct PoolGuard<'a> {
+    dev: &'a ash::Device,
+    pool: vk::DescriptorPool,
+}
+
+impl Drop for PoolGuard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the run waited for its fence (or never submitted).
+        unsafe { self.dev.destroy_descriptor_pool(self.pool, None) };
+    }
+}
+
+impl VkContext {
+    /// Run `nodes` in order: one command buffer, one queue submission, then
+    /// wait for completion. Nodes with nothing to compute are skipped.
+    pub fn run_graph(&self, nodes: &[VkNode]) -> crate::Result<()> {
+        self.check_live()?;
+        let mut dispatches = Vec::with_capacity(nodes.len());
+        for (i, n) in nodes.iter().enumerate() {
+            let d = encode(self, n).map_err(|e| e.context(format!("graph node {} ({})", i + 1, n.op.name())))?;
+            dispatches.extend(d);
+        }
+        let Some(first) = nodes.iter().find(|n| std::ptr::eq(std::sync::Arc::as_ptr(n.dst.buf.context()), self))
+        else {
+            return Ok(());
+        };
+        if dispatches.is_empty() {
+            return Ok(());
+        }
+        let dev = &self.device;
+        let vkerr = |what: &'static str| move |e: vk::Result| self.vk_error(what, e);
+        let (set_layout, layout) = self.pipelines.layouts(dev).map_err(vkerr("creating pipeline layouts"))?;
+        let mut pipes = Vec::with_capacity(dispatches.len());
+        for d in &dispatches {
+            pipes.push(self.pipelines.get(dev, d.variant).map_err(vkerr("creating a compute pipeline"))?);
+        }
+
+        // Parameter blocks, one per dispatch, at offsets the device accepts.
+        let align = self.info.limits.min_storage_buffer_offset_alignment.max(256) as usize;
+        let stride = (PARAM_WORDS * 4).div_ceil(align) * align;
+        let params = first.dst.buf.context().alloc_at(stride * dispatches.len(), MemoryLocation::CpuToGpu, "graph parameter buffer")?;
+        let mut bytes = vec![0u8; stride * dispatches.len()];
+        for (i, d) in dispatches.iter().enumerate() {
+            for (j, w) in d.params.iter().enumerate() {
+                bytes[i * stride + 4 * j..i * stride + 4 * j + 4].copy_from_slice(&w.to_le_bytes());
+            }
+        }
+        self.write(&params, 0, &bytes)?;
+
+        let n = dispatches.len() as u32;
+        let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 4 * n }];
+        let pinfo = vk::DescriptorPoolCreateInfo::default().max_sets(n).pool_sizes(&sizes);
+        // SAFETY: valid device; the guard destroys the pool.
+        let pool = unsafe { dev.create_descriptor_pool(&pinfo, None) }.map_err(vkerr("creating descriptor pools"))?;
+        let _pool = PoolGuard { dev, pool };
+        let layouts = vec![set_layout; dispatches.len()];
+        let ainfo = vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts);
+        // SAFETY: `pool` was sized for one set per dispatch; `layouts` outlives the call.
+        let sets = unsafe { dev.allocate_descriptor_sets(&ainfo) }.map_err(vkerr("allocating descriptor sets"))?;
+        let infos: Vec<[vk::DescriptorBufferInfo; 4]> = dispatches
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let bi = |b: &Bind| vk::DescriptorBufferInfo { buffer: b.buffer, offset: b.offset, range: b.range };
+                [
+                    vk::DescriptorBufferInfo { buffer: params.buffer, offset: (i * stride) as u64, range: (PARAM_WORDS * 4) as u64 },
+                    bi(&d.binds[0]),
+                    bi(&d.binds[1]),
+                    bi(&d.binds[2]),
+                ]
+            })
+            .collect();
+        let writes: Vec<vk::WriteDescriptorSet> = sets
+            .iter()
+            .zip(&infos)
+            .flat_map(|(&set, info)| {
+                (0..4).map(move |b| {
+                    vk::WriteDescriptorSet::default()
+                        .dst_set(set)
+                        .dst_binding(b as u32)
+                        .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                        .buffer_info(std::slice::from_ref(&info[b]))
+                })
+            })
+            .collect();
+        // SAFETY: every buffer in `infos` is alive until the run completes.
+        unsafe { dev.update_descriptor_sets(&writes, &[]) };
+
+        let s = self.lock_submitter();
+        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        let between = [vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+            .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
+        let at_end = [vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+            .dst_access_mask(vk::AccessFlags::HOST_READ | vk::AccessFlags::TRANSFER_READ)];
+        let mut hazards = Hazards::default();
+        // SAFETY: exclusive use of the command buffer (submitter lock); all
+        // bound objects outlive the wait in submit_and_wait.
+        unsafe {
+            dev.reset_command_buffer(s.cmd, vk::CommandBufferResetFlags::empty()).map_err(vkerr("recording"))?;
+            dev.begin_command_buffer(s.cmd, &begin).map_err(vkerr("recording"))?;
+            let mut bound = vk::Pipeline::null();
+            for ((d, &set), &pipe) in dispatches.iter().zip(&sets).zip(&pipes) {
+                if hazards.conflicts(d) {
+                    dev.cmd_pipeline_barrier(
+                        s.cmd,
+                        vk::PipelineStageFlags::COMPUTE_SHADER,
+                        vk::PipelineStageFlags::COMPUTE_SHADER,
+                        vk::DependencyFlags::empty(),
+                        &between,
+                        &[],
+                        &[],
+                    );
+                    self.count_barrier();
+                    hazards.clear();
+                }
+                hazards.add(d);
+                if pipe != bound {
+                    dev.cmd_bind_pipeline(s.cmd, vk::PipelineBindPoint::COMPUTE, pipe);
+                    bound = pipe;
+                }
+                dev.cmd_bind_descriptor_sets(s.cmd, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]);
+                dev.cmd_dispatch(s.cmd, d.groups[0], d.groups[1], d.groups[2]);
+            }
+            dev.cmd_pipeline_barrier(
+                s.cmd,
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::PipelineStageFlags::HOST | vk::PipelineStageFlags::TRANSFER,
+                vk::DependencyFlags::empty(),
+                &at_end,
+                &[],
+                &[],
+            );
+            dev.end_command_buffer(s.cmd).map_err(vkerr("recording"))?;
+        }
+        self.submit_and_wait(&s, "running a graph")
+    }
+}

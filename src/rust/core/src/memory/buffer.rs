@@ -1,0 +1,381 @@
+//! Memory buffers: the only place where tensor memory is allocated.
+//!
+//! Every allocation (a context's own data with `no_alloc = FALSE`, the buffer of
+//! `ggml_backend_alloc_ctx_tensors`, pools built on top) goes through
+//! [`Buffer::allocate`], and every release through [`Buffer::free`] (also run
+//! on drop). Both report to the [`ledger`], as do host uploads and downloads.
+//! The memory itself comes from an [`Allocator`] (a backend): host memory is
+//! made here ([`host_memory`]); device memory is a [`DeviceMemory`] the
+//! backend owns, so this layer knows no backend.
+//!
+//! A buffer outlives nothing it should not: after `free`, its memory is gone and
+//! every read, write or compute touching it is an error naming the buffer.
+
+use super::ledger;
+use super::tag::{self, BufferTag};
+use crate::base::fmt::fmt_bytes;
+use anyhow::{bail, ensure};
+use std::any::Any;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// What buffer memory is asked of: a backend (or [`HostMemory`]).
+pub trait Allocator {
+    /// The name buffers report ("CPU", "Vulkan0").
+    fn name(&self) -> &str;
+    /// An error when the allocator can no longer be used (a freed backend).
+    fn check_live(&self) -> crate::Result<()>;
+    /// `bytes` of zeroed memory for a buffer tagged `tag`. Called after the
+    /// ledger granted the bytes.
+    fn allocate_mem(&self, bytes: usize, tag: BufferTag) -> crate::Result<BufferMem>;
+}
+
+/// Memory on a device, owned by its backend. Reads and writes copy between
+/// the device and the host; the backend's kernels reach the memory itself
+/// through [`DeviceMemory::as_any`].
+pub trait DeviceMemory: std::fmt::Debug + Send + Sync {
+    fn write(&self, offset: usize, data: &[u8]) -> crate::Result<()>;
+    fn read(&self, offset: usize, out: &mut [u8]) -> crate::Result<()>;
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// Host memory for a buffer: `bytes` zeroed, or an error (never an abort)
+/// when the memory is not there.
+pub fn host_memory(bytes: usize, tag: BufferTag) -> crate::Result<BufferMem> {
+    let words = bytes.div_ceil(4);
+    let mut v: Vec<u32> = Vec::new();
+    if v.try_reserve_exact(words).is_err() {
+        bail!(
+            "could not allocate {} of host memory for a {} buffer; free unused \
+             contexts or buffers, or use smaller tensors",
+            fmt_bytes(bytes),
+            tag.name()
+        );
+    }
+    v.resize(words, 0);
+    Ok(BufferMem::Host(v.into_boxed_slice()))
+}
+
+/// The host as an allocator, for context memory (`no_alloc = FALSE`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HostMemory;
+
+impl Allocator for HostMemory {
+    fn name(&self) -> &str {
+        "CPU"
+    }
+    fn check_live(&self) -> crate::Result<()> {
+        Ok(())
+    }
+    fn allocate_mem(&self, bytes: usize, tag: BufferTag) -> crate::Result<BufferMem> {
+        host_memory(bytes, tag)
+    }
+}
+
+/// Data offsets inside a buffer are multiples of this many bytes.
+pub const ALIGN: usize = 64;
+
+pub fn align_up(n: usize) -> usize {
+    n.div_ceil(ALIGN) * ALIGN
+}
+
+/// Where the bytes live.
+#[derive(Debug)]
+pub enum BufferMem {
+    /// Host memory, 4-byte aligned (so f32/i32 data can be read in place).
+    Host(Box<[u32]>),
+    /// Memory on a device (freed when dropped).
+    Device(Box<dyn DeviceMemory>),
+    /// Released by `free`.
+    Freed,
+}
+
+impl BufferMem {
+    /// The host bytes, or an error for memory that is not on the host.
+    pub fn host_bytes(&self) -> Option<&[u8]> {
+        match self {
+            BufferMem::Host(w) => Some(words_as_bytes(w)),
+            BufferMem::Device(_) | BufferMem::Freed => None,
+        }
+    }
+
+    pub fn host_bytes_mut(&mut self) -> Option<&mut [u8]> {
+        match self {
+            BufferMem::Host(w) => Some(words_as_bytes_mut(w)),
+            BufferMem::Device(_) | BufferMem::Freed => None,
+        }
+    }
+
+    /// `n` f32 values starting at byte `offset`, read in place, when aligned.
+    pub fn host_f32(&self, offset: usize, n: usize) -> Option<&[f32]> {
+        match self {
+            BufferMem::Host(w) if offset % 4 == 0 && offset / 4 + n <= w.len() => {
+                let words = &w[offset / 4..offset / 4 + n];
+                // SAFETY: u32 and f32 have the same size and alignment and every
+                // bit pattern is a valid f32.
+                Some(unsafe { std::slice::from_raw_parts(words.as_ptr() as *const f32, n) })
+            }
+            _ => None,
+        }
+    }
+}
+
+impl BufferMem {
+    /// Mutable `n` f32 values at byte `offset`, when aligned.
+    pub fn host_f32_mut(&mut self, offset: usize, n: usize) -> Option<&mut [f32]> {
+        match self {
+            BufferMem::Host(w) if offset % 4 == 0 && offset / 4 + n <= w.len() => {
+                let words = &mut w[offset / 4..offset / 4 + n];
+                // SAFETY: as in `host_f32`; the borrow is exclusive.
+                Some(unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr() as *mut f32, n) })
+            }
+            _ => None,
+        }
+    }
+}
+
+fn words_as_bytes(w: &[u32]) -> &[u8] {
+    // SAFETY: u8 has alignment 1 and the length covers exactly the same memory.
+    unsafe { std::slice::from_raw_parts(w.as_ptr() as *const u8, w.len() * 4) }
+}
+
+fn words_as_bytes_mut(w: &mut [u32]) -> &mut [u8] {
+    // SAFETY: as above; the borrow is exclusive.
+    unsafe { std::slice::from_raw_parts_mut(w.as_mut_ptr() as *mut u8, w.len() * 4) }
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A block of tensor memory on one backend.
+#[derive(Debug)]
+pub struct Buffer {
+    id: u64,
+    size: usize,
+    tag: BufferTag,
+    backend_name: String,
+    mem: RwLock<BufferMem>,
+    /// For residency pool buffers: the pool's generation when allocated (-1: none).
+    pool_gen: AtomicI64,
+}
+
+impl Buffer {
+    /// Allocate `bytes` (zeroed) from `alloc`. The single allocation path.
+    pub fn allocate(alloc: &dyn Allocator, bytes: usize, tag: BufferTag) -> crate::Result<Buffer> {
+        alloc.check_live()?;
+        ledger::before_alloc(bytes, tag)?;
+        let mem = alloc.allocate_mem(bytes, tag)?;
+        let buf = Buffer {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            size: bytes,
+            tag,
+            backend_name: alloc.name().to_string(),
+            mem: RwLock::new(mem),
+            pool_gen: AtomicI64::new(-1),
+        };
+        ledger::after_alloc(bytes, tag);
+        Ok(buf)
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    pub fn tag(&self) -> BufferTag {
+        self.tag
+    }
+
+    pub fn backend_name(&self) -> &str {
+        &self.backend_name
+    }
+
+    pub fn is_freed(&self) -> bool {
+        matches!(*self.read_lock(), BufferMem::Freed)
+    }
+
+    /// Record the residency pool generation this buffer belongs to.
+    pub fn set_pool_generation(&self, generation: i32) {
+        self.pool_gen.store(generation as i64, Ordering::SeqCst);
+    }
+
+    /// The residency pool generation this buffer was allocated in, if any.
+    pub fn pool_generation(&self) -> Option<i32> {
+        let g = self.pool_gen.load(Ordering::SeqCst);
+        (g >= 0).then_some(g as i32)
+    }
+
+    /// Why a freed buffer is gone, for error messages: for pool buffers this
+    /// names the pool and both generations.
+    pub fn freed_note(&self) -> String {
+        match self.pool_generation() {
+            Some(g) if self.tag.is_pool() => format!(
+                "it was freed by a reset of the {} pool (allocated in generation {g}, the pool is now at generation {})",
+                self.tag.name(),
+                tag::generation(self.tag)
+            ),
+            _ => "it was freed".to_string(),
+        }
+    }
+
+    /// "buffer #3 (user, CPU, 1.0 KiB)"
+    pub fn describe(&self) -> String {
+        format!(
+            "buffer #{} ({}, {}, {})",
+            self.id,
+            self.tag.name(),
+            self.backend_name,
+            fmt_bytes(self.size)
+        )
+    }
+
+    /// Release the memory now; later use is an error, freeing twice is harmless.
+    pub fn free(&self) {
+        let mut m = self.write_lock();
+        if !matches!(*m, BufferMem::Freed) {
+            *m = BufferMem::Freed;
+            ledger::released(self.size, self.tag);
+        }
+    }
+
+    fn read_lock(&self) -> RwLockReadGuard<'_, BufferMem> {
+        self.mem.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write_lock(&self) -> RwLockWriteGuard<'_, BufferMem> {
+        self.mem.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn freed_error(&self, what: &str) -> anyhow::Error {
+        anyhow::anyhow!(
+            "{what} uses {}, and {}; its tensors have no data any more \
+             (allocate them again with ggml_backend_alloc_ctx_tensors())",
+            self.describe(),
+            self.freed_note()
+        )
+    }
+
+    /// Read access to the memory; an error when freed.
+    pub fn read(&self, what: &str) -> crate::Result<RwLockReadGuard<'_, BufferMem>> {
+        let g = self.read_lock();
+        if matches!(*g, BufferMem::Freed) {
+            return Err(self.freed_error(what));
+        }
+        Ok(g)
+    }
+
+    /// Write access to the memory; an error when freed.
+    pub fn write(&self, what: &str) -> crate::Result<RwLockWriteGuard<'_, BufferMem>> {
+        let g = self.write_lock();
+        if matches!(*g, BufferMem::Freed) {
+            return Err(self.freed_error(what));
+        }
+        Ok(g)
+    }
+
+    /// Copy `data` into the buffer at `offset` (an upload).
+    pub fn write_bytes(&self, offset: usize, data: &[u8], what: &str) -> crate::Result<()> {
+        ensure!(
+            offset.checked_add(data.len()).is_some_and(|end| end <= self.size),
+            "{what}: writing {} at offset {offset} overruns {}",
+            fmt_bytes(data.len()),
+            self.describe()
+        );
+        let mut g = self.write(what)?;
+        match &mut *g {
+            BufferMem::Host(w) => {
+                words_as_bytes_mut(w)[offset..offset + data.len()].copy_from_slice(data);
+            }
+            BufferMem::Device(d) => d.write(offset, data).map_err(|e| e.context(what.to_string()))?,
+            BufferMem::Freed => return Err(self.freed_error(what)),
+        }
+        ledger::uploaded(data.len(), self.tag);
+        Ok(())
+    }
+
+    /// Copy `out.len()` bytes from `offset` (a download).
+    pub fn read_bytes(&self, offset: usize, out: &mut [u8], what: &str) -> crate::Result<()> {
+        ensure!(
+            offset.checked_add(out.len()).is_some_and(|end| end <= self.size),
+            "{what}: reading {} at offset {offset} overruns {}",
+            fmt_bytes(out.len()),
+            self.describe()
+        );
+        let g = self.read(what)?;
+        match &*g {
+            BufferMem::Host(w) => out.copy_from_slice(&words_as_bytes(w)[offset..offset + out.len()]),
+            BufferMem::Device(d) => d.read(offset, out).map_err(|e| e.context(what.to_string()))?,
+            BufferMem::Freed => return Err(self.freed_error(what)),
+        }
+        ledger::downloaded(out.len(), self.tag);
+        Ok(())
+    }
+}
+
+/// Read locks on a set of buffers, each locked once (however often it
+/// appears), so a backend can read every source of a node (or a whole graph)
+/// at the same time. Holding them keeps the buffers from being freed meanwhile.
+pub struct BufferLocks<'a> {
+    guards: Vec<(u64, RwLockReadGuard<'a, BufferMem>)>,
+}
+
+impl<'a> BufferLocks<'a> {
+    /// Lock every buffer in `bufs`; an error when one was freed.
+    pub fn read(bufs: impl IntoIterator<Item = &'a Buffer>) -> crate::Result<BufferLocks<'a>> {
+        let mut guards: Vec<(u64, RwLockReadGuard<'a, BufferMem>)> = Vec::new();
+        for b in bufs {
+            if !guards.iter().any(|(id, _)| *id == b.id()) {
+                guards.push((b.id(), b.read("a graph node")?));
+            }
+        }
+        Ok(BufferLocks { guards })
+    }
+
+    /// The memory of `buf`, which must be one of the locked buffers.
+    pub fn mem(&self, buf: &Buffer) -> crate::Result<&BufferMem> {
+        self.guards
+            .iter()
+            .find(|(id, _)| *id == buf.id())
+            .map(|(_, g)| &**g)
+            .ok_or_else(|| anyhow::anyhow!("internal: {} was not locked", buf.describe()))
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        self.free();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocate_write_read_free() {
+        let cpu = HostMemory;
+        let b = Buffer::allocate(&cpu, 10, BufferTag::User).unwrap();
+        b.write_bytes(2, &[1, 2, 3], "t").unwrap();
+        let mut out = [0u8; 5];
+        b.read_bytes(1, &mut out, "t").unwrap();
+        assert_eq!(out, [0, 1, 2, 3, 0]);
+        assert!(b.write_bytes(8, &[1, 2, 3], "t").unwrap_err().to_string().contains("overruns"));
+        b.free();
+        b.free();
+        let e = b.read_bytes(0, &mut out, "tensor 'x'").unwrap_err().to_string();
+        assert!(e.contains("was freed") && e.contains("tensor 'x'"), "{e}");
+            }
+
+    #[test]
+    fn f32_in_place() {
+        let cpu = HostMemory;
+        let b = Buffer::allocate(&cpu, 16, BufferTag::User).unwrap();
+        b.write_bytes(4, &2.5f32.to_ne_bytes(), "t").unwrap();
+        let g = b.read("t").unwrap();
+        assert_eq!(g.host_f32(4, 1).unwrap(), &[2.5]);
+        assert!(g.host_f32(2, 1).is_none());
+        assert!(g.host_f32(12, 2).is_none());
+    }
+}

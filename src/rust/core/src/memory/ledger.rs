@@ -1,0 +1,247 @@
+//! The byte ledger: every buffer on every backend is allocated through it.
+//!
+//! [`super::buffer::Buffer::allocate`] asks [`before_alloc`] first (the budget
+//! check: all live bytes plus the request must stay within the limit, else a
+//! refusal with a message the user can act on, before anything is allocated),
+//! reports [`after_alloc`] once the memory exists, and [`released`] when it is
+//! freed. Uploads (host to buffer) and downloads are counted too. Every figure
+//! is kept per [`BufferTag`], so residency pools can be told apart.
+
+use super::tag::BufferTag;
+use std::sync::Mutex;
+
+/// Number of tags the ledger keeps apart.
+pub const N_TAGS: usize = 4;
+
+pub fn tag_index(tag: BufferTag) -> usize {
+    match tag {
+        BufferTag::Context => 0,
+        BufferTag::User => 1,
+        BufferTag::Pass => 2,
+        BufferTag::Persistent => 3,
+    }
+}
+
+/// A snapshot of the ledger's figures; arrays are indexed by [`tag_index`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stats {
+    pub bytes: [u64; N_TAGS],
+    pub buffers: [u64; N_TAGS],
+    /// Highest total of live bytes since the process started (or the last
+    /// [`reset_peak`]).
+    pub peak_bytes: u64,
+    pub upload_bytes: [u64; N_TAGS],
+    pub upload_calls: [u64; N_TAGS],
+    pub download_bytes: [u64; N_TAGS],
+    pub download_calls: [u64; N_TAGS],
+    /// Allocations granted and refused since the process started.
+    pub allocations: u64,
+    pub refusals: u64,
+    /// Budget in bytes; `f64::INFINITY` when unlimited.
+    pub limit: f64,
+}
+
+impl Stats {
+    pub fn total_bytes(&self) -> u64 {
+        self.bytes.iter().sum()
+    }
+
+    pub fn total_buffers(&self) -> u64 {
+        self.buffers.iter().sum()
+    }
+
+    /// Live bytes of one tag.
+    pub fn bytes_of(&self, tag: BufferTag) -> u64 {
+        self.bytes[tag_index(tag)]
+    }
+
+    /// Live buffers of one tag.
+    pub fn buffers_of(&self, tag: BufferTag) -> u64 {
+        self.buffers[tag_index(tag)]
+    }
+}
+
+static STATE: Mutex<Stats> = Mutex::new(Stats {
+    bytes: [0; N_TAGS],
+    buffers: [0; N_TAGS],
+    peak_bytes: 0,
+    upload_bytes: [0; N_TAGS],
+    upload_calls: [0; N_TAGS],
+    download_bytes: [0; N_TAGS],
+    download_calls: [0; N_TAGS],
+    allocations: 0,
+    refusals: 0,
+    limit: f64::INFINITY,
+});
+
+fn lock() -> std::sync::MutexGuard<'static, Stats> {
+    // Each update is a few integer stores that cannot panic half-way, so a
+    // poisoned lock still guards consistent figures.
+    STATE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+const MB: f64 = 1024.0 * 1024.0;
+
+fn check_locked(s: &Stats, extra: u64) -> crate::Result<()> {
+    let used = s.total_bytes();
+    if (used as f64 + extra as f64) > s.limit {
+        anyhow::bail!(
+            "ggmlR: autograd tape memory budget exceeded ({:.1} MB used + {:.1} MB requested > {:.1} MB limit). \
+             Reset the tape, shorten it, or raise the limit with .ag_tape_mem_limit().",
+            used as f64 / MB,
+            extra as f64 / MB,
+            s.limit / MB
+        );
+    }
+    Ok(())
+}
+
+/// Check that `extra` more bytes fit in the budget.
+pub fn check_budget(extra: u64) -> crate::Result<()> {
+    check_locked(&lock(), extra)
+}
+
+/// Called before memory is taken; an error refuses the allocation.
+pub fn before_alloc(bytes: usize, _tag: BufferTag) -> crate::Result<()> {
+    let mut s = lock();
+    let r = check_locked(&s, bytes as u64);
+    if r.is_err() {
+        s.refusals += 1;
+    }
+    r
+}
+
+/// Called once the memory of a buffer exists.
+pub fn after_alloc(bytes: usize, tag: BufferTag) {
+    let mut s = lock();
+    let i = tag_index(tag);
+    s.bytes[i] += bytes as u64;
+    s.buffers[i] += 1;
+    s.allocations += 1;
+    s.peak_bytes = s.peak_bytes.max(s.total_bytes());
+}
+
+/// Called when a buffer's memory is released.
+pub fn released(bytes: usize, tag: BufferTag) {
+    let mut s = lock();
+    let i = tag_index(tag);
+    s.bytes[i] = s.bytes[i].saturating_sub(bytes as u64);
+    s.buffers[i] = s.buffers[i].saturating_sub(1);
+}
+
+pub fn uploaded(bytes: usize, tag: BufferTag) {
+    let mut s = lock();
+    s.upload_bytes[tag_index(tag)] += bytes as u64;
+    s.upload_calls[tag_index(tag)] += 1;
+}
+
+pub fn downloaded(bytes: usize, tag: BufferTag) {
+    let mut s = lock();
+    s.download_bytes[tag_index(tag)] += bytes as u64;
+    s.download_calls[tag_index(tag)] += 1;
+}
+
+/// Set the budget (bytes; `f64::INFINITY` for none); returns the old one.
+pub fn set_limit(limit: f64) -> crate::Result<f64> {
+    anyhow::ensure!(
+        !limit.is_nan() && limit > 0.0,
+        "the memory limit must be a positive number of bytes (or Inf for none), got {limit}"
+    );
+    Ok(std::mem::replace(&mut lock().limit, limit))
+}
+
+pub fn limit() -> f64 {
+    lock().limit
+}
+
+pub fn stats() -> Stats {
+    lock().clone()
+}
+
+/// Restart the peak from the current total and zero the transfer counters.
+pub fn reset_peak() {
+    let mut s = lock();
+    s.peak_bytes = s.total_bytes();
+    s.upload_bytes = [0; N_TAGS];
+    s.upload_calls = [0; N_TAGS];
+    s.download_bytes = [0; N_TAGS];
+    s.download_calls = [0; N_TAGS];
+}
+
+/// Time `n` budget-check/record/release cycles of the ledger itself (no
+/// memory is allocated), for benchmarks. The allocation counter is restored,
+/// so the ledger's figures are unchanged afterwards.
+pub fn overhead_probe(n: usize) -> std::time::Duration {
+    let allocations = lock().allocations;
+    let start = std::time::Instant::now();
+    for _ in 0..n {
+        if before_alloc(64, BufferTag::Context).is_ok() {
+            after_alloc(64, BufferTag::Context);
+            released(64, BufferTag::Context);
+        }
+    }
+    let elapsed = start.elapsed();
+    lock().allocations = allocations;
+    elapsed
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Tests that assert on the process-wide ledger run one at a time.
+    pub(crate) static SERIAL: Mutex<()> = Mutex::new(());
+
+    pub(crate) fn serial() -> std::sync::MutexGuard<'static, ()> {
+        SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    #[test]
+    fn record_release_and_peak() {
+        let _g = serial();
+        let before = stats();
+        before_alloc(1000, BufferTag::Pass).unwrap();
+        after_alloc(1000, BufferTag::Pass);
+        after_alloc(500, BufferTag::Persistent);
+        let mid = stats();
+        assert_eq!(mid.bytes_of(BufferTag::Pass), before.bytes_of(BufferTag::Pass) + 1000);
+        assert_eq!(mid.buffers_of(BufferTag::Persistent), before.buffers_of(BufferTag::Persistent) + 1);
+        assert!(mid.peak_bytes >= mid.total_bytes());
+        released(1000, BufferTag::Pass);
+        released(500, BufferTag::Persistent);
+        assert_eq!(stats().bytes, before.bytes);
+        assert_eq!(stats().buffers, before.buffers);
+    }
+
+    #[test]
+    fn budget_counts_every_tag() {
+        // On a private snapshot: the process-wide limit is left alone so that
+        // tests allocating buffers concurrently are not refused.
+        let mut s = stats();
+        s.bytes = [100, 200, 300, 400];
+        s.limit = 1100.0;
+        assert!(check_locked(&s, 100).is_ok());
+        let err = check_locked(&s, 101).unwrap_err().to_string();
+        assert!(err.contains("budget exceeded"), "{err}");
+        assert!(err.contains(".ag_tape_mem_limit()"), "{err}");
+        s.limit = f64::INFINITY;
+        assert!(check_locked(&s, u64::MAX).is_ok());
+        assert!(set_limit(-1.0).is_err());
+        assert!(set_limit(f64::NAN).is_err());
+        assert!(set_limit(0.0).is_err());
+    }
+
+    #[test]
+    fn transfers_are_counted_per_tag() {
+        let _g = serial();
+        let before = stats();
+        uploaded(64, BufferTag::Persistent);
+        downloaded(32, BufferTag::Pass);
+        let after = stats();
+        let p = tag_index(BufferTag::Persistent);
+        let a = tag_index(BufferTag::Pass);
+        assert_eq!(after.upload_bytes[p] - before.upload_bytes[p], 64);
+        assert_eq!(after.upload_calls[p] - before.upload_calls[p], 1);
+        assert_eq!(after.download_bytes[a] - before.download_bytes[a], 32);
+    }
+}

@@ -1,0 +1,320 @@
+//! Shape and type rules of the computing ops (ggml's), separate from kernels.
+//!
+//! [`infer`] gets the layouts of a node's sources and returns the type and
+//! sizes of its result, or an error that shows the offending shapes. View-like
+//! ops and `cpy` take extra arguments and are shaped by the graph builder.
+
+use super::Op;
+use crate::base::dtype::DType;
+use crate::layout::{fmt_shape, Layout};
+use anyhow::{bail, ensure};
+
+/// Type and sizes of a node's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Out {
+    pub dtype: DType,
+    pub ne: [usize; 4],
+}
+
+fn sh(l: &Layout) -> String {
+    format!("{} {}", l.dtype.name(), fmt_shape(&l.ne))
+}
+
+/// ggml's `can_repeat`: `b` tiles `a` when every size of `a` is a multiple of `b`'s.
+pub fn can_repeat(b: &[usize; 4], a: &[usize; 4]) -> bool {
+    (0..4).all(|i| b[i] > 0 && a[i] % b[i] == 0)
+}
+
+fn float(l: &Layout, what: &str) -> crate::Result<()> {
+    ensure!(
+        l.dtype.is_float(),
+        "{what} must be a floating-point tensor (f32, f16, bf16 or f64), not {}",
+        sh(l)
+    );
+    Ok(())
+}
+
+/// The type of a result ggml computes in f32: f64 when a source is f64.
+fn f32_or_f64(srcs: &[&Layout]) -> DType {
+    if srcs.iter().any(|l| l.dtype == DType::F64) {
+        DType::F64
+    } else {
+        DType::F32
+    }
+}
+
+/// Number of sources each computing op takes: (min, max).
+pub fn arity(op: &Op) -> (usize, usize) {
+    match op {
+        Op::None => (0, 0),
+        Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Add1 | Op::MulMat | Op::OutProd => (2, 2),
+        Op::Cpy | Op::Repeat | Op::Concat { .. } | Op::GetRows | Op::Im2Col { .. } => (2, 2),
+        Op::SoftMax { .. } => (1, 2),
+        _ => (1, 1),
+    }
+}
+
+fn out_size(what: &str, input: usize, k: usize, s: i32, p: i64, d: i32) -> crate::Result<usize> {
+    ensure!(s > 0 && d > 0, "{what}: stride and dilation must be positive (got {s} and {d})");
+    let span = d as i64 * (k as i64 - 1) + 1;
+    let n = input as i64 + 2 * p - span;
+    ensure!(
+        n >= 0,
+        "{what}: the window ({k} wide, dilation {d}) does not fit an input of size {input} \
+         with padding {p}"
+    );
+    Ok((n / s as i64 + 1) as usize)
+}
+
+/// The result of `op` on sources with layouts `s`.
+pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
+    let (lo, hi) = arity(op);
+    ensure!(
+        (lo..=hi).contains(&s.len()),
+        "{} takes {lo}{} source tensor(s), got {}",
+        op.name(),
+        if hi > lo { format!(" to {hi}") } else { String::new() },
+        s.len()
+    );
+    let a = &s[0];
+    let same = Out { dtype: a.dtype, ne: a.ne };
+    Ok(match op {
+        Op::None => bail!("a leaf tensor has no sources"),
+        Op::Reshape | Op::View | Op::Transpose | Op::Permute { .. } | Op::Cpy => {
+            bail!("{} is shaped by the graph builder", op.name())
+        }
+        Op::Add | Op::Sub | Op::Mul | Op::Div => {
+            let b = &s[1];
+            float(a, "a")?;
+            float(b, "b")?;
+            ensure!(
+                can_repeat(&b.ne, &a.ne),
+                "b ({}) cannot be broadcast to a ({}): each size of a must be a multiple of \
+                 the same size of b",
+                sh(b),
+                sh(a)
+            );
+            same
+        }
+        Op::Add1 => {
+            float(a, "a")?;
+            float(&s[1], "b")?;
+            ensure!(s[1].nelements() == 1, "b must have exactly one element, not {}", sh(&s[1]));
+            same
+        }
+        Op::Scale { .. } | Op::Unary(_) | Op::LeakyRelu { .. } | Op::Clamp { .. } => {
+            float(a, "a")?;
+            same
+        }
+        Op::Norm { .. } | Op::RmsNorm { .. } | Op::DiagMaskInf { .. } => {
+            float(a, "a")?;
+            same
+        }
+        Op::MulMat => {
+            let b = &s[1];
+            float(a, "a")?;
+            float(b, "b")?;
+            ensure!(
+                a.ne[0] == b.ne[0] && b.ne[2] % a.ne[2] == 0 && b.ne[3] % a.ne[3] == 0,
+                "a ({}) and b ({}) do not fit mul_mat: their first sizes (K) must be equal and \
+                 the sizes of b in dimensions 3 and 4 multiples of a's; mul_mat(a[K,M], \
+                 b[K,N]) gives [M,N]",
+                sh(a),
+                sh(b)
+            );
+            Out { dtype: f32_or_f64(&[a, b]), ne: [a.ne[1], b.ne[1], b.ne[2], b.ne[3]] }
+        }
+        Op::OutProd => {
+            let b = &s[1];
+            float(a, "a")?;
+            float(b, "b")?;
+            ensure!(
+                a.ne[1] == b.ne[1] && b.ne[2] % a.ne[2] == 0 && b.ne[3] % a.ne[3] == 0,
+                "a ({}) and b ({}) do not fit out_prod: their second sizes (K) must be equal; \
+                 out_prod(a[M,K], b[N,K]) gives [M,N]",
+                sh(a),
+                sh(b)
+            );
+            Out { dtype: f32_or_f64(&[a, b]), ne: [a.ne[0], b.ne[0], b.ne[2], b.ne[3]] }
+        }
+        Op::Sum => {
+            float(a, "a")?;
+            Out { dtype: a.dtype, ne: [1, 1, 1, 1] }
+        }
+        Op::SumRows => {
+            float(a, "a")?;
+            Out { dtype: a.dtype, ne: [1, a.ne[1], a.ne[2], a.ne[3]] }
+        }
+        Op::Mean => {
+            float(a, "a")?;
+            Out { dtype: f32_or_f64(&[a]), ne: [1, a.ne[1], a.ne[2], a.ne[3]] }
+        }
+        Op::Argmax => {
+            float(a, "a")?;
+            ensure!(a.ne[2] == 1 && a.ne[3] == 1, "argmax needs a matrix, not {}", sh(a));
+            Out { dtype: DType::I32, ne: [a.ne[1], 1, 1, 1] }
+        }
+        Op::SoftMax { .. } => {
+            float(a, "a")?;
+            if let Some(m) = s.get(1) {
+                float(m, "mask")?;
+                ensure!(
+                    m.ne[0] == a.ne[0]
+                        && m.ne[1] >= a.ne[1]
+                        && a.ne[2] % m.ne[2] == 0
+                        && a.ne[3] % m.ne[3] == 0,
+                    "the mask ({}) does not fit a ({}): it needs the same first size, at least \
+                     as many rows, and sizes in dimensions 3 and 4 that divide a's",
+                    sh(m),
+                    sh(a)
+                );
+            }
+            same
+        }
+        Op::Dup | Op::Cont => same,
+        Op::Repeat => {
+            let b = &s[1];
+            ensure!(
+                can_repeat(&a.ne, &b.ne),
+                "a ({}) cannot be repeated to the shape of b ({}): each size of b must be a \
+                 multiple of a's",
+                sh(a),
+                sh(b)
+            );
+            Out { dtype: a.dtype, ne: b.ne }
+        }
+        Op::Concat { dim } => {
+            let b = &s[1];
+            ensure!(*dim < 4, "concat: `dim` must be 0 to 3, not {dim}");
+            ensure!(a.dtype == b.dtype, "concat needs tensors of one type, not {} and {}", sh(a), sh(b));
+            let mut ne = a.ne;
+            for i in 0..4 {
+                if i != *dim {
+                    ensure!(
+                        a.ne[i] == b.ne[i],
+                        "concat along dimension {dim}: a ({}) and b ({}) differ in dimension {i}",
+                        sh(a),
+                        sh(b)
+                    );
+                } else {
+                    ne[i] = a.ne[i] + b.ne[i];
+                }
+            }
+            Out { dtype: a.dtype, ne }
+        }
+        Op::GetRows => {
+            let b = &s[1];
+            ensure!(b.dtype == DType::I32, "the row indices must be an i32 tensor, not {}", sh(b));
+            ensure!(
+                a.ne[2] == b.ne[1] && a.ne[3] == b.ne[2] && b.ne[3] == 1,
+                "get_rows: the indices ({}) do not fit a ({}): a's third and fourth sizes must \
+                 equal the indices' second and third",
+                sh(b),
+                sh(a)
+            );
+            let dtype = if a.dtype == DType::I32 { DType::I32 } else { f32_or_f64(&[a]) };
+            Out { dtype, ne: [a.ne[0], b.ne[0], b.ne[1], b.ne[2]] }
+        }
+        Op::Im2Col { s0, s1, p0, p1, d0, d1, is_2d } => {
+            let (k, b) = (a, &s[1]);
+            float(b, "the input")?;
+            if *is_2d {
+                ensure!(
+                    k.ne[2] == b.ne[2],
+                    "im2col: the kernel ({}) and the input ({}) need the same number of \
+                     channels (third size)",
+                    sh(k),
+                    sh(b)
+                );
+                let ow = out_size("im2col width", b.ne[0], k.ne[0], *s0, *p0 as i64, *d0)?;
+                let oh = out_size("im2col height", b.ne[1], k.ne[1], *s1, *p1 as i64, *d1)?;
+                Out { dtype: k.dtype, ne: [k.ne[0] * k.ne[1] * k.ne[2], ow, oh, b.ne[3]] }
+            } else {
+                ensure!(
+                    k.ne[1] == b.ne[1],
+                    "im2col (1-D): the kernel ({}) and the input ({}) need the same number of \
+                     channels (second size)",
+                    sh(k),
+                    sh(b)
+                );
+                let ow = out_size("im2col width", b.ne[0], k.ne[0], *s0, *p0 as i64, *d0)?;
+                Out { dtype: k.dtype, ne: [k.ne[0] * k.ne[1], ow, b.ne[2], 1] }
+            }
+        }
+        Op::Pool2d { k0, k1, s0, s1, p0, p1, .. } => {
+            float(a, "a")?;
+            ensure!(*k0 > 0 && *k1 > 0, "pool_2d: kernel sizes must be positive (got {k0}, {k1})");
+            ensure!(*s0 > 0 && *s1 > 0, "pool_2d: strides must be positive (got {s0}, {s1})");
+            let ow = (a.ne[0] as f32 + 2.0 * p0 - *k0 as f32) / *s0 as f32 + 1.0;
+            let oh = (a.ne[1] as f32 + 2.0 * p1 - *k1 as f32) / *s1 as f32 + 1.0;
+            ensure!(
+                ow >= 1.0 && oh >= 1.0,
+                "pool_2d: a {k0}x{k1} window does not fit the input ({})",
+                sh(a)
+            );
+            Out { dtype: f32_or_f64(&[a]), ne: [ow as usize, oh as usize, a.ne[2], a.ne[3]] }
+        }
+        Op::Pad { p } => {
+            ensure!(p.iter().all(|&x| x >= 0), "pad: paddings must be >= 0, got {p:?}");
+            let mut ne = a.ne;
+            for i in 0..4 {
+                ne[i] += p[i] as usize;
+            }
+            Out { dtype: a.dtype, ne }
+        }
+        Op::Upscale { factor } => {
+            float(a, "a")?;
+            ensure!(*factor >= 1, "upscale: the factor must be at least 1, not {factor}");
+            let f = *factor as usize;
+            Out { dtype: a.dtype, ne: [a.ne[0] * f, a.ne[1] * f, a.ne[2], a.ne[3]] }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op::UnaryOp;
+
+    fn l(ne: [usize; 4]) -> Layout {
+        Layout::contiguous(DType::F32, ne)
+    }
+
+    #[test]
+    fn broadcasting_rules() {
+        let a = l([6, 4, 1, 1]);
+        assert_eq!(infer(&Op::Add, &[a, l([6, 1, 1, 1])]).unwrap().ne, [6, 4, 1, 1]);
+        assert_eq!(infer(&Op::Mul, &[a, l([3, 2, 1, 1])]).unwrap().ne, [6, 4, 1, 1]);
+        let e = infer(&Op::Add, &[a, l([4, 1, 1, 1])]).unwrap_err().to_string();
+        assert!(e.contains("f32 [4]") && e.contains("f32 [6, 4]"), "{e}");
+        assert!(infer(&Op::Add1, &[a, l([2, 1, 1, 1])]).is_err());
+        let i = Layout::contiguous(DType::I32, [6, 4, 1, 1]);
+        assert!(infer(&Op::Unary(UnaryOp::Exp), &[i]).unwrap_err().to_string().contains("i32"));
+    }
+
+    #[test]
+    fn matmul_rules() {
+        let o = infer(&Op::MulMat, &[l([5, 3, 1, 1]), l([5, 7, 2, 1])]).unwrap();
+        assert_eq!(o.ne, [3, 7, 2, 1]);
+        assert!(infer(&Op::MulMat, &[l([5, 3, 1, 1]), l([4, 7, 1, 1])]).is_err());
+        let o = infer(&Op::OutProd, &[l([3, 5, 1, 1]), l([7, 5, 1, 1])]).unwrap();
+        assert_eq!(o.ne, [3, 7, 1, 1]);
+        // f64 sources give f64 results where ggml gives f32.
+        let d = Layout::contiguous(DType::F64, [5, 3, 1, 1]);
+        assert_eq!(infer(&Op::MulMat, &[d, l([5, 7, 1, 1])]).unwrap().dtype, DType::F64);
+        assert_eq!(infer(&Op::Mean, &[d]).unwrap().dtype, DType::F64);
+        assert_eq!(infer(&Op::Mean, &[l([5, 3, 1, 1])]).unwrap().dtype, DType::F32);
+    }
+
+    #[test]
+    fn conv_and_pool_rules() {
+        let k = l([3, 3, 2, 4]);
+        let x = l([8, 6, 2, 1]);
+        let op = Op::Im2Col { s0: 1, s1: 1, p0: 1, p1: 0, d0: 1, d1: 1, is_2d: true };
+        assert_eq!(infer(&op, &[k, x]).unwrap().ne, [18, 8, 4, 1]);
+        let p = Op::Pool2d { op: crate::op::PoolOp::Max, k0: 2, k1: 2, s0: 2, s1: 2, p0: 0.0, p1: 0.0 };
+        assert_eq!(infer(&p, &[l([7, 6, 3, 1])]).unwrap().ne, [3, 3, 3, 1]);
+        assert_eq!(infer(&Op::Concat { dim: 1 }, &[l([2, 3, 1, 1]), l([2, 4, 1, 1])]).unwrap().ne, [2, 7, 1, 1]);
+        assert!(infer(&Op::Concat { dim: 0 }, &[l([2, 3, 1, 1]), l([2, 4, 1, 1])]).is_err());
+    }
+}

@@ -1,0 +1,358 @@
+//! Device residency: two pools of contexts and buffers with independent
+//! lifetimes.
+//!
+//! The "pass" pool holds what one training step needs (activations,
+//! gradients) and is freed wholesale at every tape reset; the "persistent"
+//! pool holds what must survive steps (weights, optimizer moments). Each pool
+//! has its contexts (oldest first), its buffers, a current context that new
+//! tensors go into, and a generation counter bumped by each of its resets.
+//! Every pool buffer is allocated through [`Buffer::allocate`] and so through
+//! the ledger; a reset frees the buffers, so a stale tensor fails with an
+//! error naming the pool and both generations instead of reading freed memory.
+
+use crate::backend::Backend;
+use crate::memory::tag;
+use crate::memory::{Buffer, BufferTag};
+use crate::tensor::{Context, TENSOR_OVERHEAD};
+use crate::base::dtype::DType;
+use crate::tensor::Tensor;
+use anyhow::{bail, ensure};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// One of the two residency pools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    Pass,
+    Persistent,
+}
+
+impl Scope {
+    pub const BOTH: [Scope; 2] = [Scope::Pass, Scope::Persistent];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Pass => "pass",
+            Scope::Persistent => "persistent",
+        }
+    }
+
+    pub fn parse(name: &str) -> crate::Result<Scope> {
+        match name {
+            "pass" => Ok(Scope::Pass),
+            "persistent" => Ok(Scope::Persistent),
+            other => bail!("unknown residency scope \"{other}\": use \"pass\" or \"persistent\""),
+        }
+    }
+
+    pub fn tag(self) -> BufferTag {
+        match self {
+            Scope::Pass => BufferTag::Pass,
+            Scope::Persistent => BufferTag::Persistent,
+        }
+    }
+
+    pub fn of_tag(tag: BufferTag) -> Option<Scope> {
+        match tag {
+            BufferTag::Pass => Some(Scope::Pass),
+            BufferTag::Persistent => Some(Scope::Persistent),
+            _ => None,
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            Scope::Pass => 0,
+            Scope::Persistent => 1,
+        }
+    }
+
+    /// An error unless `size_mb` (the size of new pool contexts) is none or
+    /// a positive number of megabytes.
+    pub fn check_size_mb(size_mb: Option<f64>) -> crate::Result<()> {
+        if let Some(mb) = size_mb {
+            ensure!(
+                mb.is_finite() && mb > 0.0,
+                "`size_mb` must be a positive number of megabytes, got {mb}"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The current generation of a pool (kept with the pool's buffer tag in
+/// [`crate::memory::tag`], so lower layers can name it in messages).
+pub fn generation(scope: Scope) -> i32 {
+    tag::generation(scope.tag())
+}
+
+/// Default capacity of a pool context, in bytes of tensor descriptors.
+pub const DEFAULT_CTX_BYTES: usize = 1024 * 1024;
+
+#[derive(Debug, Default)]
+struct Pool {
+    contexts: Vec<Arc<Context>>,
+    buffers: Vec<Arc<Buffer>>,
+    current: Option<Arc<Context>>,
+}
+
+/// Byte figures of one pool.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PoolMem {
+    pub ctx_bytes: f64,
+    pub ctx_used: f64,
+    pub buffer_bytes: f64,
+    pub n_contexts: usize,
+    pub n_buffers: usize,
+}
+
+/// The residency state of the process.
+#[derive(Debug)]
+pub struct Residency {
+    pools: [Pool; 2],
+    backend: Option<Arc<Backend>>,
+    ctx_bytes: usize,
+}
+
+static STATE: Mutex<Residency> = Mutex::new(Residency {
+    pools: [
+        Pool { contexts: Vec::new(), buffers: Vec::new(), current: None },
+        Pool { contexts: Vec::new(), buffers: Vec::new(), current: None },
+    ],
+    backend: None,
+    ctx_bytes: DEFAULT_CTX_BYTES,
+});
+
+/// Exclusive access to the residency state.
+pub fn state() -> MutexGuard<'static, Residency> {
+    STATE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn capacity(ctx: &Context) -> usize {
+    if ctx.is_freed() {
+        return 0;
+    }
+    ctx.mem_size().saturating_sub(ctx.used_mem()) / TENSOR_OVERHEAD
+}
+
+impl Residency {
+    fn pool(&self, scope: Scope) -> &Pool {
+        &self.pools[scope.index()]
+    }
+
+    fn pool_mut(&mut self, scope: Scope) -> &mut Pool {
+        &mut self.pools[scope.index()]
+    }
+
+    pub fn backend(&self) -> Option<&Arc<Backend>> {
+        self.backend.as_ref()
+    }
+
+    /// The installed backend, or an error saying how to install one.
+    fn require_backend(&self) -> crate::Result<Arc<Backend>> {
+        match &self.backend {
+            Some(b) => Ok(b.clone()),
+            None => bail!(
+                "no compute backend is installed for residency: set .ag_device_state$backend \
+                 (e.g. to ggml_backend_cpu_init()) or call ag_device(\"gpu\") first"
+            ),
+        }
+    }
+
+    /// Install the backend new pool buffers are allocated on (or none).
+    pub fn set_backend(&mut self, backend: Option<Arc<Backend>>) {
+        self.backend = backend;
+    }
+
+    pub fn contexts(&self, scope: Scope) -> Vec<Arc<Context>> {
+        self.pool(scope).contexts.clone()
+    }
+
+    pub fn buffers(&self, scope: Scope) -> Vec<Arc<Buffer>> {
+        self.pool(scope).buffers.clone()
+    }
+
+    pub fn current(&self, scope: Scope) -> Option<Arc<Context>> {
+        self.pool(scope).current.clone()
+    }
+
+    /// Bytes of descriptor capacity given to each new pool context.
+    pub fn ctx_bytes(&self) -> usize {
+        self.ctx_bytes
+    }
+
+    /// Free the pools in `scopes` (contexts and buffers), bump their
+    /// generations, and optionally change the size of new contexts. What
+    /// must outlive the reset is the caller's to save first.
+    pub fn reset(&mut self, scopes: &[Scope], size_mb: Option<f64>) -> crate::Result<()> {
+        Scope::check_size_mb(size_mb)?;
+        if let Some(mb) = size_mb {
+            self.ctx_bytes = ((mb * 1024.0 * 1024.0) as usize).max(TENSOR_OVERHEAD);
+        }
+        for &scope in scopes {
+            let pool = std::mem::take(self.pool_mut(scope));
+            for b in &pool.buffers {
+                b.free();
+            }
+            for c in &pool.contexts {
+                c.free();
+            }
+            tag::bump_generation(scope.tag());
+        }
+        Ok(())
+    }
+
+    /// The pool's current context, with room for `n` more descriptors; a new
+    /// context is started (and kept) when the current one is full.
+    pub fn ctx_ensure(&mut self, n: usize, scope: Scope) -> crate::Result<Arc<Context>> {
+        if let Some(c) = &self.pool(scope).current {
+            if capacity(c) >= n {
+                return Ok(c.clone());
+            }
+        }
+        let size = self.ctx_bytes.max(n.saturating_mul(TENSOR_OVERHEAD));
+        let ctx = Arc::new(Context::new(size, true)?);
+        ctx.set_pool(scope.tag(), generation(scope));
+        let pool = self.pool_mut(scope);
+        pool.contexts.push(ctx.clone());
+        pool.current = Some(ctx.clone());
+        Ok(ctx)
+    }
+
+    /// Back every tensor of `ctx` that has no memory with ONE new buffer on
+    /// the installed backend, appended to the pool's buffers. `None` when
+    /// there was nothing to allocate.
+    pub fn ctx_flush(&mut self, ctx: &Context, scope: Scope) -> crate::Result<Option<Arc<Buffer>>> {
+        let backend = self.require_backend()?;
+        let Some(buf) = ctx.alloc_tensors(&*backend, scope.tag())? else {
+            return Ok(None);
+        };
+        buf.set_pool_generation(generation(scope));
+        self.pool_mut(scope).buffers.push(buf.clone());
+        Ok(Some(buf))
+    }
+
+    /// Upload a column-major `nrow` x `ncol` matrix into a new tensor of the
+    /// pool. The budget is checked before anything is created.
+    pub fn upload_matrix(
+        &mut self,
+        data: &[f64],
+        nrow: usize,
+        ncol: usize,
+        dtype: DType,
+        scope: Scope,
+    ) -> crate::Result<Arc<Tensor>> {
+        ensure!(
+            data.len() == nrow * ncol,
+            "a {nrow} x {ncol} matrix needs {} values, got {}",
+            nrow * ncol,
+            data.len()
+        );
+        self.require_backend()?;
+        crate::memory::ledger::check_budget((nrow * ncol * dtype.size()) as u64)?;
+        let ctx = self.ctx_ensure(1, scope)?;
+        let t = ctx.new_tensor(dtype, &[nrow, ncol])?;
+        self.ctx_flush(&ctx, scope)?;
+        crate::tensor::io::set_values(&t, data, 0)?;
+        Ok(t)
+    }
+
+    /// Byte figures of a pool.
+    pub fn mem(&self, scope: Scope) -> PoolMem {
+        let p = self.pool(scope);
+        PoolMem {
+            ctx_bytes: p.contexts.iter().map(|c| c.mem_size() as f64).sum(),
+            ctx_used: p.contexts.iter().map(|c| c.used_mem() as f64).sum(),
+            buffer_bytes: p.buffers.iter().filter(|b| !b.is_freed()).map(|b| b.size() as f64).sum(),
+            n_contexts: p.contexts.len(),
+            n_buffers: p.buffers.len(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::ledger;
+
+    /// Residency state is process-wide: these tests run one at a time.
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        ledger::tests::serial()
+    }
+
+    fn fresh() -> MutexGuard<'static, Residency> {
+        let mut s = state();
+        s.reset(&Scope::BOTH, Some(1.0)).unwrap();
+        s.set_backend(Some(Arc::new(Backend::cpu())));
+        s
+    }
+
+    #[test]
+    fn pools_are_independent() {
+        let _g = serial();
+        let mut s = fresh();
+        let w = s.upload_matrix(&[1.0, 2.0, 3.0, 4.0], 2, 2, DType::F32, Scope::Persistent).unwrap();
+        let a = s.upload_matrix(&[5.0; 6], 3, 2, DType::F32, Scope::Pass).unwrap();
+        let (gp, gq) = (generation(Scope::Pass), generation(Scope::Persistent));
+        assert_eq!(s.mem(Scope::Pass).n_buffers, 1);
+        s.reset(&[Scope::Pass], None).unwrap();
+        assert_eq!(generation(Scope::Pass), gp + 1);
+        assert_eq!(generation(Scope::Persistent), gq);
+        assert_eq!(s.mem(Scope::Pass), PoolMem::default());
+        assert_eq!(crate::tensor::io::get_values(&w, 0, None).unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+        let e = crate::tensor::io::get_values(&a, 0, None).unwrap_err().to_string();
+        assert!(e.contains("pass pool"), "{e}");
+        assert!(e.contains(&format!("generation {gp}")), "{e}");
+        assert!(e.contains(&format!("now at generation {}", gp + 1)), "{e}");
+        s.reset(&[Scope::Persistent], None).unwrap();
+        assert!(crate::tensor::io::get_values(&w, 0, None).is_err());
+        assert_eq!(generation(Scope::Pass), gp + 1);
+    }
+
+    #[test]
+    fn rollover_keeps_old_contexts() {
+        let _g = serial();
+        let mut s = fresh();
+        s.reset(&Scope::BOTH, Some((2 * TENSOR_OVERHEAD) as f64 / (1024.0 * 1024.0))).unwrap();
+        let gen = generation(Scope::Pass);
+        let c1 = s.ctx_ensure(1, Scope::Pass).unwrap();
+        let t1 = c1.new_tensor(DType::F32, &[2]).unwrap();
+        let t2 = c1.new_tensor(DType::F32, &[2]).unwrap();
+        s.ctx_flush(&c1, Scope::Pass).unwrap();
+        assert!(s.ctx_flush(&c1, Scope::Pass).unwrap().is_none(), "nothing left to allocate");
+        let c2 = s.ctx_ensure(1, Scope::Pass).unwrap();
+        assert!(!Arc::ptr_eq(&c1, &c2));
+        assert_eq!(s.mem(Scope::Pass).n_contexts, 2);
+        assert_eq!(generation(Scope::Pass), gen);
+        crate::tensor::io::set_values(&t1, &[1.0, 2.0], 0).unwrap();
+        assert_eq!(crate::tensor::io::get_values(&t2, 0, None).unwrap(), vec![0.0, 0.0]);
+        assert!(Arc::ptr_eq(&s.ctx_ensure(1, Scope::Pass).unwrap(), &c2));
+        s.reset(&Scope::BOTH, Some(1.0)).unwrap();
+    }
+
+    #[test]
+    fn budget_refuses_before_creating_anything() {
+        let _g = serial();
+        let mut s = fresh();
+        s.upload_matrix(&[0.0; 64], 8, 8, DType::F32, Scope::Persistent).unwrap();
+        let used = ledger::stats().total_bytes();
+        let old = ledger::set_limit((used + 16) as f64).unwrap();
+        let before = s.mem(Scope::Pass);
+        let e = s.upload_matrix(&[0.0; 64], 8, 8, DType::F32, Scope::Pass);
+        ledger::set_limit(old).unwrap();
+        assert!(e.unwrap_err().to_string().contains("budget exceeded"));
+        assert_eq!(s.mem(Scope::Pass), before, "no context or buffer was created");
+        s.reset(&Scope::BOTH, None).unwrap();
+    }
+
+    #[test]
+    fn flush_needs_a_backend() {
+        let _g = serial();
+        let mut s = fresh();
+        s.set_backend(None);
+        let c = s.ctx_ensure(1, Scope::Pass).unwrap();
+        c.new_tensor(DType::F32, &[2]).unwrap();
+        let e = s.ctx_flush(&c, Scope::Pass).unwrap_err().to_string();
+        assert!(e.contains("no compute backend"), "{e}");
+        s.reset(&Scope::BOTH, None).unwrap();
+    }
+}

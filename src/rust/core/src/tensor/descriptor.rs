@@ -1,0 +1,241 @@
+//! Tensor descriptors: type and shape (a [`Layout`]), the op that computes
+//! them, and a checked reference to their memory.
+//!
+//! A tensor never points into memory directly. Its data is found through its
+//! [`DataSlot`] (an `Arc<Buffer>` and a byte offset) or, for views, through the
+//! tensor it views; every access checks that the context and the buffer are
+//! still alive, so freed memory cannot be read.
+
+use crate::base::dtype::DType;
+use crate::layout::{fmt_shape, n_dims, Layout};
+use crate::memory::tag::{self, BufferTag};
+use crate::memory::Buffer;
+use crate::op::Op;
+use anyhow::bail;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Liveness of a context, shared by the context and its tensors.
+#[derive(Debug)]
+pub struct CtxState {
+    pub id: u64,
+    freed: AtomicBool,
+    /// For residency pool contexts: the pool's buffer tag and its
+    /// generation at creation.
+    pool: OnceLock<(BufferTag, i32)>,
+}
+
+impl CtxState {
+    pub fn new(id: u64) -> CtxState {
+        CtxState { id, freed: AtomicBool::new(false), pool: OnceLock::new() }
+    }
+    pub fn set_pool(&self, pool: BufferTag, generation: i32) {
+        let _ = self.pool.set((pool, generation));
+    }
+    pub fn pool(&self) -> Option<(BufferTag, i32)> {
+        self.pool.get().copied()
+    }
+    pub fn mark_freed(&self) {
+        self.freed.store(true, Ordering::SeqCst);
+    }
+    pub fn is_freed(&self) -> bool {
+        self.freed.load(Ordering::SeqCst)
+    }
+}
+
+/// Where a (non-view) tensor's bytes are.
+#[derive(Debug, Clone)]
+pub struct DataSlot {
+    pub buf: Arc<Buffer>,
+    pub offset: usize,
+}
+
+/// A resolved tensor for a backend: buffer, byte offset and layout.
+#[derive(Debug, Clone)]
+pub struct DataRef {
+    pub buf: Arc<Buffer>,
+    pub offset: usize,
+    pub layout: Layout,
+}
+
+static NEXT_TENSOR: AtomicU64 = AtomicU64::new(1);
+
+#[derive(Debug)]
+pub struct Tensor {
+    id: u64,
+    ctx: Arc<CtxState>,
+    layout: Layout,
+    op: Op,
+    srcs: Vec<Arc<Tensor>>,
+    /// For views (and `cpy`): the non-view tensor whose memory this is, and the byte offset.
+    view: Option<(Arc<Tensor>, usize)>,
+    name: Mutex<String>,
+    storage: Mutex<Option<DataSlot>>,
+}
+
+impl Tensor {
+    pub(crate) fn new(
+        ctx: Arc<CtxState>,
+        layout: Layout,
+        op: Op,
+        srcs: Vec<Arc<Tensor>>,
+        view: Option<(Arc<Tensor>, usize)>,
+        storage: Option<DataSlot>,
+    ) -> Tensor {
+        // A view of a view refers to the original tensor directly.
+        let view = view.map(|(t, off)| match &t.view {
+            Some((base, boff)) => (base.clone(), boff + off),
+            None => (t, off),
+        });
+        Tensor {
+            id: NEXT_TENSOR.fetch_add(1, Ordering::Relaxed),
+            ctx,
+            layout,
+            op,
+            srcs,
+            view,
+            name: Mutex::new(String::new()),
+            storage: Mutex::new(storage),
+        }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+    pub fn dtype(&self) -> DType {
+        self.layout.dtype
+    }
+    pub fn ne(&self) -> [usize; 4] {
+        self.layout.ne
+    }
+    pub fn op(&self) -> &Op {
+        &self.op
+    }
+    pub fn srcs(&self) -> &[Arc<Tensor>] {
+        &self.srcs
+    }
+    pub fn view_base(&self) -> Option<&(Arc<Tensor>, usize)> {
+        self.view.as_ref()
+    }
+    pub fn ctx_id(&self) -> u64 {
+        self.ctx.id
+    }
+    pub fn nelements(&self) -> usize {
+        self.layout.nelements()
+    }
+    /// Bytes of the data as ggml counts them (the span of the layout).
+    pub fn nbytes(&self) -> usize {
+        self.layout.span_bytes()
+    }
+    /// ggml's number of dimensions: 1 + the last dimension above 1 (at least 1).
+    pub fn n_dims(&self) -> usize {
+        n_dims(&self.layout.ne)
+    }
+
+    pub fn name(&self) -> String {
+        self.name.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+    pub fn set_name(&self, name: &str) {
+        *self.name.lock().unwrap_or_else(|e| e.into_inner()) = name.to_string();
+    }
+
+    /// "tensor 'x' (f32 [3, 4])" or "unnamed tensor (f32 [3, 4])".
+    pub fn describe(&self) -> String {
+        let name = self.name();
+        let what = if name.is_empty() {
+            if self.op == Op::None {
+                "unnamed tensor".to_string()
+            } else {
+                let op = match &self.op {
+                    Op::Unary(u) => u.name().to_uppercase(),
+                    other => other.name().to_string(),
+                };
+                format!("unnamed {op} result")
+            }
+        } else {
+            format!("tensor '{name}'")
+        };
+        format!("{what} ({} {})", self.dtype().name(), fmt_shape(&self.layout.ne))
+    }
+
+    /// An error unless the tensor's context is alive.
+    pub fn check_live(&self) -> crate::Result<()> {
+        if self.ctx.is_freed() {
+            if let Some((pool, g)) = self.ctx.pool() {
+                bail!(
+                    "{} belongs to the {} pool's generation {g}, which was freed by a reset \
+                     (the pool is now at generation {}); compute it again after the reset",
+                    self.describe(),
+                    pool.name(),
+                    tag::generation(pool)
+                );
+            }
+            bail!(
+                "{} belongs to a context that was freed with ggml_free(); create the tensor \
+                 again in a live context",
+                self.describe()
+            );
+        }
+        Ok(())
+    }
+
+    pub(crate) fn has_own_storage(&self) -> bool {
+        self.storage.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
+    pub(crate) fn set_storage(&self, s: DataSlot) {
+        *self.storage.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
+    }
+
+    /// Whether the tensor (or the tensor it views) has memory.
+    pub fn has_data(&self) -> bool {
+        match &self.view {
+            Some((base, _)) => base.has_own_storage(),
+            None => self.has_own_storage(),
+        }
+    }
+
+    /// The memory of the tensor, checked: live context, data present, buffer not freed.
+    pub fn resolve(&self) -> crate::Result<DataRef> {
+        self.check_live()?;
+        let (base, extra) = match &self.view {
+            Some((b, off)) => {
+                b.check_live()?;
+                (b.as_ref(), *off)
+            }
+            None => (self, 0),
+        };
+        let st = base.storage.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let Some(st) = st else {
+            bail!(
+                "{} has no data: its context was created with no_alloc = TRUE; give it memory \
+                 with ggml_backend_alloc_ctx_tensors(ctx, backend) first",
+                self.describe()
+            );
+        };
+        if st.buf.is_freed() {
+            bail!(
+                "{} lives in {}, and {}; allocate the context's tensors again",
+                self.describe(),
+                st.buf.describe(),
+                st.buf.freed_note()
+            );
+        }
+        Ok(DataRef { buf: st.buf, offset: st.offset + extra, layout: self.layout })
+    }
+
+    /// Where the data lives, for printing.
+    pub fn location(&self) -> String {
+        if self.ctx.is_freed() {
+            return "freed context".into();
+        }
+        match self.resolve() {
+            Ok(r) => format!("{}, offset {}", r.buf.describe(), r.offset),
+            Err(_) if self.has_data() => "freed buffer".into(),
+            Err(_) => "no data".into(),
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! The checker on small crates written to a temporary folder, and on the
+//! package's own crates.
+
+use super::*;
+
+/// A crate in a fresh temporary folder: `files` are (path under src, text).
+fn write_crate(name: &str, layers: &str, files: &[(&str, &str)]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("layercheck-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for (p, text) in files {
+        let path = dir.join("src").join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    std::fs::write(dir.join("LAYERS"), layers).unwrap();
+    dir
+}
+
+const LAYERS: &str = "base:\ntensor: base\ngraph: base tensor\n";
+
+fn layered(extra_base: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("lib.rs", "pub mod base;\npub mod tensor;\npub mod graph;\n".into()),
+        ("base/mod.rs", "pub mod dtype;\npub mod fmt;\npub use dtype::DType;\n".into()),
+        ("base/dtype.rs", format!("pub enum DType {{ F32 }}\n{extra_base}")),
+        ("base/fmt.rs", "use super::DType;\npub fn f(_: DType) {}\n".into()),
+        ("tensor/mod.rs", "use crate::base::DType;\npub struct Tensor(pub DType);\n#[cfg(test)]\nmod tests;\n".into()),
+        ("tensor/tests.rs", "use crate::graph::Graph;\n".into()),
+        ("graph/mod.rs", "use crate::tensor::Tensor;\npub struct Graph(Vec<Tensor>);\nfn g() { crate::base::fmt::f(crate::base::DType::F32); }\n".into()),
+    ]
+}
+
+fn run(name: &str, files: &[(&'static str, String)]) -> (Crate, Vec<String>) {
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    let dir = write_crate(name, LAYERS, &files);
+    let (k, _, problems) = check(&dir).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    (k, problems)
+}
+
+#[test]
+fn a_layered_crate_passes() {
+    let (k, problems) = run("ok", &layered(""));
+    assert!(problems.is_empty(), "{problems:?}");
+    // graph -> tensor, graph -> base::fmt, graph -> base::dtype (through the
+    // re-export), tensor -> base::dtype; the test file is not read.
+    let names: BTreeSet<(String, String)> = k.edges.iter().map(|&(a, b)| (k.name(a), k.name(b))).collect();
+    assert!(names.contains(&("graph".into(), "base::dtype".into())), "{names:?}");
+    assert!(names.contains(&("tensor".into(), "base::dtype".into())), "{names:?}");
+    assert!(!names.iter().any(|(a, _)| a.contains("tests")), "{names:?}");
+}
+
+#[test]
+fn a_back_edge_fails() {
+    let (_, problems) = run("back", &layered("fn up() -> crate::graph::Graph { todo!() }\n"));
+    assert!(problems.iter().any(|p| p.contains("`base::dtype` imports `graph`: `base` may import only itself")), "{problems:?}");
+}
+
+#[test]
+fn a_back_edge_by_use_fails() {
+    let (_, problems) = run("back-use", &layered("use crate::tensor::{Tensor as T};\n"));
+    assert!(problems.iter().any(|p| p.contains("`base::dtype` imports `tensor`")), "{problems:?}");
+}
+
+#[test]
+fn a_cycle_inside_a_layer_fails() {
+    let mut files = layered("use super::fmt::f;\n");
+    files[3].1 = "use super::dtype::DType;\npub fn f(_: DType) {}\n".into();
+    let (_, problems) = run("cycle", &files);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].starts_with("import cycle among 2 files"), "{problems:?}");
+    assert!(problems[0].contains("base::dtype -> base::fmt -> base::dtype"), "{problems:?}");
+}
+
+#[test]
+fn an_undeclared_module_fails() {
+    let mut files = layered("");
+    files[0].1.push_str("pub mod extra;\n");
+    files.push(("extra.rs", "".into()));
+    let (_, problems) = run("undeclared", &files);
+    assert!(problems.iter().any(|p| p.contains("`extra` is not declared")), "{problems:?}");
+}
+
+#[test]
+fn layers_must_be_listed_bottom_up() {
+    assert!(parse_layers("a: b\nb:\n").unwrap_err().contains("not declared above"));
+    assert_eq!(parse_layers("# x\na:\nb: a # y\n").unwrap().get("b"), Some(&BTreeSet::from(["a".to_string()])));
+}
+
+/// The package's crates, as they are.
+#[test]
+#[ignore]
+fn the_package_crates_are_layered() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for krate in ["src/rust/core", "src/rust/ggmlr"] {
+        let (_, _, problems) = check(&root.join(krate)).unwrap();
+        assert!(problems.is_empty(), "{krate}:\n{}", problems.join("\n"));
+    }
+}

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 use rayon::prelude::*;
-use super::{dgemm, dgemm_par};
+use crate::backend::cpu::{dgemm, dgemm_par};
 
 /// A column-major `rows x cols` matrix of f64: element (i, j) is
 /// `data[i + j * rows]`, exactly as R stores a numeric matrix.
@@ -145,7 +145,12 @@ pub fn gemm_post(a: &Mat, ta: bool, b: &Mat, tb: bool, post: dgemm_par::Post) ->
     let (rsb, csb) = if tb { (b.rows as isize, 1) } else { (1, b.rows as isize) };
     let av = dgemm::View { ptr: a.data.as_ptr(), rs: rsa, cs: csa };
     let bv = dgemm::View { ptr: b.data.as_ptr(), rs: rsb, cs: csb };
-    let big = m * n * k > PAR_GEMM_WORK && k >= PAR_GEMM_DEPTH && rayon::current_num_threads() > 1;
+    // The host CPU backend's threads (`ggml_backend_cpu_set_n_threads()`).
+    let pool = match crate::backend::host().imp() {
+        crate::backend::BackendImpl::Cpu(c) => c.pool(),
+        crate::backend::BackendImpl::Vulkan(_) => unreachable!("the host backend is a CPU backend"),
+    };
+    let big = m * n * k > PAR_GEMM_WORK && k >= PAR_GEMM_DEPTH && pool.n_threads > 1;
     // Not zeroed first: the product writes every element of C.
     let mut c: Vec<f64> = Vec::with_capacity(m * n);
     // SAFETY: the views address op(a) (m x k) and op(b) (k x n) inside their
@@ -153,7 +158,7 @@ pub fn gemm_post(a: &Mat, ta: bool, b: &Mat, tb: bool, post: dgemm_par::Post) ->
     // writes before the length is set.
     unsafe {
         if big {
-            dgemm_par::dgemm_par(m, k, n, av, bv, c.as_mut_ptr(), m, post);
+            dgemm_par::dgemm_par(&pool, m, k, n, av, bv, c.as_mut_ptr(), m, post);
         } else {
             dgemm::dgemm(m, k, n, av, bv, c.as_mut_ptr(), m);
         }

@@ -40,8 +40,6 @@ pub mod device;
 pub mod device_bwd;
 pub mod device_fwd;
 pub mod device_graph;
-pub mod dgemm;
-pub mod dgemm_par;
 pub mod kernels;
 pub mod mat;
 pub mod ops;

@@ -137,6 +137,13 @@ pub enum Op {
     MulMat,
     /// srcs [a[M,K,..], b[N,K,..]] -> [M,N,..]: sum_k a[m,k] * b[n,k].
     OutProd,
+    /// srcs [a[K,M], b[K,N], c[M]]: act(mul_mat(a, b) + c) for 2-D a and b,
+    /// c added to every column (a dense layer's bias). Computed by the CPU
+    /// backend only, as one product that adds the bias and applies the
+    /// activation to each block of the result while it is in the cache;
+    /// builders ask `Backend::supports` first and build mul_mat, add and the
+    /// activation for other backends.
+    Linear { act: Option<UnaryOp> },
     /// srcs [a]
     Unary(UnaryOp),
     LeakyRelu { slope: f32 },
@@ -197,6 +204,7 @@ impl Op {
             Op::Scale { .. } => "SCALE",
             Op::MulMat => "MUL_MAT",
             Op::OutProd => "OUT_PROD",
+            Op::Linear { .. } => "LINEAR",
             Op::Unary(_) => "UNARY",
             Op::LeakyRelu { .. } => "LEAKY_RELU",
             Op::Clamp { .. } => "CLAMP",

@@ -50,6 +50,7 @@ pub fn arity(op: &Op) -> (usize, usize) {
         Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Add1 | Op::MulMat | Op::OutProd => (2, 2),
         Op::Cpy | Op::Repeat | Op::Concat { .. } | Op::GetRows | Op::Im2Col { .. } => (2, 2),
         Op::SoftMax { .. } => (1, 2),
+        Op::Linear { .. } => (3, 3),
         _ => (1, 1),
     }
 }
@@ -136,6 +137,26 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
                 sh(b)
             );
             Out { dtype: f32_or_f64(&[a, b]), ne: [a.ne[0], b.ne[0], b.ne[2], b.ne[3]] }
+        }
+        Op::Linear { .. } => {
+            let (b, c) = (&s[1], &s[2]);
+            float(a, "a")?;
+            float(b, "b")?;
+            float(c, "the bias c")?;
+            ensure!(
+                a.ne[0] == b.ne[0] && a.ne[2] * a.ne[3] == 1 && b.ne[2] * b.ne[3] == 1,
+                "a ({}) and b ({}) do not fit linear: both must be matrices with the same first \
+                 size (K); linear(a[K,M], b[K,N], c[M]) gives [M,N]",
+                sh(a),
+                sh(b)
+            );
+            ensure!(
+                c.ne[0] == a.ne[1] && c.nelements() == a.ne[1],
+                "the bias c ({}) must have one value per row of the result ({})",
+                sh(c),
+                a.ne[1]
+            );
+            Out { dtype: f32_or_f64(&[a, b, c]), ne: [a.ne[1], b.ne[1], 1, 1] }
         }
         Op::Sum => {
             float(a, "a")?;
@@ -304,6 +325,12 @@ mod tests {
         assert_eq!(infer(&Op::MulMat, &[d, l([5, 7, 1, 1])]).unwrap().dtype, DType::F64);
         assert_eq!(infer(&Op::Mean, &[d]).unwrap().dtype, DType::F64);
         assert_eq!(infer(&Op::Mean, &[l([5, 3, 1, 1])]).unwrap().dtype, DType::F32);
+        let lin = Op::Linear { act: None };
+        let o = infer(&lin, &[l([5, 3, 1, 1]), l([5, 7, 1, 1]), l([3, 1, 1, 1])]).unwrap();
+        assert_eq!(o.ne, [3, 7, 1, 1]);
+        let e = infer(&lin, &[l([5, 3, 1, 1]), l([5, 7, 1, 1]), l([7, 1, 1, 1])]).unwrap_err().to_string();
+        assert!(e.contains("one value per row"), "{e}");
+        assert!(infer(&lin, &[l([5, 3, 2, 1]), l([5, 7, 2, 1]), l([3, 1, 1, 1])]).is_err());
     }
 
     #[test]

@@ -13,7 +13,7 @@
 use super::access::{self, Src};
 use super::matmul::Gemm;
 use super::par::Pool;
-use super::{conv, elementwise, matmul, movement, reduce};
+use super::{conv, elementwise, movement, reduce};
 use crate::backend::Node;
 use crate::base::dtype::DType;
 use crate::memory::BufferLocks;
@@ -42,7 +42,7 @@ pub fn run(node: &Node, pool: &Pool) -> crate::Result<()> {
 
 /// Whether source `i` of `op` may be read with its own strides.
 fn strided_operand(op: &Op, i: usize) -> bool {
-    matches!(op, Op::MulMat | Op::OutProd) && i < 2
+    matches!(op, Op::MulMat | Op::OutProd | Op::Linear { .. }) && i < 2
 }
 
 fn run_as<T: Gemm>(node: &Node, pool: &Pool) -> crate::Result<()> {
@@ -101,8 +101,9 @@ pub(super) fn kernel<T: Gemm>(op: &Op, s: &[Src<'_, T>], out: &mut [T], ne: [usi
             let (lo, hi) = (T::from_f64(*min), T::from_f64(*max));
             elementwise::map(&s[0], out, pool, move |x| x.max(lo).min(hi))
         }
-        Op::MulMat => matmul::mul_mat(&s[0], &s[1], out, pool),
-        Op::OutProd => matmul::out_prod(&s[0], &s[1], out, pool),
+        Op::MulMat => T::mul_mat(&s[0], &s[1], out, pool),
+        Op::OutProd => T::out_prod(&s[0], &s[1], out, pool),
+        Op::Linear { act } => T::linear(&s[0], &s[1], &s[2].d, *act, out, pool),
         Op::Sum => reduce::sum(&s[0], out),
         Op::SumRows => reduce::sum_rows(&s[0], out, false, pool),
         Op::Mean => reduce::sum_rows(&s[0], out, true, pool),

@@ -1,58 +1,93 @@
-//! Matrix products (`matrixmultiply`'s sgemm and dgemm), split across the
-//! backend's threads on disjoint blocks of the result. Operands are read
-//! with their own strides, so a transposed view needs no copy.
+//! The products of f32 tensors (`matrixmultiply`'s sgemm), split across the
+//! backend's threads on disjoint blocks of the result, and the [`Gemm`]
+//! trait through which the driver reaches the products of each compute
+//! type. Operands are read with their own strides, so a transposed view
+//! needs no copy.
 //!
 //! ggml's `mul_mat(a[K,M], b[K,N]) -> [M,N]`: with ne0 fastest, a holds M rows of
 //! length K, b holds N rows of length K and the result N rows of length M, so
 //! in row-major terms `C (N x M) = B (N x K) * A^T (K x M)`.
 
 use super::access::Src;
-use super::par::Pool;
+use super::par::{par_rows, Pool};
 use crate::base::float::Float;
+use crate::op::UnaryOp;
 use rayon::prelude::*;
 
-/// A compute type with a matrix product.
+/// A compute type with the products: f32 through `matrixmultiply`'s sgemm
+/// (below), f64 through the tuned kernel of `dgemm` (`matmul_f64`).
 pub trait Gemm: Float {
-    /// `C (m x n) = A (m x k) * B (k x n)`, strides in elements.
-    ///
-    /// # Safety
-    /// Every element addressed through `a`, `b` and `c` with the given sizes
-    /// and strides must be valid; the elements of C written by nothing else.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn gemm_raw(m: usize, k: usize, n: usize, a: *const Self, rsa: isize, csa: isize, b: *const Self, rsb: isize, csb: isize, c: *mut Self, rsc: isize, csc: isize);
+    /// ggml's `mul_mat(a[K,M], b[K,N]) -> [M,N]`.
+    fn mul_mat(a: &Src<'_, Self>, b: &Src<'_, Self>, out: &mut [Self], pool: &Pool);
+    /// ggml's `out_prod(a[M,K], b[N,K]) -> [M,N]`.
+    fn out_prod(a: &Src<'_, Self>, b: &Src<'_, Self>, out: &mut [Self], pool: &Pool);
+    /// `act(mul_mat(a, b) + c)` for 2-D a and b, `c` one value per row of
+    /// the result ([`Op::Linear`](crate::op::Op::Linear)).
+    fn linear(a: &Src<'_, Self>, b: &Src<'_, Self>, c: &[Self], act: Option<UnaryOp>, out: &mut [Self], pool: &Pool);
 }
 
 impl Gemm for f32 {
-    unsafe fn gemm_raw(m: usize, k: usize, n: usize, a: *const f32, rsa: isize, csa: isize, b: *const f32, rsb: isize, csb: isize, c: *mut f32, rsc: isize, csc: isize) {
-        matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc)
+    fn mul_mat(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &Pool) {
+        mul_mat(a, b, out, pool)
+    }
+    fn out_prod(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &Pool) {
+        out_prod(a, b, out, pool)
+    }
+    fn linear(a: &Src<'_, f32>, b: &Src<'_, f32>, c: &[f32], act: Option<UnaryOp>, out: &mut [f32], pool: &Pool) {
+        mul_mat(a, b, out, pool);
+        let m = a.ne[1];
+        par_rows(pool, out, m, |_, cols| {
+            for col in cols.chunks_mut(m.max(1)) {
+                bias_act(col, c, act);
+            }
+        });
     }
 }
 
-impl Gemm for f64 {
-    unsafe fn gemm_raw(m: usize, k: usize, n: usize, a: *const f64, rsa: isize, csa: isize, b: *const f64, rsb: isize, csb: isize, c: *mut f64, rsc: isize, csc: isize) {
-        matrixmultiply::dgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc)
+/// `col[i] = act(col[i] + bias[i])`: one loop per kind, so that each vectorises.
+#[inline]
+pub(super) fn bias_act<T: Float>(col: &mut [T], bias: &[T], act: Option<UnaryOp>) {
+    fn each<T: Float>(col: &mut [T], bias: &[T], f: impl Fn(T) -> T) {
+        for (v, b) in col.iter_mut().zip(bias) {
+            *v = f(*v + *b);
+        }
     }
+    match act {
+        None => each(col, bias, |z| z),
+        Some(UnaryOp::Relu) => each(col, bias, |z| UnaryOp::Relu.apply(z)),
+        Some(u) => each(col, bias, |z| u.apply(z)),
+    }
+}
+
+/// sgemm with strides in elements (see `matrixmultiply::sgemm`).
+///
+/// # Safety
+/// Every element addressed through `a`, `b` and `c` with the given sizes and
+/// strides must be valid; the elements of C written by nothing else.
+#[allow(clippy::too_many_arguments)]
+unsafe fn sgemm(m: usize, k: usize, n: usize, a: *const f32, rsa: isize, csa: isize, b: *const f32, rsb: isize, csb: isize, c: *mut f32, rsc: isize, csc: isize) {
+    matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc)
 }
 
 /// Row-major strides of one operand.
 #[derive(Clone, Copy)]
-struct Mat<'a, T> {
-    d: &'a [T],
+struct Mat<'a> {
+    d: &'a [f32],
     rs: usize,
     cs: usize,
 }
 
 /// C (m x n, row-major, contiguous rows of n) = A (m x k) * B (k x n), rows of C
 /// split across the pool.
-fn gemm<T: Gemm>(pool: &Pool, m: usize, k: usize, n: usize, a: Mat<'_, T>, b: Mat<'_, T>, c: &mut [T]) {
+fn gemm(pool: &Pool, m: usize, k: usize, n: usize, a: Mat<'_>, b: Mat<'_>, c: &mut [f32]) {
     debug_assert_eq!(c.len(), m * n);
     if m == 0 || n == 0 {
         return;
     }
-    let run = |row0: usize, c_rows: &mut [T]| {
+    let run = |row0: usize, c_rows: &mut [f32]| {
         let rows = c_rows.len() / n;
         if k == 0 {
-            c_rows.fill(T::ZERO);
+            c_rows.fill(0.0);
             return;
         }
         let a_last = (row0 + rows - 1) * a.rs + (k - 1) * a.cs;
@@ -62,7 +97,7 @@ fn gemm<T: Gemm>(pool: &Pool, m: usize, k: usize, n: usize, a: Mat<'_, T>, b: Ma
         // (checked above: strides are non-negative, the last element is in
         // bounds), and it writes exactly the `rows x n` elements of `c_rows`.
         unsafe {
-            T::gemm_raw(
+            sgemm(
                 rows,
                 k,
                 n,
@@ -94,7 +129,7 @@ fn gemm<T: Gemm>(pool: &Pool, m: usize, k: usize, n: usize, a: Mat<'_, T>, b: Ma
 /// Batched product with ggml's broadcasting of a over b's dimensions 2 and 3.
 /// `prod(a_slice, b_slice, c_slice)` computes one 2-D slice; the operand
 /// slices start at the slice's first element and keep the source's strides.
-fn batched<'s, T: Float>(
+pub(super) fn batched<'s, T: Float>(
     a: &'s Src<'_, T>,
     b: &'s Src<'_, T>,
     out: &mut [T],
@@ -112,7 +147,7 @@ fn batched<'s, T: Float>(
     }
 }
 
-pub fn mul_mat<T: Gemm>(a: &Src<'_, T>, b: &Src<'_, T>, out: &mut [T], pool: &Pool) {
+fn mul_mat(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &Pool) {
     let (k, m, n) = (a.ne[0], a.ne[1], b.ne[1]);
     if m * n == 0 {
         return;
@@ -126,7 +161,7 @@ pub fn mul_mat<T: Gemm>(a: &Src<'_, T>, b: &Src<'_, T>, out: &mut [T], pool: &Po
             gemm(pool, n, k, m, bm, am, c);
         } else {
             // Few columns: C^T (M x N) = A (M x K) * B^T (K x N), split over M.
-            let mut ct = vec![T::ZERO; m * n];
+            let mut ct = vec![0f32; m * n];
             let am = Mat { d: sa, rs: a1, cs: a0 };
             let bm = Mat { d: sb, rs: b0, cs: b1 };
             gemm(pool, m, k, n, am, bm, &mut ct);
@@ -140,7 +175,7 @@ pub fn mul_mat<T: Gemm>(a: &Src<'_, T>, b: &Src<'_, T>, out: &mut [T], pool: &Po
 }
 
 /// out[m, n] = sum_k a[m, k] * b[n, k] for a [M,K], b [N,K].
-pub fn out_prod<T: Gemm>(a: &Src<'_, T>, b: &Src<'_, T>, out: &mut [T], pool: &Pool) {
+fn out_prod(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &Pool) {
     let (m, k, n) = (a.ne[0], a.ne[1], b.ne[0]);
     if m * n == 0 {
         return;

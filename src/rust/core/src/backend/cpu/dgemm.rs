@@ -1,5 +1,5 @@
-//! Double-precision matrix product for the host ("cpu") device:
-//! `C = op(A) op(B)` with C column-major.
+//! The CPU backend's double-precision matrix product (f64 tensors):
+//! `C = op(A) op(B)` with C column-major and A, B any strided views.
 //!
 //! On x86-64 CPUs with AVX2 and FMA (detected at run time) it runs a blocked
 //! product: B is packed in `KC x NR` panels, A in `MR x KC` panels, and an
@@ -337,7 +337,7 @@ mod tests {
     #[test]
     #[ignore]
     fn dgemm_speed() {
-        let d = crate::autograd::tests::env_dims("GGMLR_DGEMM_SIZE", "256,512,256");
+        let d = std::env::var("GGMLR_DGEMM_SIZE").unwrap_or_else(|_| "256,512,256".into()).split(',').map(|v| v.trim().parse::<usize>().expect("sizes")).collect::<Vec<_>>();
         let (m, k, n) = (d[0], d[1], d[2]);
         let av: Vec<f64> = (0..m * k).map(|i| (i as f64 * 0.37).sin()).collect();
         let bv: Vec<f64> = (0..k * n).map(|i| (i as f64 * 0.11).cos()).collect();

@@ -5,9 +5,8 @@ use crate::conv::{scalar_str, xptr};
 use crate::guard;
 use anyhow::{anyhow, bail};
 use extendr_api::prelude::*;
-use ggmlr_core::autograd::optim::{scale_device, sq_norm_device};
-use ggmlr_core::autograd::value::set_cell;
-use ggmlr_core::autograd::{clip_factor, grad_cell, Applied, GradCell, GradIn, Mat, Op, OptKind, Optimizer, Storage, Tape, TensorRef};
+use ggmlr_core::autograd::place::{host_values, upload};
+use ggmlr_core::autograd::{clip_factor, clip_grads, grad_cell, Applied, GradCell, GradIn, Mat, Op, OptKind, Optimizer, Place, Storage, Tape, TensorRef};
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -94,7 +93,7 @@ fn rs_ag_value(h: Robj) -> Robj {
     guard(|| {
         let t = handle(&h, "tensor")?;
         let v = t.value();
-        from_mat(v.host_view()?.as_ref())
+        from_mat(&*host_values(&v)?)
     })
 }
 
@@ -112,11 +111,11 @@ fn rs_ag_to_device(h: Robj, scope: Robj, dtype: Robj) -> Robj {
             _ => ggmlr_core::base::dtype::DType::F32,
         };
         let v = t.value();
-        let dev = match v.device() {
-            Some(d) if scope == ggmlr_core::residency::Scope::Pass => d.clone(),
-            _ => ggmlr_core::autograd::device::Dev::upload_as(v.host_view()?.as_ref(), scope, dtype)?,
+        let dev = match v.engine() {
+            Some(d) if d.place == Place::Pools && scope == ggmlr_core::residency::Scope::Pass => d.clone(),
+            _ => upload(&*host_values(&v)?, Place::Pools, scope, dtype)?,
         };
-        t.set_storage(ggmlr_core::autograd::Storage::Device(dev.clone()));
+        t.set_storage(Storage::Engine(dev.clone()));
         Ok(crate::tensor::tensor_robj(dev.t))
     })
 }
@@ -386,10 +385,7 @@ fn rs_ag_opt_step_store(opt: Robj, params: Robj, names: Robj, store: Robj, lr: R
         let gs: Vec<Option<GradIn>> = held
             .iter()
             .map(|g| {
-                g.as_ref().map(|g| match &**g {
-                    Storage::Host(m) => GradIn::Host(&m.data),
-                    Storage::Device(d) => GradIn::Device(d),
-                })
+                g.as_ref().map(|g| GradIn::Stored(g))
             })
             .collect();
         let lr = lr.as_real().ok_or_else(|| anyhow!("`lr` must be a number"))?;
@@ -408,35 +404,11 @@ fn rs_ag_clip_store(store: Robj, params: Robj, max_norm: Robj) -> Robj {
         let pl = params.as_list().ok_or_else(|| anyhow!("params must be a list"))?;
         let ids = pl.values().map(|p| handle(&p, "parameter").map(|t| t.id)).collect::<anyhow::Result<Vec<_>>>()?;
         let mx = max_norm.as_real().ok_or_else(|| anyhow!("`max_norm` must be a number"))?;
-        if mx.is_nan() || mx < 0.0 {
-            bail!("`max_norm` must be a non-negative number, not {mx}");
-        }
         let cells: Vec<GradCell> = {
             let map = s.borrow();
             ids.iter().filter_map(|id| map.get(id).cloned()).collect()
         };
-        // Host gradients are read and scaled where they are (no copies).
-        let (hnorm, devs) = {
-            let held: Vec<std::cell::Ref<Storage>> = cells.iter().map(|c| c.borrow()).collect();
-            let hosts: Vec<&[f64]> = held.iter().filter_map(|v| v.host().ok().map(|m| m.data.as_slice())).collect();
-            let devs: Vec<_> = held.iter().filter_map(|v| v.device().cloned()).collect();
-            (clip_factor(&hosts, mx).0, devs)
-        };
-        let sq = hnorm * hnorm + if devs.is_empty() { 0.0 } else { sq_norm_device(&devs)? };
-        let norm = sq.sqrt();
-        let (_, f) = clip_factor(&[&[norm]], mx);
-        if f < 1.0 {
-            let mut scaled = if devs.is_empty() { Vec::new() } else { scale_device(&devs, f)? }.into_iter();
-            for c in &cells {
-                let on_device = c.borrow().device().is_some();
-                if on_device {
-                    set_cell(c, Storage::Device(scaled.next().expect("a scaled gradient")));
-                } else if let Storage::Host(m) = &mut *c.borrow_mut() {
-                    m.data.iter_mut().for_each(|x| *x *= f);
-                }
-            }
-        }
-        Ok(norm.into())
+        Ok(clip_grads(&cells, mx)?.into())
     })
 }
 

@@ -141,13 +141,24 @@ impl Backend {
     }
 
     /// Whether this backend computes `op` on tensors of type `dtype`. The
-    /// fused ops (`Linear`) and f64 tensors are the CPU backend's alone;
+    /// fused ops (`Linear`, `UnaryBack`, the cross-entropy loss and its
+    /// gradient, the optimizer steps) and f64 tensors are the CPU backend's alone;
     /// graph builders build the unfused form elsewhere.
     pub fn supports(&self, op: &crate::op::Op, dtype: crate::base::dtype::DType) -> bool {
         match &self.imp {
             BackendImpl::Cpu(_) => true,
             BackendImpl::Vulkan(_) => {
-                dtype != crate::base::dtype::DType::F64 && !matches!(op, crate::op::Op::Linear { .. })
+                use crate::op::Op;
+                dtype != crate::base::dtype::DType::F64
+                    && !matches!(
+                        op,
+                        Op::Linear { .. }
+                            | Op::UnaryBack { .. }
+                            | Op::CrossEntropyLoss
+                            | Op::CrossEntropyLossBack
+                            | Op::AdamStep { .. }
+                            | Op::SgdStep { .. }
+                    )
             }
         }
     }

@@ -11,7 +11,7 @@ use super::tag::BufferTag;
 use std::sync::Mutex;
 
 /// Number of tags the ledger keeps apart.
-pub const N_TAGS: usize = 4;
+pub const N_TAGS: usize = 5;
 
 pub fn tag_index(tag: BufferTag) -> usize {
     match tag {
@@ -19,6 +19,7 @@ pub fn tag_index(tag: BufferTag) -> usize {
         BufferTag::User => 1,
         BufferTag::Pass => 2,
         BufferTag::Persistent => 3,
+        BufferTag::Cpu => 4,
     }
 }
 
@@ -218,7 +219,7 @@ pub(crate) mod tests {
         // On a private snapshot: the process-wide limit is left alone so that
         // tests allocating buffers concurrently are not refused.
         let mut s = stats();
-        s.bytes = [100, 200, 300, 400];
+        s.bytes = [100, 200, 300, 400, 0];
         s.limit = 1100.0;
         assert!(check_locked(&s, 100).is_ok());
         let err = check_locked(&s, 101).unwrap_err().to_string();

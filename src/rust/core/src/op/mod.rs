@@ -144,6 +144,31 @@ pub enum Op {
     /// builders ask `Backend::supports` first and build mul_mat, add and the
     /// activation for other backends.
     Linear { act: Option<UnaryOp> },
+    /// srcs [g, y]: g times the derivative of activation u at the point
+    /// where it gave y (relu: g where y > 0, else 0; sigmoid: g y (1 - y);
+    /// tanh: g (1 - y^2)), the gradient through the activation. Computed by
+    /// the CPU backend only (elsewhere builders use step, mul and sub).
+    UnaryBack { u: UnaryOp },
+    /// srcs [a, t]: the softmax cross-entropy of each row of a (logits)
+    /// against the same row of t (target probabilities), summed over the rows
+    /// and divided by their number: -sum(t * log_softmax(a)) / rows, one
+    /// element. Computed by the CPU backend only (elsewhere builders compose
+    /// it from soft_max, log and sums).
+    CrossEntropyLoss,
+    /// srcs [g, a, t]: the gradient of `CrossEntropyLoss` with respect to a,
+    /// for g (one element) the gradient of the loss: per row,
+    /// (softmax(a) * sum(t) - t) * g / rows. CPU backend only.
+    CrossEntropyLossBack,
+    /// srcs [w, g, m, v]: one Adam step of w, in place (the node is w's
+    /// memory); the moments m and v are updated in place too:
+    /// m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g^2;
+    /// w = decay w - step m / (sqrt(v inv_c2) + eps), where `decay` is
+    /// AdamW's 1 - lr weight_decay (1 for Adam), `step` lr / (1 - beta1^t)
+    /// and `inv_c2` 1 / (1 - beta2^t). Computed by the CPU backend only.
+    AdamStep { beta1: f64, beta2: f64, eps: f64, decay: f64, step: f64, inv_c2: f64 },
+    /// srcs [w, g] or [w, g, m]: one SGD step of w, in place: with momentum
+    /// m = momentum m + g, w = w - lr m; without, w = w - lr g. CPU backend only.
+    SgdStep { lr: f64, momentum: f64 },
     /// srcs [a]
     Unary(UnaryOp),
     LeakyRelu { slope: f32 },
@@ -205,6 +230,11 @@ impl Op {
             Op::MulMat => "MUL_MAT",
             Op::OutProd => "OUT_PROD",
             Op::Linear { .. } => "LINEAR",
+            Op::UnaryBack { .. } => "UNARY_BACK",
+            Op::CrossEntropyLoss => "CROSS_ENTROPY_LOSS",
+            Op::CrossEntropyLossBack => "CROSS_ENTROPY_LOSS_BACK",
+            Op::AdamStep { .. } => "OPT_STEP_ADAM",
+            Op::SgdStep { .. } => "OPT_STEP_SGD",
             Op::Unary(_) => "UNARY",
             Op::LeakyRelu { .. } => "LEAKY_RELU",
             Op::Clamp { .. } => "CLAMP",
@@ -230,6 +260,12 @@ impl Op {
             Op::Pad { .. } => "PAD",
             Op::Upscale { .. } => "UPSCALE",
         }
+    }
+
+    /// True for ops that update their first source in place (the node is
+    /// that source's memory, as for `cpy`).
+    pub fn is_in_place(&self) -> bool {
+        matches!(self, Op::AdamStep { .. } | Op::SgdStep { .. })
     }
 
     /// True for ops that only re-describe their source's memory.

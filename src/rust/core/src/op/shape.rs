@@ -4,7 +4,7 @@
 //! sizes of its result, or an error that shows the offending shapes. View-like
 //! ops and `cpy` take extra arguments and are shaped by the graph builder.
 
-use super::Op;
+use super::{Op, UnaryOp};
 use crate::base::dtype::DType;
 use crate::layout::{fmt_shape, Layout};
 use anyhow::{bail, ensure};
@@ -51,6 +51,10 @@ pub fn arity(op: &Op) -> (usize, usize) {
         Op::Cpy | Op::Repeat | Op::Concat { .. } | Op::GetRows | Op::Im2Col { .. } => (2, 2),
         Op::SoftMax { .. } => (1, 2),
         Op::Linear { .. } => (3, 3),
+        Op::UnaryBack { .. } | Op::CrossEntropyLoss => (2, 2),
+        Op::CrossEntropyLossBack => (3, 3),
+        Op::AdamStep { .. } => (4, 4),
+        Op::SgdStep { .. } => (2, 3),
         _ => (1, 1),
     }
 }
@@ -83,6 +87,20 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
         Op::None => bail!("a leaf tensor has no sources"),
         Op::Reshape | Op::View | Op::Transpose | Op::Permute { .. } | Op::Cpy => {
             bail!("{} is shaped by the graph builder", op.name())
+        }
+        Op::AdamStep { .. } | Op::SgdStep { .. } => {
+            for (i, l) in s.iter().enumerate() {
+                float(l, "an optimizer operand")?;
+                ensure!(
+                    l.is_contiguous() && l.nelements() == a.nelements() && l.dtype == a.dtype,
+                    "{}: operand {} ({}) must be contiguous, of a's type and size ({})",
+                    op.name(),
+                    i + 1,
+                    sh(l),
+                    sh(a)
+                );
+            }
+            same
         }
         Op::Add | Op::Sub | Op::Mul | Op::Div => {
             let b = &s[1];
@@ -157,6 +175,32 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
                 a.ne[1]
             );
             Out { dtype: f32_or_f64(&[a, b, c]), ne: [a.ne[1], b.ne[1], 1, 1] }
+        }
+        Op::UnaryBack { u } => {
+            let y = &s[1];
+            float(a, "the gradient g")?;
+            float(y, "the activation's output y")?;
+            ensure!(
+                matches!(u, UnaryOp::Relu | UnaryOp::Sigmoid | UnaryOp::Tanh),
+                "unary_back: the activation must be relu, sigmoid or tanh, not {}",
+                u.name()
+            );
+            ensure!(a.ne == y.ne, "the gradient ({}) and the output ({}) must have the same shape", sh(a), sh(y));
+            Out { dtype: f32_or_f64(&[a, y]), ne: a.ne }
+        }
+        Op::CrossEntropyLoss | Op::CrossEntropyLossBack => {
+            let back = matches!(op, Op::CrossEntropyLossBack);
+            let (l, t) = if back { (&s[1], &s[2]) } else { (a, &s[1]) };
+            float(l, "the logits")?;
+            float(t, "the targets")?;
+            ensure!(l.ne == t.ne, "the logits ({}) and the targets ({}) must have the same shape", sh(l), sh(t));
+            if back {
+                float(a, "the loss gradient")?;
+                ensure!(a.nelements() == 1, "the loss gradient must have one element, not {}", sh(a));
+                Out { dtype: f32_or_f64(&[l]), ne: l.ne }
+            } else {
+                Out { dtype: f32_or_f64(&[l]), ne: [1, 1, 1, 1] }
+            }
         }
         Op::Sum => {
             float(a, "a")?;

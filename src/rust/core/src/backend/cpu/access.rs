@@ -109,10 +109,33 @@ pub fn gather<'m, T: Float>(mem: &'m BufferMem, r: &DataRef) -> crate::Result<Sr
             return Ok(Src::new(Cow::Borrowed(s), l.ne));
         }
     }
+    let es = std::mem::size_of::<T>();
+    if l.dtype == T::DTYPE && n > 0 && l.nb.iter().all(|&x| x % es == 0) {
+        if let Some(span) = typed::<T>(b, r.offset, l.span_bytes() / es) {
+            return Ok(Src::new(Cow::Owned(pack(span, l.ne, l.nb.map(|x| x / es))?), l.ne));
+        }
+    }
     let mut out = alloc::<T>(n)?;
     let dt = l.dtype;
     for_each_offset(l, r.offset, |i, o| out[i] = decode(dt, b, o));
     Ok(Src::new(Cow::Owned(out), l.ne))
+}
+
+/// The elements of `span` (sizes `ne`, element strides `st`) packed in ggml order.
+fn pack<T: Float>(span: &[T], ne: [usize; 4], st: [usize; 4]) -> crate::Result<Vec<T>> {
+    let mut out = Vec::new();
+    if out.try_reserve_exact(ne.iter().product()).is_err() {
+        bail!("out of memory: {} {} values do not fit; use smaller tensors", ne.iter().product::<usize>(), T::DTYPE.name());
+    }
+    for i3 in 0..ne[3] {
+        for i2 in 0..ne[2] {
+            for i1 in 0..ne[1] {
+                let row = i1 * st[1] + i2 * st[2] + i3 * st[3];
+                out.extend((0..ne[0]).map(|i0| span[row + i0 * st[0]]));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The source as [`gather`] gives it, except that values already of type

@@ -22,6 +22,9 @@ use anyhow::ensure;
 
 /// Compute one node on the CPU.
 pub fn run(node: &Node, pool: &Pool) -> crate::Result<()> {
+    if node.op.is_in_place() {
+        return super::optstep::run(node, pool);
+    }
     let dst = &node.dst;
     // Same-type copies move bytes, so i32 and f16 values stay exact.
     if matches!(node.op, Op::Dup | Op::Cont | Op::Cpy) && node.srcs[0].layout.dtype == dst.layout.dtype {
@@ -42,7 +45,11 @@ pub fn run(node: &Node, pool: &Pool) -> crate::Result<()> {
 
 /// Whether source `i` of `op` may be read with its own strides.
 fn strided_operand(op: &Op, i: usize) -> bool {
-    matches!(op, Op::MulMat | Op::OutProd | Op::Linear { .. }) && i < 2
+    match op {
+        Op::MulMat | Op::OutProd | Op::Linear { .. } => i < 2,
+        Op::SumRows | Op::Mean => true,
+        _ => false,
+    }
 }
 
 fn run_as<T: Gemm>(node: &Node, pool: &Pool) -> crate::Result<()> {
@@ -76,6 +83,7 @@ pub(super) fn kernel<T: Gemm>(op: &Op, s: &[Src<'_, T>], out: &mut [T], ne: [usi
         Op::None | Op::Reshape | Op::View | Op::Transpose | Op::Permute { .. } => {
             anyhow::bail!("internal: {} has no kernel", op.name())
         }
+        Op::AdamStep { .. } | Op::SgdStep { .. } => anyhow::bail!("internal: {} runs in place", op.name()),
         Op::Dup | Op::Cont | Op::Cpy => {
             ensure!(s[0].d.len() == out.len(), "cpy: {} values into {} elements", s[0].d.len(), out.len());
             out.copy_from_slice(&s[0].d);
@@ -89,10 +97,7 @@ pub(super) fn kernel<T: Gemm>(op: &Op, s: &[Src<'_, T>], out: &mut [T], ne: [usi
             let k = T::from_f64(*k);
             elementwise::map(&s[0], out, pool, move |x| x * k)
         }
-        Op::Unary(u) => {
-            let u = *u;
-            elementwise::map(&s[0], out, pool, move |x| u.apply(x))
-        }
+        Op::Unary(u) => elementwise::unary(*u, &s[0], out, pool),
         Op::LeakyRelu { slope } => {
             let k = T::from_f32(*slope);
             elementwise::map(&s[0], out, pool, move |x| if x > T::ZERO { x } else { k * x })
@@ -109,6 +114,9 @@ pub(super) fn kernel<T: Gemm>(op: &Op, s: &[Src<'_, T>], out: &mut [T], ne: [usi
         Op::Mean => reduce::sum_rows(&s[0], out, true, pool),
         Op::Argmax => reduce::argmax(&s[0], out),
         Op::SoftMax { scale, max_bias } => reduce::soft_max(&s[0], s.get(1), *scale, *max_bias, out, pool),
+        Op::UnaryBack { u } => elementwise::unary_back(*u, &s[0], &s[1], out, pool),
+        Op::CrossEntropyLoss => reduce::cross_entropy(&s[0], &s[1], out),
+        Op::CrossEntropyLossBack => reduce::cross_entropy_back(&s[0], &s[1], &s[2], out, pool),
         Op::Norm { eps } => reduce::norm(&s[0], *eps, false, out, pool),
         Op::RmsNorm { eps } => reduce::norm(&s[0], *eps, true, out, pool),
         Op::Repeat => movement::repeat(&s[0], out, ne, pool),

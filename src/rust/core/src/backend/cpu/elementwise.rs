@@ -4,7 +4,7 @@
 use super::access::Src;
 use super::par::{par_rows, Pool};
 use crate::base::float::Float;
-use crate::op::Op;
+use crate::op::{Op, UnaryOp};
 
 /// out[i] = f(a[i]).
 pub fn map<T: Float>(a: &Src<'_, T>, out: &mut [T], pool: &Pool, f: impl Fn(T) -> T + Sync + Send) {
@@ -16,6 +16,19 @@ pub fn map<T: Float>(a: &Src<'_, T>, out: &mut [T], pool: &Pool, f: impl Fn(T) -
             *o = f(*v);
         }
     });
+}
+
+/// out[i] = u(a[i]), one loop compiled per function (so that each
+/// vectorises where it can, instead of choosing the function per element).
+pub fn unary<T: Float>(u: UnaryOp, a: &Src<'_, T>, out: &mut [T], pool: &Pool) {
+    macro_rules! each {
+        ($($v:ident),*) => {
+            match u {
+                $(UnaryOp::$v => map(a, out, pool, |x| UnaryOp::$v.apply(x)),)*
+            }
+        };
+    }
+    each!(Neg, Abs, Sqr, Sqrt, Exp, Log, Sin, Cos, Relu, Gelu, Silu, Sigmoid, Tanh, Elu, Step, Hardswish, Hardsigmoid)
 }
 
 fn apply_row<T: Float>(op: &Op, a: &[T], b: &[T], out: &mut [T]) {
@@ -62,4 +75,23 @@ pub fn binary<T: Float>(op: &Op, a: &Src<'_, T>, b: &Src<'_, T>, out: &mut [T], 
             apply_row(op, arow, brow, orow);
         }
     });
+}
+
+/// out = g * u'(at the input that gave y), from the output y (`UnaryBack`).
+pub fn unary_back<T: Float>(u: UnaryOp, g: &Src<'_, T>, y: &Src<'_, T>, out: &mut [T], pool: &Pool) {
+    fn each<T: Float>(g: &[T], y: &[T], out: &mut [T], pool: &Pool, f: impl Fn(T, T) -> T + Sync + Send) {
+        par_rows(pool, out, 1024, |r0, chunk| {
+            let start = r0 * 1024;
+            let n = chunk.len();
+            for ((o, &gv), &yv) in chunk.iter_mut().zip(&g[start..start + n]).zip(&y[start..start + n]) {
+                *o = f(gv, yv);
+            }
+        })
+    }
+    let (g, y) = (&g.d[..], &y.d[..]);
+    match u {
+        UnaryOp::Relu => each(g, y, out, pool, |g, y| if y > T::ZERO { g } else { T::ZERO }),
+        UnaryOp::Sigmoid => each(g, y, out, pool, |g, y| g * (y - y * y)),
+        _ => each(g, y, out, pool, |g, y| g - g * (y * y)),
+    }
 }

@@ -12,6 +12,7 @@ mod elementwise;
 mod matmul;
 mod matmul_f64;
 mod movement;
+mod optstep;
 pub mod par;
 mod reduce;
 

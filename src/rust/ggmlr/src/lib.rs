@@ -12,9 +12,12 @@ mod context;
 mod conv;
 mod graph;
 mod guard;
+mod interrupt;
 mod malloc;
 mod ops;
 mod residency;
+mod rstr;
+mod savefile;
 mod tensor;
 mod vulkan;
 mod vulkan_backend;
@@ -61,4 +64,5 @@ extendr_module! {
     use vulkan;
     use vulkan_backend;
     use ncnn;
+    use savefile;
 }

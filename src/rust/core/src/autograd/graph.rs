@@ -19,14 +19,19 @@ use crate::op::Op as G;
 use crate::residency::{self, Scope};
 use crate::tensor::{Context, DataSlot, Tensor as ETensor, TENSOR_OVERHEAD};
 use anyhow::Result;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::Cell;
 use std::sync::Arc;
 
-static GRAPHS: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    /// Graphs computed by builders on this thread (counted per thread, so
+    /// that tapes on other threads do not change the figure).
+    static GRAPHS: Cell<u64> = const { Cell::new(0) };
+}
 
-/// Graphs computed by builders so far (each is one backend compute call).
+/// Graphs computed by builders on this thread so far (each is one backend
+/// compute call).
 pub fn graphs_computed() -> u64 {
-    GRAPHS.load(Ordering::SeqCst)
+    GRAPHS.with(Cell::get)
 }
 
 /// Descriptors reserved before each rule appends its nodes.
@@ -182,7 +187,7 @@ impl Builder {
         self.alloc(&g)?;
         if g.n_nodes() > 0 {
             g.compute(&self.backend)?;
-            GRAPHS.fetch_add(1, Ordering::SeqCst);
+            GRAPHS.with(|n| n.set(n.get() + 1));
         }
         Ok(())
     }

@@ -37,8 +37,11 @@ impl Mat {
         }
         Ok(Mat { rows, cols, data })
     }
+    /// Sizes come from the user's tensors: a refused allocation unwinds
+    /// (`base::alloc::Refused`) to the binding, which reports it as an error.
     pub fn filled(rows: usize, cols: usize, v: f64) -> Mat {
-        Mat { rows, cols, data: vec![v; rows * cols] }
+        let data = crate::base::alloc::try_vec(rows.saturating_mul(cols), v, "an autograd matrix");
+        Mat { rows, cols, data: crate::base::alloc::or_unwind(data) }
     }
     pub fn len(&self) -> usize {
         self.data.len()

@@ -1,12 +1,13 @@
 //! Autograd bindings: tensors as external pointers to engine tensors, the
 //! tape, optimizers. Conversions only; the work is in `ggmlr_core::autograd`.
 
+use crate::ag_tape::{apply, handle, indices, with_tape, wrap, Input};
 use crate::conv::{scalar_str, xptr};
 use crate::guard;
 use anyhow::{anyhow, bail};
 use extendr_api::prelude::*;
 use ggmlr_core::autograd::place::{host_values, upload};
-use ggmlr_core::autograd::{clip_factor, clip_grads, grad_cell, Applied, GradCell, GradIn, Mat, Op, OptKind, Optimizer, Place, Storage, Tape, TensorRef};
+use ggmlr_core::autograd::{clip_factor, clip_grads, grad_cell, GradCell, GradIn, Mat, Op, OptKind, Optimizer, Place, Storage};
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -24,28 +25,6 @@ fn id_of(x: &Robj, what: &str) -> anyhow::Result<u64> {
     Ok(v as u64)
 }
 
-thread_local! {
-    static TAPE: RefCell<Tape> = RefCell::new(Tape::new());
-}
-
-const KIND: &str = "ag_tensor handle";
-
-/// Runs `f` on this session's tape.
-pub(crate) fn with_tape<R>(f: impl FnOnce(&mut Tape) -> R) -> R {
-    TAPE.with(|tp| f(&mut tp.borrow_mut()))
-}
-
-/// The 0-based indices of an op (NULL: none).
-pub(crate) fn indices(idx: &Robj) -> anyhow::Result<Option<Vec<usize>>> {
-    if idx.is_null() {
-        return Ok(None);
-    }
-    let v = idx.as_integer_slice().ok_or_else(|| anyhow!("indices must be integers"))?;
-    if let Some(bad) = v.iter().find(|&&i| i < 0) {
-        bail!("index {bad} is negative (or NA); indices are 0-based and must be >= 0");
-    }
-    Ok(Some(v.iter().map(|&i| i as usize).collect()))
-}
 
 /// A numeric vector or matrix as a `Mat` (a vector is one column).
 fn to_mat(x: &Robj, what: &str) -> anyhow::Result<Mat> {
@@ -68,20 +47,13 @@ fn from_mat(m: &Mat) -> anyhow::Result<Robj> {
     Ok(r)
 }
 
-pub(crate) fn handle(x: &Robj, what: &str) -> anyhow::Result<TensorRef> {
-    Ok(xptr::<TensorRef>(x, what, KIND)?.clone())
-}
-
-pub(crate) fn wrap(t: TensorRef) -> Robj {
-    ExternalPtr::new(t).into()
-}
 
 /// @noRd
 #[extendr]
 fn rs_ag_new(data: Robj) -> Robj {
     guard(|| {
         let m = to_mat(&data, "data")?;
-        let t = TAPE.with(|tp| tp.borrow_mut().tensor(m));
+        let t = with_tape(|tp| tp.tensor(m));
         let id = t.id as f64;
         Ok(list!(wrap(t), id).into())
     })
@@ -159,8 +131,7 @@ fn rs_ag_set_grad(h: Robj, value: Robj) -> Robj {
 fn rs_ag_tape(cmd: Robj) -> Robj {
     guard(|| {
         let cmd = scalar_str(&cmd, "cmd")?;
-        TAPE.with(|tp| {
-            let mut tp = tp.borrow_mut();
+        with_tape(|tp| {
             Ok(match cmd.as_str() {
                 "begin" => {
                     tp.begin();
@@ -216,28 +187,6 @@ fn rs_ag_op(name: Robj, inputs: Robj, rg: Robj, params: Robj, idx: Robj, device:
     })
 }
 
-/// One input of an op: an engine tensor with its gradient flag, or a value
-/// (which needs no gradient).
-pub(crate) enum Input {
-    Tensor(TensorRef, bool),
-    Value(Mat),
-}
-
-/// Applies `op` to `ins` on this session's tape (values become tensors).
-pub(crate) fn apply(op: Op, ins: Vec<Input>, on_device: bool) -> anyhow::Result<Applied> {
-    with_tape(|tp| {
-        let (mut ts, mut rgs) = (Vec::with_capacity(ins.len()), Vec::with_capacity(ins.len()));
-        for x in ins {
-            let (t, rg) = match x {
-                Input::Tensor(t, rg) => (t, rg),
-                Input::Value(m) => (tp.tensor(m), false),
-            };
-            ts.push(t);
-            rgs.push(rg);
-        }
-        tp.apply_on(op, &ts, &rgs, on_device)
-    })
-}
 
 /// Backward from `loss`: the `ag_grads` environment over a store that holds
 /// the leaves' gradients by id.
@@ -246,7 +195,7 @@ pub(crate) fn apply(op: Op, ins: Vec<Input>, on_device: bool) -> anyhow::Result<
 fn rs_ag_backward(loss: Robj) -> Robj {
     guard(|| {
         let t = handle(&loss, "loss")?;
-        let res = TAPE.with(|tp| tp.borrow_mut().backward(&t))?;
+        let res = with_tape(|tp| tp.backward(&t))?;
         let ids: Vec<u64> = res.iter().map(|(t, _)| t.id).collect();
         let map: HashMap<u64, GradCell> = res.into_iter().map(|(t, g)| (t.id, grad_cell(g))).collect();
         let store: GradStore = RefCell::new(map);
@@ -444,10 +393,7 @@ fn rs_ag_clip(grads: Robj, max_norm: Robj) -> Robj {
             .map(|g| g.as_real_slice().ok_or_else(|| anyhow!("every gradient must be a numeric matrix")))
             .collect::<anyhow::Result<Vec<_>>>()?;
         let mx = max_norm.as_real().ok_or_else(|| anyhow!("`max_norm` must be a number"))?;
-        if mx.is_nan() || mx < 0.0 {
-            bail!("`max_norm` must be a non-negative number, not {mx}");
-        }
-        let (norm, f) = clip_factor(&slices, mx);
+        let (norm, f) = clip_factor(&slices, mx)?;
         Ok(list!(norm = norm, factor = f).into())
     })
 }

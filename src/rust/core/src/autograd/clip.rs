@@ -13,9 +13,17 @@ use std::sync::Arc;
 
 /// The global L2 norm of `grads` and the factor that brings it to at most
 /// `max_norm` (1 when it already is).
-pub fn clip_factor(grads: &[&[f64]], max_norm: f64) -> (f64, f64) {
+pub fn clip_factor(grads: &[&[f64]], max_norm: f64) -> Result<(f64, f64)> {
+    check_max_norm(max_norm)?;
     let sq: f64 = grads.iter().flat_map(|g| g.iter()).map(|v| v * v).sum();
-    factor(sq.sqrt(), max_norm)
+    Ok(factor(sq.sqrt(), max_norm))
+}
+
+fn check_max_norm(max_norm: f64) -> Result<()> {
+    if max_norm.is_nan() || max_norm < 0.0 {
+        bail!("`max_norm` must be a non-negative number, not {max_norm}");
+    }
+    Ok(())
 }
 
 fn factor(norm: f64, max_norm: f64) -> (f64, f64) {
@@ -26,9 +34,7 @@ fn factor(norm: f64, max_norm: f64) -> (f64, f64) {
 /// Clips the gradients in `cells` to a global norm of `max_norm`; returns
 /// the norm before clipping.
 pub fn clip_grads(cells: &[GradCell], max_norm: f64) -> Result<f64> {
-    if max_norm.is_nan() || max_norm < 0.0 {
-        bail!("`max_norm` must be a non-negative number, not {max_norm}");
-    }
+    check_max_norm(max_norm)?;
     let mut sq = 0.0;
     for at in [Place::Cpu, Place::Pools] {
         let vals = engine_values(cells, at);

@@ -91,8 +91,8 @@ impl Optimizer {
                 );
             }
         }
-        self.t += 1;
-        let t = self.t as f64;
+        // Counted once the update is made (a failed step is not a step).
+        let t = (self.t + 1) as f64;
         for at in [Place::Cpu, Place::Pools] {
             let mut b: Option<Builder> = None;
             let mut outs = Vec::new();
@@ -119,6 +119,7 @@ impl Optimizer {
                 b.run(&outs)?;
             }
         }
+        self.t += 1;
         Ok(())
     }
 

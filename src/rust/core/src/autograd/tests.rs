@@ -200,10 +200,11 @@ fn cpu_results_are_exact_f64() {
 
 #[test]
 fn clip_factor_scales_to_max_norm() {
-    let (n, f) = clip_factor(&[&[3.0], &[4.0]], 1.0);
+    let (n, f) = clip_factor(&[&[3.0], &[4.0]], 1.0).unwrap();
     assert_eq!(n, 5.0);
     assert!((f * 5.0 - 1.0).abs() < 1e-6);
-    assert_eq!(clip_factor(&[&[0.3]], 1.0).1, 1.0);
+    assert_eq!(clip_factor(&[&[0.3]], 1.0).unwrap().1, 1.0);
+    assert!(clip_factor(&[&[0.3]], -1.0).is_err());
 }
 
 /// CPU time of this thread in ns (from /proc; 0 where it is not there).

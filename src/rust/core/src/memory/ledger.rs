@@ -6,6 +6,11 @@
 //! reports [`after_alloc`] once the memory exists, and [`released`] when it is
 //! freed. Uploads (host to buffer) and downloads are counted too. Every figure
 //! is kept per [`BufferTag`], so residency pools can be told apart.
+//!
+//! Buffers of [`BufferTag::Cpu`] (values and gradients of autograd tensors
+//! on device "cpu") are host memory that R's users see as ordinary heap
+//! memory: they are counted under their own tag but stay out of the totals,
+//! the peak and the budget ([`Stats::total_bytes`], [`before_alloc`]).
 
 use super::tag::BufferTag;
 use std::sync::Mutex;
@@ -43,12 +48,14 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// Live bytes of every tag but [`BufferTag::Cpu`].
     pub fn total_bytes(&self) -> u64 {
-        self.bytes.iter().sum()
+        counted(&self.bytes)
     }
 
+    /// Live buffers of every tag but [`BufferTag::Cpu`].
     pub fn total_buffers(&self) -> u64 {
-        self.buffers.iter().sum()
+        counted(&self.buffers)
     }
 
     /// Live bytes of one tag.
@@ -60,6 +67,12 @@ impl Stats {
     pub fn buffers_of(&self, tag: BufferTag) -> u64 {
         self.buffers[tag_index(tag)]
     }
+}
+
+/// The sum of a per-tag figure over the tags in the totals (all but
+/// [`BufferTag::Cpu`]).
+pub fn counted(a: &[u64; N_TAGS]) -> u64 {
+    a.iter().enumerate().filter(|&(i, _)| i != tag_index(BufferTag::Cpu)).map(|(_, v)| v).sum()
 }
 
 static STATE: Mutex<Stats> = Mutex::new(Stats {
@@ -122,6 +135,10 @@ pub fn check_budget(extra: u64, what: &str) -> crate::Result<()> {
 
 /// Called before memory is taken; an error refuses the allocation.
 pub fn before_alloc(bytes: usize, tag: BufferTag) -> crate::Result<()> {
+    if tag == BufferTag::Cpu {
+        // Host memory outside the budget (see the module notes).
+        return Ok(());
+    }
     check_budget(bytes as u64, subsystem(tag))
 }
 
@@ -131,7 +148,9 @@ pub fn after_alloc(bytes: usize, tag: BufferTag) {
     let i = tag_index(tag);
     s.bytes[i] += bytes as u64;
     s.buffers[i] += 1;
-    s.allocations += 1;
+    if tag != BufferTag::Cpu {
+        s.allocations += 1;
+    }
     s.peak_bytes = s.peak_bytes.max(s.total_bytes());
 }
 

@@ -38,6 +38,10 @@ fn block_len(len: usize, parts: usize, unit: usize, lo: usize, hi: usize) -> usi
 }
 
 /// Calls `post` on rows `i0..i0+mb` of columns `j0..j0+nb` of C.
+///
+/// # Safety
+/// `c` addresses a column-major C with leading dimension `ldc` holding
+/// these rows and columns, which no other thread touches during the call.
 unsafe fn post_block(post: Post, c: *mut f64, ldc: usize, i0: usize, mb: usize, j0: usize, nb: usize) {
     for j in j0..j0 + nb {
         post(i0, j, std::slice::from_raw_parts_mut(c.add(i0 + j * ldc), mb));
@@ -97,6 +101,11 @@ unsafe fn split(m: usize, k: usize, n: usize, a: View, b: View, cp: Ptr, ldc: us
 }
 
 /// n >= m: all of op(A) packed together, op(B) in blocks of columns.
+///
+/// # Safety
+/// As [`super::dgemm::gemm`]: the views address op(A) (m x k) and op(B)
+/// (k x n), `c` an m x n column-major C with leading dimension `ldc`, and
+/// the CPU has AVX2 and FMA. Threads write disjoint blocks of columns.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn by_columns(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, ldc: usize, post: Post, threads: usize, sh: &mut Vec<f64>) {
@@ -142,6 +151,9 @@ unsafe fn by_columns(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64
 }
 
 /// m > n: all of op(B) packed together, op(A) in blocks of rows.
+///
+/// # Safety
+/// As `by_columns`; threads write disjoint blocks of rows.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn by_rows(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, ldc: usize, post: Post, threads: usize, sh: &mut Vec<f64>) {

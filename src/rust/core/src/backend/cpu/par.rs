@@ -34,8 +34,16 @@ impl Pool {
     }
 }
 
+/// Threads of a new CPU backend: `RAYON_NUM_THREADS` when it is set to a
+/// positive number (R CMD check's limit of two reaches the backends that
+/// autograd on "cpu" and `ggml_graph_compute()` use, as it reaches rayon's
+/// own pool), else every core.
 pub fn default_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    let cap = std::env::var("RAYON_NUM_THREADS").ok().and_then(|v| v.trim().parse::<usize>().ok());
+    match cap {
+        Some(n) if n > 0 => n,
+        _ => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+    }
 }
 
 /// Below this many output elements a kernel runs on the calling thread.

@@ -114,11 +114,12 @@ docs: install
 
 # Bounded fuzzing (FUZZ_SECONDS each) of the ncnn param and model readers
 # (ncnn_readers), ncnn forward passes of single layers with random params
-# and small inputs (ncnn_forward), and the saved-model reader (savefile).
+# and small inputs (ncnn_forward), the saved-model reader (savefile), the
+# ONNX reader and planner (onnx_reader) and the GGUF reader (gguf_reader).
 # Installs cargo-fuzz when missing; uses a nightly toolchain when one is
 # installed, else stable with RUSTC_BOOTSTRAP=1.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= ncnn_readers ncnn_forward savefile
+FUZZ_TARGETS ?= ncnn_readers ncnn_forward savefile onnx_reader gguf_reader
 fuzz:
 	@command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 	@for t in $(FUZZ_TARGETS); do mkdir -p fuzz/corpus/$$t; done

@@ -43,15 +43,21 @@ ggml_backend_buffer_free <- function(buffer) invisible(.rs(rs_buffer_free(buffer
 #'
 #' Copy values into or out of a tensor wherever its memory is, in ggml element
 #' order; f16 and bf16 values are converted on the way, i32 tensors read back
-#' as integers.
+#' as integers. Quantized tensors take whole rows of numbers (quantized with
+#' ggml's reference quantizer) or raw bytes (from `quantize_*()`), and read
+#' back dequantized; `ggml_backend_tensor_get_raw()` gives any contiguous
+#' tensor's stored bytes.
 #'
 #' @param tensor A `ggml_tensor` with memory (`ggml_backend_tensor_get_data()`
 #'   also reads an `ag_tensor`, such as a weight of a Keras-style model, as
 #'   f32 elements in column-major order).
-#' @param data Numbers to write, starting at `offset`.
-#' @param offset Byte offset into the tensor (a multiple of its element size).
+#' @param data Numbers to write, starting at `offset`; or a raw vector of
+#'   stored bytes, written at byte `offset`.
+#' @param offset Byte offset into the tensor (a multiple of its element size,
+#'   or of its row size for quantized tensors).
 #' @param n_elements How many values to read (`NULL`: all from `offset`).
 #' @return `ggml_backend_tensor_get_data()`: a numeric (or integer) vector.
+#'   `ggml_backend_tensor_get_raw()`: a raw vector.
 #'   `ggml_backend_tensor_set_data()`: the tensor, invisibly.
 #' @export
 #' @examples
@@ -60,10 +66,20 @@ ggml_backend_buffer_free <- function(buffer) invisible(.rs(rs_buffer_free(buffer
 #' ggml_backend_tensor_set_data(a, c(0.1, 0.2, 0.3, 0.4))
 #' ggml_backend_tensor_get_data(a)
 #' ggml_backend_tensor_get_data(a, offset = 4, n_elements = 2)
+#' w <- ggml_new_tensor_2d(ctx, GGML_TYPE_Q8_0, 32, 2)
+#' ggml_backend_tensor_set_data(w, quantize_q8_0(rnorm(64), 2, 32))
+#' length(ggml_backend_tensor_get_raw(w)) # 2 rows of one 34-byte block
 #' ggml_free(ctx)
 ggml_backend_tensor_set_data <- function(tensor, data, offset = 0) {
+  if (is.raw(data)) {
+    if (!is.numeric(offset) || length(offset) != 1L || is.na(offset) || offset < 0) {
+      .abort("`offset` must be a byte offset.")
+    }
+    .rs(rs_tensor_set_bytes(tensor, data, offset))
+    return(invisible(tensor))
+  }
   if (!is.numeric(data) && !is.logical(data)) {
-    .abort(sprintf("`data` must be numeric, not %s.", class(data)[1L]))
+    .abort(sprintf("`data` must be numeric or raw, not %s.", class(data)[1L]))
   }
   .rs(rs_tensor_set(tensor, data, .elem_offset(tensor, offset)))
   invisible(tensor)
@@ -82,13 +98,18 @@ ggml_backend_tensor_get_data <- function(tensor, offset = 0, n_elements = NULL) 
   .rs(rs_tensor_get(tensor, .elem_offset(tensor, offset), n_elements))
 }
 
+#' @rdname ggml_backend_tensor_set_data
+#' @export
+ggml_backend_tensor_get_raw <- function(tensor) .rs(rs_tensor_bytes(tensor))
+
 .elem_offset <- function(tensor, offset, call = sys.call(-1L)) {
-  size <- ggml_type_size(.rs(rs_tensor_info(tensor), call = call)$type_code)
+  info <- .rs(rs_quant_info(.rs(rs_tensor_info(tensor), call = call)$type_code), call = call)
+  size <- info$type_size
   if (!is.numeric(offset) || length(offset) != 1L || is.na(offset) || offset < 0 || offset %% size != 0) {
     .abort(sprintf("`offset` must be a byte offset that is a multiple of the element size (%d).", size),
       call = call)
   }
-  offset %/% size
+  offset %/% size * info$block_size
 }
 
 #' @export

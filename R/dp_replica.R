@@ -33,23 +33,53 @@
 # The device of replica `local_rank` on this host: list(name, device,
 # backend), from `devices` (as .dp_devices() gives them, or "current").
 # A Vulkan device that cannot be opened here (a forked child of a process
-# that used Vulkan) gives way to the host.
-.dp_place <- function(devices, local_rank) {
+# that used Vulkan) gives way to the host. The replicas of run `run` in this
+# process share one backend per device, freed when the last of them closes
+# (.dp_release_backends()).
+.dp_place <- function(devices, local_rank, run) {
   name <- devices[(local_rank - 1L) %% length(devices) + 1L]
   # one replica in the caller's process: the caller's own device and backend
   if (name == "current") return(list(name = .ag_device_state$device, device = .ag_device_state$device))
   if (name == "cpu") return(list(name = "cpu", device = "cpu", backend = NULL))
   k <- as.integer(sub("^vulkan", "", name))
-  be <- .dp_replicas[[paste0(".backend_", name)]]
+  key <- paste0(".backend:", run, ":", name)
+  be <- .dp_replicas[[key]]
   if (is.null(be) || isTRUE(tryCatch(.rs(rs_backend_is_freed(be)), error = function(e) TRUE))) {
+    pools <- paste0(".pools:", run)
+    if (is.null(.dp_replicas[[pools]])) .dp_replicas[[pools]] <- .dp_pools_empty()
     be <- tryCatch(ggml_vulkan_init(k), ggmlR_error = function(e) e)
     if (inherits(be, "error")) {
       return(list(name = "cpu", device = "cpu", backend = NULL,
                   note = sprintf("%s is not usable here (%s)", name, conditionMessage(be))))
     }
-    .dp_replicas[[paste0(".backend_", name)]] <- be
+    .dp_replicas[[key]] <- be
   }
   list(name = name, device = "gpu", backend = be)
+}
+
+# Whether the residency pools hold nothing (no resident value of anyone's).
+.dp_pools_empty <- function() {
+  st <- tryCatch(ag_memory_stats(), error = function(e) NULL)
+  !is.null(st) && st$pass_buffers == 0 && st$persistent_buffers == 0
+}
+
+# Frees the backends of run `run` once no replica of it is left here. The
+# replicas' resident values live in the shared residency pools: when these
+# were empty before the run put them on its devices, they are freed with
+# the backends (so nothing holds the devices); otherwise they stay, for the
+# values the caller keeps there, until the pools are next reset.
+.dp_release_backends <- function(run) {
+  keys <- ls(.dp_replicas, all.names = TRUE)
+  if (any(startsWith(keys, paste0(run, ":")))) return(invisible(NULL))
+  pools <- paste0(".pools:", run)
+  if (isTRUE(.dp_replicas[[pools]])) tryCatch(.ag_residency_reset(), error = function(e) NULL)
+  if (pools %in% keys) rm(list = pools, envir = .dp_replicas)
+  for (key in keys[startsWith(keys, paste0(".backend:", run, ":"))]) {
+    be <- .dp_replicas[[key]]
+    rm(list = key, envir = .dp_replicas)
+    tryCatch(ggml_vulkan_free(be), error = function(e) NULL)
+  }
+  invisible(NULL)
 }
 
 # The random state of `seed`, made with this process's generator kinds,
@@ -110,10 +140,10 @@
 # Builds replica `rank` from the run's description `spec` (see .dp_spec())
 # and its shard of the data, on the device for its place among the replicas
 # of this host (`local_rank`).
-.dp_replica_new <- function(spec, rank, local_rank, shard) {
+.dp_replica_new <- function(spec, rank, local_rank, shard, run) {
   rep <- new.env(parent = emptyenv())
   rep$rank <- rank
-  rep$place <- .dp_place(spec$devices %||% .dp_devices(), local_rank)
+  rep$place <- .dp_place(spec$devices %||% .dp_devices(), local_rank, run)
   rep$seed <- if (rank == 1L) spec$build_seed else spec$seeds[[rank]]
   fns <- lapply(spec$fns, .dp_unpack_fn)
   rep$forward_fn <- fns$forward_fn

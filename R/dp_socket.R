@@ -6,10 +6,14 @@
 # closes its socket, or ends its call; the caller notices either while it
 # waits, polling, so it never waits blind.
 
-.dp_timeout <- function() {
-  t <- getOption("ggmlR.dp_timeout", 120)
-  if (!is.numeric(t) || length(t) != 1L || is.na(t) || t <= 0) 120 else t
+.dp_timeout <- function(option = "ggmlR.dp_timeout", default = 120) {
+  t <- getOption(option, default)
+  if (!is.numeric(t) || length(t) != 1L || is.na(t) || t <= 0) default else t
 }
+
+# Seconds a worker has to answer one operation (build, step, ...): no limit
+# unless options(ggmlR.dp_step_timeout =) sets one.
+.dp_step_timeout <- function() .dp_timeout("ggmlR.dp_step_timeout", Inf)
 
 # Bytes no other process can guess, to recognise the run's workers.
 .dp_token <- function() {
@@ -118,7 +122,10 @@
     }
     out <- vector("list", length(ranks))
     pending <- seq_along(ranks)
+    limit <- .dp_step_timeout()
+    deadline <- Sys.time() + limit
     while (length(pending)) {
+      if (Sys.time() > deadline) .dp_socket_stuck(tr, ranks[pending[1L]], op, args[[pending[1L]]]$t, limit, call)
       ready <- socketSelect(tr$cons[ranks[pending]], timeout = 1)
       for (i in pending[ready]) {
         v <- tryCatch(unserialize(tr$cons[[ranks[i]]]), error = function(e) e)
@@ -141,6 +148,16 @@
   why <- tr$launcher$ended(r)
   if (!is.null(why)) .dp_socket_lost(tr, r, op, t, why, call)
   invisible(NULL)
+}
+
+# Worker `r` is still busy past the limit: it is left to finish on its own
+# (its loop ends when it next writes to its closed socket), not waited for.
+.dp_socket_stuck <- function(tr, r, op, t, limit, call) {
+  tr$launcher$abandon(r)
+  tr$broken <- TRUE
+  .dp_socket_close(tr)
+  .abort(sprintf("%s did not answer within %g s %s (options(ggmlR.dp_step_timeout =)); it is still busy. %s",
+                 tr$label(r), limit, .dp_when(op, t), tr$launcher$hint), class = "ggmlR_dp_error", call = call)
 }
 
 .dp_socket_lost <- function(tr, r, op, t, msg, call) {
@@ -170,7 +187,7 @@
 .dp_future_launcher <- function() {
   l <- new.env(parent = emptyenv())
   l$futures <- list()
-  l$hint <- "If its process died, set the future plan again (future::plan()) for new workers."
+  l$hint <- "If its process died or is stuck, set the future plan again (future::plan()) for new workers."
   l$launch <- function(r, fun, args) {
     l$futures[[r]] <- future::future(as.call(c(list(quote(loop)), sapply(names(args), as.name))),
                                      substitute = FALSE, globals = c(list(loop = fun), args),
@@ -185,8 +202,9 @@
     v <- tryCatch(future::value(f), error = function(e) e)
     if (inherits(v, "error")) conditionMessage(v) else "its future ended"
   }
+  l$abandon <- function(r) l$futures[r] <- list(NULL)
   l$finish <- function() {
-    for (f in l$futures) tryCatch(future::value(f), error = function(e) NULL)
+    for (f in l$futures) if (!is.null(f)) tryCatch(future::value(f), error = function(e) NULL)
     l$futures <- list()
   }
   l
@@ -201,7 +219,7 @@
   send <- utils::getFromNamespace("sendCall", "parallel")
   recv <- utils::getFromNamespace("recvResult", "parallel")
   l$running <- logical(length(cl))
-  l$hint <- "If its process died, the cluster has lost that node: stop it (parallel::stopCluster()) and make a new one."
+  l$hint <- "If its process died or is stuck, the cluster has lost that node: stop it (parallel::stopCluster()) and make a new one."
   l$launch <- function(r, fun, args) {
     send(cl[[r]], fun, args)
     l$running[r] <- TRUE
@@ -217,6 +235,7 @@
     else if (inherits(v, "try-error")) sub("^Error in [^:]*: ", "", as.character(v))
     else "its call ended"
   }
+  l$abandon <- function(r) l$running[r] <- FALSE
   l$finish <- function() {
     for (r in which(l$running)) tryCatch(recv(cl[[r]]), error = function(e) NULL)
     l$running[] <- FALSE

@@ -14,13 +14,13 @@
 #' `make_model()` is called once per replica; the weights (and batch-norm
 #' running statistics) of replica 1 are then copied to the others, and each
 #' replica starts its own optimizer from the same empty state. The data are
-#' dealt to the replicas in turn (replica `r` of `R` holds samples `r`,
-#' `r + R`, ...), and at step `t` each replica takes the next sample of its
+#' dealt to the replicas in turn (replica `k` of `n` holds samples `k`,
+#' `k + n`, ...), and at step `t` each replica takes the next sample of its
 #' shard, starting again at its first one when its shard is used up: with
-#' `length(data)` a multiple of `R`, step `t` uses samples
-#' `(t - 1) * R + 1` to `t * R` (modulo `length(data)`).
+#' `length(data)` a multiple of `n`, step `t` uses samples
+#' `(t - 1) * n + 1` to `t * n` (modulo `length(data)`).
 #'
-#' At each step, for replica `r` and its sample `s`:
+#' At each step, for replica `k` and its sample `s`:
 #' `out <- forward_fn(model, s)` (or `model$forward(s)`, `s` made an
 #' [ag_tensor()] when it is not one), then `loss_fn(out, target_fn(s))` (or
 #' `loss_fn(out, s)`; without `loss_fn`, `out` is the loss), recorded with
@@ -34,6 +34,9 @@
 #' does not count as a GPU. `options(ggmlR.dp_devices = c("vulkan0",
 #' "vulkan1"))` chooses the devices (`"cpu"` or `"vulkan<k>"`). With
 #' `n_gpu = 1` the single replica uses the current device ([ag_device()]).
+#' The backends the replicas open are freed when the run ends, and the
+#' device memory of the replicas with them, unless this session had values
+#' resident on a device before the run (those stay usable).
 #'
 #' **On a cluster**, each worker holds one replica and its shard of the data;
 #' the workers compute at the same time, and only the gradients and the
@@ -51,7 +54,9 @@
 #' contacted. The future workers connect back to this process over a socket
 #' (`options(ggmlR.dp_master =)` gives the address they use when it is not
 #' this host's name; `options(ggmlR.dp_timeout =)`, the seconds they have to
-#' connect, 120 by default).
+#' connect, 120 by default). A worker that computes a step for longer than
+#' `options(ggmlR.dp_step_timeout =)` seconds (no limit by default) ends the
+#' run, named, without being waited for.
 #'
 #' The random numbers a replica draws (in `make_model()`, dropout) come from
 #' a stream of its own, seeded from the caller's random state; replica 1
@@ -101,6 +106,7 @@
 #'   x <- matrix(rnorm(2), 2, 1)
 #'   list(x = x, y = matrix(sum(x), 1, 1))
 #' })
+#' set.seed(2)
 #' fit <- dp_train(make_model, data,
 #'                 loss_fn = function(out, y) ag_mse_loss(out, y),
 #'                 forward_fn = function(model, s) model$forward(s$x),
@@ -108,15 +114,17 @@
 #'                 n_gpu = 2, n_iter = 20, lr = 0.01, verbose = FALSE)
 #' fit$loss_history
 #' \donttest{
-#' # the same run on two worker processes
+#' # the same run on two worker processes: the same weights
 #' cl <- parallel::makePSOCKcluster(2)
-#' set.seed(1)
+#' set.seed(2)
 #' fit2 <- dp_train(make_model, data,
 #'                  loss_fn = function(out, y) ag_mse_loss(out, y),
 #'                  forward_fn = function(model, s) model$forward(s$x),
 #'                  target_fn = function(s) s$y,
 #'                  n_iter = 20, lr = 0.01, verbose = FALSE, cluster = cl)
 #' parallel::stopCluster(cl)
+#' all.equal(fit2$loss_history, fit$loss_history)
+#' attr(fit2, "dp")$replicas
 #' }
 dp_train <- function(make_model, data, loss_fn = NULL, forward_fn = NULL, target_fn = NULL,
                      n_gpu = NULL, n_iter = 10L, lr = 0.001, max_norm = Inf, verbose = 10L,

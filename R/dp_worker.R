@@ -23,12 +23,13 @@
   if (op == "hello") return(list(host = Sys.info()[["nodename"]], pid = Sys.getpid()))
   if (op == "init") {
     .dp_attach(a$spec$packages)
-    rep <- .dp_replica_new(a$spec, a$rank, a$local_rank, a$shard)
+    rep <- .dp_replica_new(a$spec, a$rank, a$local_rank, a$shard, run)
     assign(key, rep, envir = .dp_replicas)
     return(.dp_replica_info(rep))
   }
   if (op == "close") {
     if (exists(key, envir = .dp_replicas, inherits = FALSE)) rm(list = key, envir = .dp_replicas)
+    .dp_release_backends(run)
     return(NULL)
   }
   rep <- get0(key, envir = .dp_replicas, inherits = FALSE)

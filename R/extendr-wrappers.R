@@ -241,6 +241,81 @@ rs_transpose <- function(c, a) .Call(wrap__rs_transpose, c, a)
 #' @noRd
 rs_cpy <- function(c, a, b) .Call(wrap__rs_cpy, c, a, b)
 
+#' list(type_name, type_size, block_size, is_quantized) of any type code.
+#' @noRd
+rs_quant_info <- function(type_) .Call(wrap__rs_quant_info, type_)
+
+#' ggml_quantize_chunk: `n_rows` rows of `n_per_row` values, with an
+#' importance matrix (one value per column) or NULL.
+#' @noRd
+rs_quantize <- function(type_, src, n_rows, n_per_row, imatrix) .Call(wrap__rs_quantize, type_, src, n_rows, n_per_row, imatrix)
+
+#' The reference quantizer of one row of `n` values.
+#' @noRd
+rs_quantize_ref <- function(type_, src, n) .Call(wrap__rs_quantize_ref, type_, src, n)
+
+#' `n` values dequantized from raw bytes.
+#' @noRd
+rs_dequantize <- function(type_, data, n) .Call(wrap__rs_dequantize, type_, data, n)
+
+#' Build the lattice tables of `type` (a no-op for other types).
+#' @noRd
+rs_quantize_init <- function(type_) .Call(wrap__rs_quantize_init, type_)
+
+#' Drop the lattice tables: all (NULL) or those of one type.
+#' @noRd
+rs_quantize_free <- function(type_) .Call(wrap__rs_quantize_free, type_)
+
+#' @noRd
+rs_requires_imatrix <- function(type_) .Call(wrap__rs_requires_imatrix, type_)
+
+#' The bytes of a contiguous tensor.
+#' @noRd
+rs_tensor_bytes <- function(t) .Call(wrap__rs_tensor_bytes, t)
+
+#' Write raw bytes into a tensor from byte `offset`.
+#' @noRd
+rs_tensor_set_bytes <- function(t, data, offset) .Call(wrap__rs_tensor_set_bytes, t, data, offset)
+
+#' @noRd
+rs_gguf_open <- function(path) .Call(wrap__rs_gguf_open, path)
+
+#' list(version, n_tensors, n_kv, alignment, data_offset, freed)
+#' @noRd
+rs_gguf_info <- function(x) .Call(wrap__rs_gguf_info, x)
+
+#' Named list of every metadata value.
+#' @noRd
+rs_gguf_metadata <- function(x) .Call(wrap__rs_gguf_metadata, x)
+
+#' Named character vector of the metadata values' GGUF types.
+#' @noRd
+rs_gguf_metadata_types <- function(x) .Call(wrap__rs_gguf_metadata_types, x)
+
+#' @noRd
+rs_gguf_tensor_names <- function(x) .Call(wrap__rs_gguf_tensor_names, x)
+
+#' list(name, shape, type, type_code, size_bytes, offset)
+#' @noRd
+rs_gguf_tensor_info <- function(x, name) .Call(wrap__rs_gguf_tensor_info, x, name)
+
+#' The tensor's values (dequantized), with dim = shape for 2+ dimensions.
+#' @noRd
+rs_gguf_tensor_data <- function(x, name) .Call(wrap__rs_gguf_tensor_data, x, name)
+
+#' The tensor as an engine tensor of `ctx`, over the mapped file.
+#' @noRd
+rs_gguf_tensor <- function(x, name, ctx) .Call(wrap__rs_gguf_tensor, x, name, ctx)
+
+#' @noRd
+rs_gguf_free <- function(x) .Call(wrap__rs_gguf_free, x)
+
+#' Write a GGUF file: metadata (a named list) with the declared types
+#' (`types`, a character vector in the same order), and tensors (a list of
+#' list(name, type, ne, data) with data raw bytes or numbers to encode).
+#' @noRd
+rs_gguf_write <- function(path, metadata, types, tensors, alignment) .Call(wrap__rs_gguf_write, path, metadata, types, tensors, alignment)
+
 #' Seconds taken by `n` ledger check/record/release cycles (benchmarks).
 #' @noRd
 rs_ledger_overhead <- function(n) .Call(wrap__rs_ledger_overhead, n)
@@ -351,6 +426,23 @@ rs_ncnn_ex_input <- function(e, blob, x) .Call(wrap__rs_ncnn_ex_input, e, blob, 
 
 #' @noRd
 rs_ncnn_ex_extract <- function(e, blob) .Call(wrap__rs_ncnn_ex_extract, e, blob)
+
+#' @noRd
+rs_onnx_load <- function(path, device, shapes, n_threads, dtype) .Call(wrap__rs_onnx_load, path, device, shapes, n_threads, dtype)
+
+#' @noRd
+rs_onnx_inputs <- function(p) .Call(wrap__rs_onnx_inputs, p)
+
+#' @noRd
+rs_onnx_run <- function(p, names, values, dims) .Call(wrap__rs_onnx_run, p, names, values, dims)
+
+#' @noRd
+rs_onnx_device_info <- function(p) .Call(wrap__rs_onnx_device_info, p)
+
+#' Reads a serialized ONNX TensorProto (`.pb`): list(name, value) with the
+#' value an array in ONNX order.
+#' @noRd
+rs_onnx_read_tensor <- function(path) .Call(wrap__rs_onnx_read_tensor, path)
 
 #' Write `x` (plain values only) to `path` as a saved-model file, atomically.
 #' @noRd

@@ -23,7 +23,8 @@
 #'
 #' @param ctx A `ggml_context`.
 #' @param type A type code: `GGML_TYPE_F32`, `GGML_TYPE_F16`,
-#'   `GGML_TYPE_BF16` or `GGML_TYPE_I32`.
+#'   `GGML_TYPE_BF16`, `GGML_TYPE_I32`, or a quantized type such as
+#'   `GGML_TYPE_Q4_0` (then `ne0` is a multiple of its block size).
 #' @param n_dims Number of dimensions, 1 to 4.
 #' @param ne Sizes (at least `n_dims` of them).
 #' @param ne0,ne1,ne2,ne3 Sizes of the dimensions.

@@ -9,30 +9,11 @@ sizes <- c(256, 512, 1024, 2048)
 threads <- c(1, 2)
 min_time <- 0.5 # seconds of repeated runs per measurement (after one warm-up)
 
-# Seconds per call of f(): calls are timed in batches of at least 50 ms (the
-# clock has millisecond resolution) until min_time has passed (3 batches at
-# least); the fastest batch counts, as the least disturbed by other processes.
-time_it <- function(f, min_time) {
-  clock <- function() proc.time()[["elapsed"]]
-  f()
-  k <- 0
-  t0 <- clock()
-  while (clock() - t0 < 0.05) {
-    f()
-    k <- k + 1
-  }
-  best <- Inf
-  n <- 0
-  t_start <- clock()
-  repeat {
-    t0 <- clock()
-    for (i in seq_len(k)) f()
-    t1 <- clock()
-    best <- min(best, (t1 - t0) / k)
-    n <- n + 1
-    if (n >= 3 && t1 - t_start >= min_time) return(best)
-  }
-}
+# time_it(f, min_time): the shared timer of these benchmarks.
+local({
+  file <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))
+  source(file.path(if (length(file)) dirname(file[1]) else "inst/bench", "timing.R"))
+})
 
 # Peak f32 FMA throughput: FLOP per cycle per core from the SIMD width and the
 # number of FMA units typical for the instruction set, times the clock.

@@ -53,3 +53,13 @@ dp_oracle <- function(make_model, data, R, n_iter, lr, max_norm = Inf) {
   }
   list(weights = unlist(lapply(params, function(p) p$data)), loss = losses)
 }
+
+# Frees what the autograd device state holds on a device (its pools and its
+# backend), as a test that computed on "gpu" leaves it for the next ones.
+dp_release_device <- function() {
+  .ag_residency_reset()
+  be <- .ag_device_state$backend
+  .ag_device_state$backend <- NULL
+  if (!is.null(be)) ggml_backend_free(be)
+  invisible(NULL)
+}

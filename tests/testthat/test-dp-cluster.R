@@ -16,8 +16,12 @@ dp_pair <- function(make_model, data, ..., cluster) {
 }
 
 test_that("two PSOCK workers train as two replicas in one process", {
-  cl <- parallel::makePSOCKcluster(2L)
-  on.exit(parallel::stopCluster(cl))
+  opts <- options(ggmlR.dp_step_timeout = 60) # no check waits on a worker for ever
+  cl <- parallel::makePSOCKcluster(2L, timeout = 60)
+  on.exit({
+    parallel::stopCluster(cl)
+    options(opts)
+  })
   data <- dp_problem(n = 24L)
 
   # an MLP with random initial weights and dropout: the seed decides both
@@ -102,13 +106,30 @@ test_that("two PSOCK workers train as two replicas in one process", {
   expect_match(conditionMessage(err), sprintf("worker 2 \\(process %d on .*\\) died or lost its connection at step 3", pid2))
   expect_match(conditionMessage(err), "parallel::stopCluster")
   expect_identical(parallel::clusterCall(cl[1L], function() 8L)[[1L]], 8L)
+
+  # a worker that is stuck ends the run after the step time-out, named, without being waited for
+  old <- options(ggmlR.dp_step_timeout = 1)
+  stuck <- function(m, s) {
+    if (s$i == 3L) Sys.sleep(4)
+    m$forward(ag_tensor(s$x))
+  }
+  took <- system.time(
+    err <- expect_error(dp_train(dp_fixed_mlp, data, dp_mse, stuck, dp_tgt, n_gpu = 1L, n_iter = 5L,
+                                 verbose = FALSE, cluster = cl), class = "ggmlR_dp_error"))
+  options(old)
+  expect_lt(took[["elapsed"]], 3.5)
+  expect_match(conditionMessage(err), "worker 1 \\(process [0-9]+ on .*\\) did not answer within 1 s at step 3")
 })
 
 test_that("the workers of a future plan train as replicas in one process", {
   skip_if_not_installed("future")
   data <- dp_problem(n = 24L)
+  opts <- options(ggmlR.dp_step_timeout = 60)
   oplan <- future::plan(future::sequential)
-  on.exit(future::plan(oplan))
+  on.exit({
+    future::plan(oplan)
+    options(opts)
+  })
   expect_error(dp_train(dp_fixed_mlp, data, cluster = "future"), "runs futures in this R process",
                class = "ggmlR_dp_error")
   future::plan(future::multisession, workers = 2L)
@@ -138,4 +159,5 @@ test_that("the workers of a future plan train as replicas in one process", {
                                  verbose = FALSE, cluster = "future"), class = "ggmlR_dp_error"))
   expect_lt(took[["elapsed"]], 30)
   expect_match(conditionMessage(err), "worker 2 \\(process [0-9]+ on .*\\) died or lost its connection at step 2")
+  expect_match(conditionMessage(err), "future::plan\\(\\)")
 })

@@ -69,20 +69,58 @@ test_that("batch-norm running statistics of replica 1 are shared and returned", 
 
 test_that("replicas placed on Vulkan agree with replicas on the host (f32 against f64)", {
   skip_if_no_vulkan()
+  gc()
+  held <- .rs(rs_vulkan_context_open(0L))
   data <- dp_problem(n = 8L)
   host <- dp_train(dp_fixed_mlp, data, dp_mse, dp_fwd, dp_tgt, n_gpu = 2L, n_iter = 6L,
                    lr = 0.01, verbose = FALSE)
   old <- options(ggmlR.dp_devices = c("vulkan0", "cpu"))
-  on.exit(options(old))
+  on.exit({
+    options(old)
+    dp_release_device()
+  })
   dev <- dp_train(dp_fixed_mlp, data, dp_mse, dp_fwd, dp_tgt, n_gpu = 2L, n_iter = 6L,
                   lr = 0.01, verbose = FALSE)
   expect_identical(attr(dev, "dp")$replicas$device, c("vulkan0", "cpu"))
   expect_lt(max(abs(dp_weights(dev) - dp_weights(host))), 1e-5)
   expect_gt(max(abs(dp_weights(dev) - dp_weights(host))), 0)
+  # the run's Vulkan backend and resident values went with its replicas:
+  # nothing holds the device context that did not before
+  expect_identical(ls(.dp_replicas, all.names = TRUE), character())
+  gc()
+  expect_identical(.rs(rs_vulkan_context_open(0L)), held)
   # the caller's device is back, and the model still computes
   expect_identical(ag_default_device(), "cpu")
   out <- suppressMessages(dev$model$forward(ag_tensor(data[[1]]$x)))
   expect_equal(dim(out), c(2L, 1L))
+})
+
+test_that("replicas on Vulkan leave the caller's own resident values alone", {
+  skip_if_no_vulkan()
+  old <- ag_device("gpu")
+  on.exit({
+    ag_device(old)
+    dp_release_device()
+  })
+  set.seed(3L)
+  m <- ag_sequential(ag_linear(3, 4), ag_linear(4, 2))
+  opt <- optimizer_adam(m$parameters(), lr = 0.01)
+  x <- ag_tensor(matrix(rnorm(6), 3, 2))
+  y <- matrix(rnorm(4), 2, 2)
+  step <- function() {
+    with_grad_tape(l <- ag_mse_loss(m$forward(x), y))
+    opt$step(backward(l))
+    opt$zero_grad()
+    sum(l$data)
+  }
+  first <- step()
+  opts <- options(ggmlR.dp_devices = "vulkan0")
+  on.exit(options(opts), add = TRUE)
+  res <- dp_train(dp_fixed_mlp, dp_problem(n = 4L), dp_mse, dp_fwd, dp_tgt, n_gpu = 2L, n_iter = 2L,
+                  verbose = FALSE)
+  expect_identical(ag_default_device(), "gpu")
+  # the caller's weights and optimizer moments are still resident and usable
+  expect_lt(step(), first)
 })
 
 test_that("a replica that fails ends the run naming it and the step; the session stays usable", {

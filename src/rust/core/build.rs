@@ -45,6 +45,8 @@ fn variants() -> Vec<(&'static str, Vec<(u32, u32)>)> {
         ("matmul", vec![(0, 2)]),
         // sub 1: one invocation per row (short rows); the sum of all has one row
         ("reduce", (0..7).map(|op| (op, if op == 6 { 1 } else { 2 })).collect()),
+        // map, binary, gather_axis, pad_ex, scatter_flat, reduce_rows, scan_rows
+        ("extended", (0..7).map(|op| (op, 1)).collect()),
     ]
 }
 

@@ -20,6 +20,8 @@
 //! - [`graph`]: forward graphs and their computation;
 //! - [`residency`]: the pass and persistent pools, generations, handles;
 //! - [`autograd`]: the tape, the backward rules, optimizers;
+//! - [`models`]: model formats on graphs (ONNX import);
+//! - [`gguf`]: GGUF weight files, read (memory-mapped) and written;
 //! - [`ncnn`]: ncnn model inference, beside the rest on [`base`] only;
 //! - [`savefile`]: the saved-model file (plain values, checksummed), on [`base`].
 
@@ -32,6 +34,8 @@ pub mod backend;
 pub mod graph;
 pub mod residency;
 pub mod autograd;
+pub mod models;
+pub mod gguf;
 pub mod ncnn;
 pub mod savefile;
 

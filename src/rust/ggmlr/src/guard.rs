@@ -40,6 +40,9 @@ fn install_quiet_panic_hook() {
 
 /// An error value for R: `list(message =, class =)` with class `ggmlR_rust_error`.
 pub fn error_robj(message: &str, class: Option<&str>) -> Robj {
+    // R strings cannot hold NUL (a name read from a damaged file may).
+    let message = message.replace('\0', "\\0");
+    let message = message.as_str();
     let cls: Robj = match class {
         Some(c) => c.into(),
         None => Robj::from(()),

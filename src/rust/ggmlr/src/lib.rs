@@ -17,6 +17,8 @@ mod guard;
 mod interrupt;
 mod malloc;
 mod ops;
+mod quant;
+mod gguf;
 mod residency;
 mod rstr;
 mod savefile;
@@ -25,6 +27,7 @@ mod vulkan;
 mod vulkan_backend;
 mod ncnn;
 mod ncnn_custom;
+mod onnx;
 
 pub use guard::guard;
 
@@ -63,9 +66,12 @@ extendr_module! {
     use graph;
     use buffer;
     use ops;
+    use quant;
+    use gguf;
     use residency;
     use vulkan;
     use vulkan_backend;
     use ncnn;
+    use onnx;
     use savefile;
 }

@@ -1,6 +1,7 @@
 //! The bottom layer: error conventions, element types, the runtime choice of
 //! CPU kernels, human-readable formatting, allocations sized by input,
-//! cancellation (Ctrl-C) and fork-safe worker pools. Imports nothing of the crate.
+//! cancellation (Ctrl-C), fork-safe worker pools and the quantized block
+//! formats. Imports nothing of the crate.
 
 pub mod alloc;
 pub mod cancel;
@@ -8,5 +9,6 @@ pub mod dtype;
 pub mod error;
 pub mod float;
 pub mod fmt;
+pub mod quant;
 pub mod simd;
 pub mod threads;

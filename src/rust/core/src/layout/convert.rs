@@ -1,5 +1,7 @@
 //! Element conversion between a tensor's storage type and f32 / f64 values,
-//! in native byte order.
+//! in native byte order. Quantized types have no single-element form: their
+//! values move a row at a time through `base::quant` (callers route them
+//! there; here they read as NaN and are not written).
 
 use crate::base::dtype::DType;
 use crate::base::float::Float;
@@ -15,6 +17,7 @@ pub fn decode<T: Float>(dt: DType, b: &[u8], o: usize) -> T {
         DType::BF16 => T::from_f32(bf16::from_ne_bytes([b[o], b[o + 1]]).to_f32()),
         DType::I32 => T::from_f64(i32::from_ne_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]) as f64),
         DType::F64 => T::from_f64(f64::from_ne_bytes(b[o..o + 8].try_into().expect("8 bytes"))),
+        DType::Quant(_) => T::from_f32(f32::NAN),
     }
 }
 
@@ -27,6 +30,7 @@ pub fn encode<T: Float>(dt: DType, v: T, b: &mut [u8], o: usize) {
         DType::BF16 => b[o..o + 2].copy_from_slice(&v.to_bf16().to_ne_bytes()),
         DType::I32 => b[o..o + 4].copy_from_slice(&(v.round().to_f64() as i32).to_ne_bytes()),
         DType::F64 => b[o..o + 8].copy_from_slice(&v.to_f64().to_ne_bytes()),
+        DType::Quant(_) => {}
     }
 }
 

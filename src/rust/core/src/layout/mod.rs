@@ -17,11 +17,25 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// A contiguous layout of the given sizes.
+    /// A contiguous layout of the given sizes. For quantized types `nb[0]` is
+    /// the bytes of a block and rows hold `ne[0] / block_size` blocks, as in
+    /// ggml (creating such a tensor checks that `ne[0]` is a whole number of blocks).
     pub fn contiguous(dtype: DType, ne: [usize; 4]) -> Layout {
         let es = dtype.size();
-        let nb = [es, es * ne[0], es * ne[0] * ne[1], es * ne[0] * ne[1] * ne[2]];
+        let row = es * (ne[0] / dtype.block_size());
+        let nb = [es, row, row * ne[1], row * ne[1] * ne[2]];
         Layout { dtype, ne, nb }
+    }
+
+    /// Bytes of the first dimension: one element, or a row of blocks
+    /// (ggml's `nbytes` counts quantized rows whole).
+    fn first_dim_bytes(&self) -> Option<usize> {
+        let bs = self.dtype.block_size();
+        if bs == 1 {
+            Some(self.dtype.size())
+        } else {
+            self.ne[0].checked_mul(self.nb[0]).map(|b| b / bs)
+        }
     }
 
     pub fn nelements(&self) -> usize {
@@ -41,8 +55,9 @@ impl Layout {
         if n == 0 {
             return Some(0);
         }
-        let mut span = self.dtype.size();
-        for i in 0..4 {
+        let mut span = self.first_dim_bytes()?;
+        let first = if self.dtype.block_size() == 1 { 0 } else { 1 };
+        for i in first..4 {
             span = span.checked_add((self.ne[i] - 1).checked_mul(self.nb[i])?)?;
         }
         (span <= isize::MAX as usize / 2).then_some(span)
@@ -50,10 +65,7 @@ impl Layout {
 
     /// Bytes spanned from the first to one past the last element.
     pub fn span_bytes(&self) -> usize {
-        if self.nelements() == 0 {
-            return 0;
-        }
-        (0..4).map(|i| (self.ne[i] - 1) * self.nb[i]).sum::<usize>() + self.dtype.size()
+        self.checked_span_bytes().unwrap_or(usize::MAX)
     }
 }
 
@@ -82,5 +94,17 @@ mod tests {
         let t = Layout { ne: [2, 3, 1, 1], nb: [12, 4, 24, 24], ..l };
         assert!(!t.is_contiguous());
         assert_eq!(t.span_bytes(), 12 + 8 + 4);
+    }
+
+    #[test]
+    fn quantized_rows_are_whole_blocks() {
+        use crate::base::quant::QType;
+        // ggml: nb = [18, 18 * 64 / 32, ...] for Q4_0 [64, 3, 2]; nbytes counts rows whole.
+        let l = Layout::contiguous(DType::Quant(QType::Q4_0), [64, 3, 2, 1]);
+        assert_eq!(l.nb, [18, 36, 108, 216]);
+        assert_eq!(l.span_bytes(), 216);
+        assert!(l.is_contiguous());
+        let v = Layout { ne: [64, 2, 1, 1], nb: [18, 72, 144, 144], ..l };
+        assert_eq!(v.span_bytes(), 36 + 72);
     }
 }

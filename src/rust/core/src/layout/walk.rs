@@ -6,16 +6,26 @@ use super::Layout;
 /// Calls `f(logical_index, byte_offset)` for every element, in ggml order.
 #[inline]
 pub fn for_each_offset(l: &Layout, base: usize, mut f: impl FnMut(usize, usize)) {
-    let [n0, n1, n2, n3] = l.ne;
-    let mut i = 0;
+    let n0 = l.ne[0];
+    for_each_row(l, base, |r, row| {
+        for i0 in 0..n0 {
+            f(r * n0 + i0, row + i0 * l.nb[0]);
+        }
+    });
+}
+
+/// Calls `f(row_index, byte_offset)` for the start of every row (every
+/// index of dimensions 1..3), in ggml order: the walk of types stored in
+/// blocks along dimension 0.
+#[inline]
+pub fn for_each_row(l: &Layout, base: usize, mut f: impl FnMut(usize, usize)) {
+    let [_, n1, n2, n3] = l.ne;
+    let mut r = 0;
     for i3 in 0..n3 {
         for i2 in 0..n2 {
             for i1 in 0..n1 {
-                let row = base + i1 * l.nb[1] + i2 * l.nb[2] + i3 * l.nb[3];
-                for i0 in 0..n0 {
-                    f(i, row + i0 * l.nb[0]);
-                    i += 1;
-                }
+                f(r, base + i1 * l.nb[1] + i2 * l.nb[2] + i3 * l.nb[3]);
+                r += 1;
             }
         }
     }

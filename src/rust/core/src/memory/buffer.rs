@@ -80,11 +80,35 @@ pub fn align_up(n: usize) -> usize {
     n.div_ceil(ALIGN) * ALIGN
 }
 
+/// Read-only bytes of a mapped file (a GGUF file's tensor data): the mapping
+/// and the range of it the buffer covers.
+#[derive(Clone)]
+pub struct Mapped {
+    pub map: std::sync::Arc<dyn AsRef<[u8]> + Send + Sync>,
+    pub start: usize,
+    pub len: usize,
+}
+
+impl Mapped {
+    pub fn bytes(&self) -> &[u8] {
+        let all = (*self.map).as_ref();
+        &all[self.start.min(all.len())..(self.start + self.len).min(all.len())]
+    }
+}
+
+impl std::fmt::Debug for Mapped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Mapped({} bytes at {})", self.len, self.start)
+    }
+}
+
 /// Where the bytes live.
 #[derive(Debug)]
 pub enum BufferMem {
     /// Host memory, 4-byte aligned (so f32/i32 data can be read in place).
     Host(Box<[u32]>),
+    /// A read-only mapped file.
+    Mapped(Mapped),
     /// Memory on a device (freed when dropped).
     Device(Box<dyn DeviceMemory>),
     /// Released by `free`.
@@ -96,14 +120,16 @@ impl BufferMem {
     pub fn host_bytes(&self) -> Option<&[u8]> {
         match self {
             BufferMem::Host(w) => Some(words_as_bytes(w)),
+            BufferMem::Mapped(m) => Some(m.bytes()),
             BufferMem::Device(_) | BufferMem::Freed => None,
         }
     }
 
+    /// Writable host bytes (not for mapped files, which are read-only).
     pub fn host_bytes_mut(&mut self) -> Option<&mut [u8]> {
         match self {
             BufferMem::Host(w) => Some(words_as_bytes_mut(w)),
-            BufferMem::Device(_) | BufferMem::Freed => None,
+            BufferMem::Mapped(_) | BufferMem::Device(_) | BufferMem::Freed => None,
         }
     }
 
@@ -115,6 +141,12 @@ impl BufferMem {
                 // SAFETY: u32 and f32 have the same size and alignment and every
                 // bit pattern is a valid f32.
                 Some(unsafe { std::slice::from_raw_parts(words.as_ptr() as *const f32, n) })
+            }
+            BufferMem::Mapped(m) => {
+                let b = m.bytes().get(offset..offset.checked_add(n.checked_mul(4)?)?)?;
+                // SAFETY: the slice covers exactly n * 4 bytes, its start is
+                // 4-byte aligned (checked here), and every bit pattern is a valid f32.
+                (b.as_ptr() as usize % 4 == 0).then(|| unsafe { std::slice::from_raw_parts(b.as_ptr() as *const f32, n) })
             }
             _ => None,
         }
@@ -174,6 +206,23 @@ impl Buffer {
             pool_gen: AtomicI64::new(-1),
         };
         ledger::after_alloc(bytes, tag);
+        Ok(buf)
+    }
+
+    /// A buffer over read-only mapped bytes (on the host, counted by the
+    /// ledger like any buffer of `tag`; the mapping lives as long as the buffer).
+    pub fn mapped(m: Mapped, tag: BufferTag) -> crate::Result<Buffer> {
+        ledger::before_alloc(m.len, tag)?;
+        let size = m.len;
+        let buf = Buffer {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            size,
+            tag,
+            backend_name: "CPU (mapped file)".to_string(),
+            mem: RwLock::new(BufferMem::Mapped(m)),
+            pool_gen: AtomicI64::new(-1),
+        };
+        ledger::after_alloc(size, tag);
         Ok(buf)
     }
 
@@ -290,6 +339,11 @@ impl Buffer {
                 words_as_bytes_mut(w)[offset..offset + data.len()].copy_from_slice(data);
             }
             BufferMem::Device(d) => d.write(offset, data).map_err(|e| e.context(what.to_string()))?,
+            BufferMem::Mapped(_) => bail!(
+                "{what}: {} is a read-only mapped file; copy the tensor into an allocated one \
+                 (ggml_cpy) to change it",
+                self.describe()
+            ),
             BufferMem::Freed => return Err(self.freed_error(what)),
         }
         ledger::uploaded(data.len(), self.tag);
@@ -307,6 +361,11 @@ impl Buffer {
         let g = self.read(what)?;
         match &*g {
             BufferMem::Host(w) => out.copy_from_slice(&words_as_bytes(w)[offset..offset + out.len()]),
+            BufferMem::Mapped(m) => {
+                let b = m.bytes();
+                ensure!(offset + out.len() <= b.len(), "{what}: the mapped file is shorter than {}", self.describe());
+                out.copy_from_slice(&b[offset..offset + out.len()])
+            }
             BufferMem::Device(d) => d.read(offset, out).map_err(|e| e.context(what.to_string()))?,
             BufferMem::Freed => return Err(self.freed_error(what)),
         }

@@ -7,5 +7,5 @@ pub mod buffer;
 pub mod ledger;
 pub mod tag;
 
-pub use buffer::{align_up, host_memory, Allocator, Buffer, BufferLocks, BufferMem, DeviceMemory, HostMemory, ALIGN};
+pub use buffer::{align_up, host_memory, Allocator, Buffer, BufferLocks, BufferMem, DeviceMemory, HostMemory, Mapped, ALIGN};
 pub use tag::BufferTag;

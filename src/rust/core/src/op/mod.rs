@@ -7,10 +7,12 @@
 //! kernel. Composite ggml functions (`conv_2d` = im2col + mul_mat) are built
 //! from these nodes by the graph builder.
 
+pub mod extended;
 pub mod names;
 pub mod shape;
 
 use crate::base::float::Float;
+pub use extended::{BinFn, MapFn, PadMode, RowFn, ScanFn, ScatterReduce};
 
 /// Element-wise functions of one tensor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -213,6 +215,22 @@ pub enum Op {
     Pad { p: [i32; 4] },
     /// srcs [a]: nearest-neighbour upscale of dims 0 and 1 by `factor`.
     Upscale { factor: i32 },
+    /// srcs [a]: an element-wise function with parameters ([`extended`]).
+    Map { f: MapFn, a: f32, b: f32 },
+    /// srcs [a, b]: element-wise, each size of a and b equal or 1 (both broadcast).
+    Binary { f: BinFn },
+    /// srcs [a] -> [1, ne1, ne2, ne3]: each row reduced to one value.
+    ReduceRows { f: RowFn },
+    /// srcs [a]: a scan of each row (same shape).
+    ScanRows { f: ScanFn },
+    /// srcs [a, idx [n]]: slices of a along `dim` picked by idx (negative
+    /// from the end, out of range gives zeros) -> a with ne[dim] = n.
+    GatherAxis { dim: usize },
+    /// srcs [a, p [2, n]]: a with the values p[1, j] written, in order, at
+    /// a's flat element indices p[0, j], combined by `reduce`.
+    ScatterFlat { reduce: ScatterReduce },
+    /// srcs [a]: `lo[i]` elements before and `hi[i]` after each dimension.
+    PadEx { lo: [usize; 4], hi: [usize; 4], mode: PadMode, value: f32 },
 }
 
 impl Op {
@@ -259,6 +277,13 @@ impl Op {
             Op::Pool2d { .. } => "POOL_2D",
             Op::Pad { .. } => "PAD",
             Op::Upscale { .. } => "UPSCALE",
+            Op::Map { .. } => "MAP",
+            Op::Binary { .. } => "BINARY",
+            Op::ReduceRows { .. } => "REDUCE_ROWS",
+            Op::ScanRows { .. } => "SCAN_ROWS",
+            Op::GatherAxis { .. } => "GATHER_AXIS",
+            Op::ScatterFlat { .. } => "SCATTER_FLAT",
+            Op::PadEx { .. } => "PAD_EX",
         }
     }
 

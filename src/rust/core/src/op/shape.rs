@@ -49,6 +49,7 @@ pub fn arity(op: &Op) -> (usize, usize) {
         Op::None => (0, 0),
         Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Add1 | Op::MulMat | Op::OutProd => (2, 2),
         Op::Cpy | Op::Repeat | Op::Concat { .. } | Op::GetRows | Op::Im2Col { .. } => (2, 2),
+        Op::Binary { .. } | Op::GatherAxis { .. } | Op::ScatterFlat { .. } => (2, 2),
         Op::SoftMax { .. } => (1, 2),
         Op::Linear { .. } => (3, 3),
         Op::UnaryBack { .. } | Op::CrossEntropyLoss => (2, 2),
@@ -81,6 +82,9 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
         if hi > lo { format!(" to {hi}") } else { String::new() },
         s.len()
     );
+    if let Some(r) = super::extended::infer(op, s) {
+        return r;
+    }
     let a = &s[0];
     let same = Out { dtype: a.dtype, ne: a.ne };
     Ok(match op {
@@ -102,6 +106,13 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
             }
             same
         }
+        Op::Map { .. }
+        | Op::Binary { .. }
+        | Op::ReduceRows { .. }
+        | Op::ScanRows { .. }
+        | Op::GatherAxis { .. }
+        | Op::ScatterFlat { .. }
+        | Op::PadEx { .. } => bail!("internal: {} is shaped by op::extended", op.name()),
         Op::Add | Op::Sub | Op::Mul | Op::Div => {
             let b = &s[1];
             float(a, "a")?;
@@ -131,7 +142,10 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
         }
         Op::MulMat => {
             let b = &s[1];
-            float(a, "a")?;
+            // Quantized weights are a's (ggml's convention).
+            if a.dtype.quant().is_none() {
+                float(a, "a")?;
+            }
             float(b, "b")?;
             ensure!(
                 a.ne[0] == b.ne[0] && b.ne[2] % a.ne[2] == 0 && b.ne[3] % a.ne[3] == 0,

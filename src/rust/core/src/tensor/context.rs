@@ -106,10 +106,45 @@ impl Context {
         srcs: Vec<Arc<Tensor>>,
         view: Option<(Arc<Tensor>, usize)>,
     ) -> crate::Result<Arc<Tensor>> {
+        self.push_over(layout, op, srcs, view, None)
+    }
+
+    /// A leaf tensor over memory that exists already (a mapped file's
+    /// data): only its descriptor takes room in the context.
+    pub fn new_tensor_over(&self, dtype: crate::base::dtype::DType, ne: [usize; 4], slot: DataSlot) -> crate::Result<Arc<Tensor>> {
+        let layout = Layout::contiguous(dtype, ne);
+        let end = slot.offset.checked_add(layout.checked_span_bytes().unwrap_or(usize::MAX));
+        ensure!(
+            end.is_some_and(|e| e <= slot.buf.size()),
+            "a {} tensor of sizes {} does not fit in {} at offset {}",
+            dtype.name(),
+            fmt_shape(&ne),
+            slot.buf.describe(),
+            slot.offset
+        );
+        self.push_over(layout, Op::None, Vec::new(), None, Some(slot))
+    }
+
+    fn push_over(
+        &self,
+        layout: Layout,
+        op: Op,
+        srcs: Vec<Arc<Tensor>>,
+        view: Option<(Arc<Tensor>, usize)>,
+        given: Option<DataSlot>,
+    ) -> crate::Result<Arc<Tensor>> {
         self.check_live()?;
         for s in &srcs {
             s.check_live()?;
         }
+        let bs = layout.dtype.block_size();
+        ensure!(
+            layout.ne[0] % bs == 0,
+            "a {} tensor stores values in blocks of {bs} along its first dimension; {} values \
+             is not a whole number of blocks (use a multiple of {bs})",
+            layout.dtype.name(),
+            layout.ne[0]
+        );
         ensure!(
             layout.checked_span_bytes().is_some(),
             "a {} tensor of sizes {} is too large to address",
@@ -117,7 +152,7 @@ impl Context {
             fmt_shape(&layout.ne)
         );
         let mut g = self.lock();
-        let own_data = !self.no_alloc && view.is_none();
+        let own_data = !self.no_alloc && view.is_none() && given.is_none();
         let data_off = align_up(g.used + TENSOR_OVERHEAD);
         let end = if own_data {
             data_off + layout.span_bytes()
@@ -142,7 +177,7 @@ impl Context {
             let buf = g.data.clone().expect("context data buffer");
             Some(DataSlot { buf, offset: data_off })
         } else {
-            None
+            given
         };
         let t = Arc::new(Tensor::new(self.state.clone(), layout, op, srcs, view, storage));
         g.used = end;

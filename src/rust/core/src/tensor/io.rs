@@ -5,7 +5,8 @@
 use super::descriptor::Tensor;
 use crate::base::dtype::DType;
 use crate::layout::convert::{decode_all, encode_all};
-use crate::layout::walk::for_each_offset;
+use crate::base::quant::{self, QType};
+use crate::layout::walk::{for_each_offset, for_each_row};
 use anyhow::ensure;
 
 fn check_range(t: &Tensor, first: usize, n: usize) -> crate::Result<()> {
@@ -24,6 +25,9 @@ fn check_range(t: &Tensor, first: usize, n: usize) -> crate::Result<()> {
 pub fn set_values(t: &Tensor, vals: &[f64], first: usize) -> crate::Result<()> {
     let r = t.resolve()?;
     check_range(t, first, vals.len())?;
+    if let Some(q) = r.layout.dtype.quant() {
+        return set_quantized(t, q, vals, first);
+    }
     if r.layout.dtype == DType::I32 {
         if let Some(bad) = vals.iter().find(|v| !v.is_finite() || v.abs() > i32::MAX as f64) {
             anyhow::bail!("{} holds 32-bit integers; {bad} is not one (NA, infinite or too large)", t.describe());
@@ -53,6 +57,10 @@ pub fn get_values(t: &Tensor, first: usize, n: Option<usize>) -> crate::Result<V
     let r = t.resolve()?;
     let n = n.unwrap_or(t.nelements().saturating_sub(first));
     check_range(t, first, n)?;
+    if let Some(q) = r.layout.dtype.quant() {
+        let all = get_quantized(t, q)?;
+        return Ok(all[first..first + n].iter().map(|&v| v as f64).collect());
+    }
     let what = t.describe();
     let es = r.layout.dtype.size();
     if r.layout.is_contiguous() {
@@ -70,4 +78,62 @@ pub fn get_values(t: &Tensor, first: usize, n: Option<usize>) -> crate::Result<V
         }
     });
     Ok(decode_all(r.layout.dtype, &packed))
+}
+
+/// Values into a quantized tensor: whole rows, quantized as ggml's
+/// reference quantizer does (the types that need an importance matrix are
+/// refused: quantize those with `quant::quantize_chunk` and set the bytes).
+fn set_quantized(t: &Tensor, q: QType, vals: &[f64], first: usize) -> crate::Result<()> {
+    let r = t.resolve()?;
+    let n0 = r.layout.ne[0];
+    ensure!(
+        r.layout.is_contiguous() && first % n0 == 0 && vals.len() % n0 == 0,
+        "{} is quantized: its values are set a whole row ({n0} values) at a time, into a \
+         tensor that is not a view; give a multiple of {n0} values from a row start",
+        t.describe()
+    );
+    let x: Vec<f32> = vals.iter().map(|&v| v as f32).collect();
+    let bytes = quant::quantize_chunk(q, &x, vals.len() / n0, n0, None).map_err(|e| e.context(format!("setting {}", t.describe())))?;
+    r.buf.write_bytes(r.offset + first / n0 * q.row_size(n0)?, &bytes, &t.describe())
+}
+
+/// All values of a quantized tensor, dequantized.
+fn get_quantized(t: &Tensor, q: QType) -> crate::Result<Vec<f32>> {
+    let r = t.resolve()?;
+    let l = &r.layout;
+    ensure!(l.nb[0] == q.type_size(), "{} is a transposed view of quantized data; read the tensor it views", t.describe());
+    let mut span = vec![0u8; l.span_bytes()];
+    r.buf.read_bytes(r.offset, &mut span, &t.describe())?;
+    let (n0, rs) = (l.ne[0], q.row_size(l.ne[0])?);
+    let mut out = vec![0f32; l.nelements()];
+    let mut res = Ok(());
+    for_each_row(l, 0, |i, o| {
+        if res.is_ok() {
+            res = quant::dequantize_row(q, &span[o..o + rs], &mut out[i * n0..(i + 1) * n0]);
+        }
+    });
+    res.map(|_| out)
+}
+
+/// The bytes of a contiguous tensor.
+pub fn get_bytes(t: &Tensor) -> crate::Result<Vec<u8>> {
+    let r = t.resolve()?;
+    ensure!(r.layout.is_contiguous(), "{} is a view with gaps; its bytes are read from a contiguous tensor (ggml_cont())", t.describe());
+    let mut out = vec![0u8; r.layout.span_bytes()];
+    r.buf.read_bytes(r.offset, &mut out, &t.describe())?;
+    Ok(out)
+}
+
+/// Write raw bytes into a contiguous tensor from byte `offset`.
+pub fn set_bytes(t: &Tensor, bytes: &[u8], offset: usize) -> crate::Result<()> {
+    let r = t.resolve()?;
+    ensure!(r.layout.is_contiguous(), "{} is a view with gaps; raw bytes are written to contiguous tensors", t.describe());
+    let size = r.layout.span_bytes();
+    ensure!(
+        offset.checked_add(bytes.len()).is_some_and(|e| e <= size),
+        "{} holds {size} bytes; {} bytes at offset {offset} do not fit",
+        t.describe(),
+        bytes.len()
+    );
+    r.buf.write_bytes(r.offset + offset, bytes, &t.describe())
 }

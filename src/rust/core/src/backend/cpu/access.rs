@@ -4,7 +4,9 @@
 
 use crate::base::float::Float;
 use crate::layout::convert::{decode, encode};
-use crate::layout::walk::for_each_offset;
+use crate::base::quant::{self, QType};
+use crate::layout::walk::{for_each_offset, for_each_row};
+use crate::layout::Layout;
 use crate::memory::BufferMem;
 use crate::tensor::DataRef;
 use anyhow::{bail, ensure};
@@ -58,7 +60,7 @@ fn check_span(mem_len: usize, r: &DataRef) -> crate::Result<()> {
     Ok(())
 }
 
-fn host<'m>(mem: &'m BufferMem, r: &DataRef) -> crate::Result<&'m [u8]> {
+pub fn host<'m>(mem: &'m BufferMem, r: &DataRef) -> crate::Result<&'m [u8]> {
     match mem.host_bytes() {
         Some(b) => {
             check_span(b.len(), r)?;
@@ -98,12 +100,66 @@ fn typed_mut<T: Float>(bytes: &mut [u8], offset: usize, n: usize) -> Option<&mut
     Some(unsafe { std::slice::from_raw_parts_mut(region.as_mut_ptr() as *mut T, n) })
 }
 
+/// Bytes of a row of a quantized layout, checking that its blocks follow
+/// each other (a permuted view of quantized data cannot be read).
+fn quant_row(q: QType, l: &Layout) -> crate::Result<usize> {
+    ensure!(
+        l.nb[0] == q.type_size(),
+        "a {} tensor's values are read a row of blocks at a time; this view does not keep \
+         its first dimension's blocks together (a transposed or permuted view); use a view \
+         that keeps whole rows",
+        q.name()
+    );
+    q.row_size(l.ne[0])
+}
+
+/// Quantized rows dequantized to f32, in ggml order.
+fn gather_quant(q: QType, b: &[u8], r: &DataRef) -> crate::Result<Vec<f32>> {
+    let l = &r.layout;
+    let rs = quant_row(q, l)?;
+    let n0 = l.ne[0];
+    let mut out = alloc_f32(l.nelements())?;
+    let mut res = Ok(());
+    for_each_row(l, r.offset, |i, o| {
+        if res.is_ok() {
+            res = quant::dequantize_row(q, &b[o..o + rs], &mut out[i * n0..(i + 1) * n0]);
+        }
+    });
+    res.map(|_| out)
+}
+
+/// Rows of values (rounded to f32) quantized into the destination's rows.
+fn scatter_quant<T: Float>(q: QType, b: &mut [u8], r: &DataRef, vals: &[T]) -> crate::Result<()> {
+    let l = &r.layout;
+    let rs = quant_row(q, l)?;
+    let n0 = l.ne[0];
+    ensure!(
+        !q.requires_imatrix(),
+        "{} is only made with an importance matrix: quantize the values with quantize_{}(x, \
+         n_rows, n_per_row, imatrix) and set the tensor's bytes",
+        q.name(),
+        q.name()
+    );
+    let mut res = Ok(());
+    for_each_row(l, r.offset, |i, o| {
+        if res.is_ok() {
+            let row: Vec<f32> = vals[i * n0..(i + 1) * n0].iter().map(|v| v.to_f32()).collect();
+            res = quant::quantize_chunk(q, &row, 1, n0, None).map(|bytes| b[o..o + rs].copy_from_slice(&bytes));
+        }
+    });
+    res
+}
+
 /// The source's values in type `T`: borrowed in place when already
 /// contiguous values of that type, else converted (and packed) once.
 pub fn gather<'m, T: Float>(mem: &'m BufferMem, r: &DataRef) -> crate::Result<Src<'m, T>> {
     let l = &r.layout;
     let n = l.nelements();
     let b = host(mem, r)?;
+    if let Some(q) = l.dtype.quant() {
+        let v = gather_quant(q, b, r)?;
+        return Ok(Src::new(Cow::Owned(v.into_iter().map(T::from_f32).collect()), l.ne));
+    }
     if l.dtype == T::DTYPE && l.is_contiguous() {
         if let Some(s) = typed::<T>(b, r.offset, n) {
             return Ok(Src::new(Cow::Borrowed(s), l.ne));
@@ -179,17 +235,37 @@ pub fn scatter<T: Float>(mem: &mut BufferMem, r: &DataRef, vals: &[T]) -> crate:
         bail!("the result lives in {}, which the CPU backend cannot write", r.buf.describe());
     };
     check_span(b.len(), r)?;
+    if let Some(q) = l.dtype.quant() {
+        return scatter_quant(q, b, r, vals);
+    }
     let dt = l.dtype;
     for_each_offset(l, r.offset, |i, o| encode(dt, vals[i], b, o));
     Ok(())
 }
 
+/// (bytes per unit, the walk over units): elements, or rows of blocks.
+fn units(l: &Layout) -> crate::Result<(usize, bool)> {
+    match l.dtype.quant() {
+        Some(q) => Ok((quant_row(q, l)?, true)),
+        None => Ok((l.dtype.size(), false)),
+    }
+}
+
+fn walk_units(l: &Layout, base: usize, rows: bool, f: impl FnMut(usize, usize)) {
+    if rows {
+        for_each_row(l, base, f)
+    } else {
+        for_each_offset(l, base, f)
+    }
+}
+
 /// The element bytes of a tensor, packed in ggml order (no conversion).
 pub fn gather_bytes(mem: &BufferMem, r: &DataRef) -> crate::Result<Vec<u8>> {
     let b = host(mem, r)?;
-    let es = r.layout.dtype.size();
-    let mut out = vec![0u8; r.layout.nelements() * es];
-    for_each_offset(&r.layout, r.offset, |i, o| out[i * es..(i + 1) * es].copy_from_slice(&b[o..o + es]));
+    let (es, rows) = units(&r.layout)?;
+    let n = if rows { r.layout.nelements() / r.layout.ne[0].max(1) } else { r.layout.nelements() };
+    let mut out = vec![0u8; n * es];
+    walk_units(&r.layout, r.offset, rows, |i, o| out[i * es..(i + 1) * es].copy_from_slice(&b[o..o + es]));
     Ok(out)
 }
 
@@ -199,7 +275,7 @@ pub fn scatter_bytes(mem: &mut BufferMem, r: &DataRef, vals: &[u8]) -> crate::Re
         bail!("the result lives in {}, which the CPU backend cannot write", r.buf.describe());
     };
     check_span(b.len(), r)?;
-    let es = r.layout.dtype.size();
-    for_each_offset(&r.layout, r.offset, |i, o| b[o..o + es].copy_from_slice(&vals[i * es..(i + 1) * es]));
+    let (es, rows) = units(&r.layout)?;
+    walk_units(&r.layout, r.offset, rows, |i, o| b[o..o + es].copy_from_slice(&vals[i * es..(i + 1) * es]));
     Ok(())
 }

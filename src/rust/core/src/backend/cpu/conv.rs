@@ -21,25 +21,40 @@ pub fn im2col<T: Float>(
     let (iw, ih) = if is_2d { (b.ne[0] as i64, b.ne[1] as i64) } else { (b.ne[0] as i64, 1) };
     let (ow, oh) = if is_2d { (ne[1], ne[2]) } else { (ne[1], 1) };
     let row = ne[0];
+    // 1-D: b [IW, IC, N] is walked as [IW, 1, IC, N].
+    let plane = if is_2d { b.ne[0] * b.ne[1] } else { b.ne[0] };
     par_rows(pool, out, row, |r0, chunk| {
         for (j, orow) in chunk.chunks_mut(row.max(1)).enumerate() {
             let r = r0 + j;
-            let x = r % ow;
-            let y = (r / ow) % oh;
+            let x = (r % ow) as i64;
+            let y = ((r / ow) % oh) as i64;
             let n = r / (ow * oh);
-            for (e, o) in orow.iter_mut().enumerate() {
-                let kx = e % kw;
-                let ky = (e / kw) % kh;
-                let ic = e / (kw * kh);
-                let ix = x as i64 * s0 + kx as i64 * d0 - p0;
-                let iy = if is_2d { y as i64 * s1 + ky as i64 * d1 - p1 } else { 0 };
-                *o = if ix < 0 || ix >= iw || iy < 0 || iy >= ih {
-                    T::ZERO
-                } else if is_2d {
-                    b.at(ix as usize, iy as usize, ic, n)
-                } else {
-                    b.at(ix as usize, ic, n, 0)
-                };
+            let (ix0, iy0) = (x * s0 - p0, if is_2d { y * s1 - p1 } else { 0 });
+            // The row runs over (kx fastest, ky, ic): offsets advance without
+            // a division per element.
+            let ics = row / (kw * kh).max(1);
+            let mut e = 0usize;
+            for ic in 0..ics {
+                let cbase = (n * ics + ic) * plane;
+                for ky in 0..kh as i64 {
+                    let iy = iy0 + ky * d1;
+                    let seg = &mut orow[e..e + kw];
+                    e += kw;
+                    if iy < 0 || iy >= ih {
+                        seg.fill(T::ZERO);
+                        continue;
+                    }
+                    let rbase = cbase + iy as usize * iw as usize;
+                    let src = &b.d[rbase..rbase + iw as usize];
+                    if d0 == 1 && ix0 >= 0 && ix0 + kw as i64 <= iw {
+                        seg.copy_from_slice(&src[ix0 as usize..ix0 as usize + kw]);
+                        continue;
+                    }
+                    for (kx, o) in seg.iter_mut().enumerate() {
+                        let ix = ix0 + kx as i64 * d0;
+                        *o = if ix < 0 || ix >= iw { T::ZERO } else { src[ix as usize] };
+                    }
+                }
             }
         }
     });

@@ -25,6 +25,10 @@ pub fn run(node: &Node, pool: &Pool) -> crate::Result<()> {
     if node.op.is_in_place() {
         return super::optstep::run(node, pool);
     }
+    // Products and row lookups of quantized weights have kernels of their own.
+    if let Some(done) = super::quantized::run(node, pool) {
+        return done;
+    }
     let dst = &node.dst;
     // Same-type copies move bytes, so i32 and f16 values stay exact.
     if matches!(node.op, Op::Dup | Op::Cont | Op::Cpy) && node.srcs[0].layout.dtype == dst.layout.dtype {
@@ -131,6 +135,13 @@ pub(super) fn kernel<T: Gemm>(op: &Op, s: &[Src<'_, T>], out: &mut [T], ne: [usi
         Op::Pool2d { op, k0, k1, s0, s1, p0, p1 } => {
             conv::pool_2d(&s[0], *op, [*k0, *k1, *s0, *s1], [*p0, *p1], out, ne, pool)
         }
+        Op::Map { .. }
+        | Op::Binary { .. }
+        | Op::ReduceRows { .. }
+        | Op::ScanRows { .. }
+        | Op::GatherAxis { .. }
+        | Op::ScatterFlat { .. }
+        | Op::PadEx { .. } => T::extended(op, s, out, ne, pool)?,
     }
     Ok(())
 }

@@ -24,9 +24,14 @@ pub trait Gemm: Float {
     /// `act(mul_mat(a, b) + c)` for 2-D a and b, `c` one value per row of
     /// the result ([`Op::Linear`](crate::op::Op::Linear)).
     fn linear(a: &Src<'_, Self>, b: &Src<'_, Self>, c: &[Self], act: Option<UnaryOp>, out: &mut [Self], pool: &Pool);
+    /// The extended ops of ONNX import (`super::extended`), f32 only.
+    fn extended(op: &crate::op::Op, s: &[Src<'_, Self>], out: &mut [Self], ne: [usize; 4], pool: &Pool) -> crate::Result<()>;
 }
 
 impl Gemm for f32 {
+    fn extended(op: &crate::op::Op, s: &[Src<'_, f32>], out: &mut [f32], ne: [usize; 4], pool: &Pool) -> crate::Result<()> {
+        super::extended::kernel(op, s, out, ne, pool)
+    }
     fn mul_mat(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &Pool) {
         mul_mat(a, b, out, pool)
     }
@@ -159,14 +164,60 @@ pub(super) fn batched<'s, T: Float>(
     }
 }
 
-fn mul_mat(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &Pool) {
+/// Dot product of two equal-length slices (eight accumulators, so the
+/// compiler vectorises it).
+fn dot(x: &[f32], y: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (xc, yc) = (x.chunks_exact(8), y.chunks_exact(8));
+    let (xr, yr) = (xc.remainder(), yc.remainder());
+    for (p, q) in xc.zip(yc) {
+        for i in 0..8 {
+            acc[i] += p[i] * q[i];
+        }
+    }
+    let mut s: f32 = acc.iter().sum();
+    for (p, q) in xr.iter().zip(yr) {
+        s += p * q;
+    }
+    s
+}
+
+/// A matrix-vector product: out[i] = rows[i] . v, rows of length `v.len()`
+/// (sgemm would pack the whole matrix for one column).
+fn gemv(pool: &Pool, rows: &[f32], v: &[f32], out: &mut [f32]) {
+    let k = v.len();
+    if k == 0 {
+        out.fill(0.0);
+        return;
+    }
+    let run = |r0: usize, o: &mut [f32]| {
+        for (i, x) in o.iter_mut().enumerate() {
+            let r = r0 + i;
+            *x = dot(&rows[r * k..(r + 1) * k], v);
+        }
+    };
+    if pool.n_threads <= 1 || out.len() * k < (1 << 16) || out.len() < 2 {
+        run(0, out);
+        return;
+    }
+    let per = out.len().div_ceil(pool.n_threads);
+    pool.install(|| out.par_chunks_mut(per).enumerate().for_each(|(i, o)| run(i * per, o)));
+}
+
+pub fn mul_mat(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &Pool) {
     let (k, m, n) = (a.ne[0], a.ne[1], b.ne[1]);
     if m * n == 0 {
         return;
     }
     let (a0, a1, b0, b1) = (a.st[0], a.st[1], b.st[0], b.st[1]);
     batched(a, b, out, m * n, |sa, sb, c| {
-        if n >= m.min(4 * pool.n_threads) {
+        // (gemv reads contiguous rows: strided views take the general path.)
+        if n == 1 && a0 == 1 && a1 == k && b0 == 1 {
+            // One column of b: each result is a row of a times it.
+            gemv(pool, sa, &sb[..k], c);
+        } else if m == 1 && b0 == 1 && b1 == k && a0 == 1 {
+            gemv(pool, sb, &sa[..k], c);
+        } else if n >= m.min(4 * pool.n_threads) {
             // C (N x M) = B (N x K) * A^T (K x M), split over N.
             let bm = Mat { d: sb, rs: b1, cs: b0 };
             let am = Mat { d: sa, rs: a0, cs: a1 };

@@ -50,6 +50,9 @@ fn product(pool: &Pool, m: usize, k: usize, n: usize, a: View, b: View, c: &mut 
 fn no_post(_: usize, _: usize, _: &mut [f64]) {}
 
 impl Gemm for f64 {
+    fn extended(op: &crate::op::Op, _: &[Src<'_, f64>], _: &mut [f64], _: [usize; 4], _: &Pool) -> crate::Result<()> {
+        anyhow::bail!("{} has no f64 kernel on the CPU backend (it computes in f32)", op.name())
+    }
     fn mul_mat(a: &Src<'_, f64>, b: &Src<'_, f64>, out: &mut [f64], pool: &Pool) {
         let (k, m, n) = (a.ne[0], a.ne[1], b.ne[1]);
         let (a0, a1, b0, b1) = (a.st[0], a.st[1], b.st[0], b.st[1]);

@@ -9,11 +9,13 @@ pub mod dgemm;
 pub mod dgemm_par;
 pub mod driver;
 mod elementwise;
+mod extended;
 mod matmul;
 mod matmul_f64;
 mod movement;
 mod optstep;
 pub mod par;
+mod quantized;
 mod reduce;
 
 #[cfg(test)]

@@ -38,25 +38,37 @@ pub fn concat<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, dim: usize, out: &mut [T
     });
 }
 
-pub fn get_rows<T: Float>(a: &Src<'_, T>, idx: &Src<'_, T>, out: &mut [T], ne: [usize; 4]) -> crate::Result<()> {
-    let n0 = a.ne[0];
+/// Calls `f(row, i11, i12, first output element)` for every index of
+/// `get_rows` into a tensor of `n_rows` rows (per plane), checking each index.
+pub fn for_each_pick<I: Float>(
+    idx: &Src<'_, I>,
+    n_rows: usize,
+    ne: [usize; 4],
+    mut f: impl FnMut(usize, usize, usize, usize) -> crate::Result<()>,
+) -> crate::Result<()> {
     for i12 in 0..ne[3] {
         for i11 in 0..ne[2] {
             for i10 in 0..ne[1] {
                 let r = idx.at(i10, i11, i12, 0).to_f64();
                 ensure!(
-                    r >= 0.0 && (r as usize) < a.ne[1],
-                    "get_rows: row index {r:.0} is out of range: the tensor has {} rows (indices \
-                     start at 0)",
-                    a.ne[1]
+                    r >= 0.0 && (r as usize) < n_rows,
+                    "get_rows: row index {r:.0} is out of range: the tensor has {n_rows} rows (indices \
+                     start at 0)"
                 );
-                let src = (r as usize + a.ne[1] * (i11 + a.ne[2] * i12)) * n0;
-                let dst = (i10 + ne[1] * (i11 + ne[2] * i12)) * n0;
-                out[dst..dst + n0].copy_from_slice(&a.d[src..src + n0]);
+                f(r as usize, i11, i12, (i10 + ne[1] * (i11 + ne[2] * i12)) * ne[0])?;
             }
         }
     }
     Ok(())
+}
+
+pub fn get_rows<T: Float>(a: &Src<'_, T>, idx: &Src<'_, T>, out: &mut [T], ne: [usize; 4]) -> crate::Result<()> {
+    let n0 = a.ne[0];
+    for_each_pick(idx, a.ne[1], ne, |r, i11, i12, dst| {
+        let src = (r + a.ne[1] * (i11 + a.ne[2] * i12)) * n0;
+        out[dst..dst + n0].copy_from_slice(&a.d[src..src + n0]);
+        Ok(())
+    })
 }
 
 pub fn diag_mask_inf<T: Float>(a: &Src<'_, T>, n_past: i32, out: &mut [T], pool: &Pool) {

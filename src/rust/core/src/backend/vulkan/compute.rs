@@ -50,7 +50,7 @@ impl DeviceMemory for VkBuffer {
 pub fn vk_buffer(mem: &BufferMem) -> Option<&VkBuffer> {
     match mem {
         BufferMem::Device(d) => d.as_any().downcast_ref::<VkBuffer>(),
-        BufferMem::Host(_) | BufferMem::Freed => None,
+        BufferMem::Host(_) | BufferMem::Mapped(_) | BufferMem::Freed => None,
     }
 }
 
@@ -60,6 +60,15 @@ pub fn compute(ctx: &Arc<VkContext>, backend: &str, nodes: &[Node]) -> crate::Re
     let locks = BufferLocks::read(bufs)?;
     let mut vk_nodes = Vec::with_capacity(nodes.len());
     for (i, n) in nodes.iter().enumerate() {
+        if let Some(q) = n.srcs.iter().chain(std::iter::once(&n.dst)).find_map(|r| r.layout.dtype.quant()) {
+            anyhow::bail!(
+                "computing {}: the Vulkan backend does not compute quantized ({}) tensors yet; \
+                 compute this graph on the CPU backend (ggml_backend_cpu_init()), or \
+                 dequantize the weights to f32 or f16 first",
+                n.tensor.describe(),
+                q.name()
+            );
+        }
         if matches!(n.op, Op::GetRows) && n.srcs.len() == 2 {
             check_row_indices(&locks, &nodes[..i], &n.srcs[0], &n.srcs[1]).map_err(|e| e.context(format!("computing {}", n.tensor.describe())))?;
         }

@@ -55,6 +55,8 @@ pub(crate) struct Dispatch {
 /// The shaders' code of a storage type; f64 has no Vulkan kernels.
 fn dtype_code(t: DType) -> Option<u32> {
     match t {
+        // Graphs with quantized tensors are refused before encoding (compute.rs).
+        DType::Quant(_) => None,
         DType::F32 => Some(0),
         DType::F16 => Some(1),
         DType::I32 => Some(2),
@@ -410,6 +412,80 @@ pub(crate) fn encode(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dis
                 _ => {}
             }
         }
+        Op::Map { f, a, b } => {
+            need_srcs(node, 1)?;
+            e.tensor(0, src(0), "source")?;
+            shader = Shader::Extended;
+            ew(&mut e, 0);
+            e.params[49] = f.code();
+            e.f(50, *a);
+            e.f(51, *b);
+        }
+        Op::Binary { f } => {
+            need_srcs(node, 2)?;
+            let (a, b) = (&src(0).layout, &src(1).layout);
+            anyhow::ensure!(
+                (0..4).all(|i| (a.ne[i] == dst.layout.ne[i] || a.ne[i] == 1) && (b.ne[i] == dst.layout.ne[i] || b.ne[i] == 1)),
+                "BINARY: a {:?} and b {:?} do not broadcast to {:?}",
+                a.ne,
+                b.ne,
+                dst.layout.ne
+            );
+            e.tensor(0, src(0), "first source")?;
+            e.tensor(1, src(1), "second source")?;
+            shader = Shader::Extended;
+            ew(&mut e, 1);
+            e.params[49] = f.code();
+        }
+        Op::GatherAxis { dim } => {
+            need_srcs(node, 2)?;
+            anyhow::ensure!(*dim < 4, "GATHER_AXIS: dim must be 0..3, got {dim}");
+            e.tensor(0, src(0), "source")?;
+            e.tensor(1, src(1), "indices")?;
+            shader = Shader::Extended;
+            ew(&mut e, 2);
+            e.params[56] = *dim as u32;
+        }
+        Op::PadEx { lo, mode, value, .. } => {
+            need_srcs(node, 1)?;
+            e.tensor(0, src(0), "source")?;
+            shader = Shader::Extended;
+            ew(&mut e, 3);
+            e.f(50, *value);
+            for (d, &l) in lo.iter().enumerate() {
+                e.params[56 + d] = u32::try_from(l)?;
+            }
+            e.params[60] = mode.code();
+        }
+        Op::ScatterFlat { reduce } => {
+            need_srcs(node, 2)?;
+            e.tensor(0, src(0), "source")?;
+            e.tensor(1, src(1), "updates")?;
+            shader = Shader::Extended;
+            ew(&mut e, 4);
+            e.params[49] = reduce.code();
+        }
+        Op::ReduceRows { f } => {
+            need_srcs(node, 1)?;
+            e.tensor(0, src(0), "source")?;
+            shader = Shader::Extended;
+            ew(&mut e, 5);
+            e.params[49] = f.code();
+            let a = src(0).layout;
+            groups = groups_1d(ctx, a.ne[1] * a.ne[2] * a.ne[3], 256);
+        }
+        Op::ScanRows { f } => {
+            need_srcs(node, 1)?;
+            e.tensor(0, src(0), "source")?;
+            shader = Shader::Extended;
+            ew(&mut e, 6);
+            e.params[49] = f.code();
+            let (excl, rev) = f.flags();
+            e.params[57] = excl as u32;
+            e.params[58] = rev as u32;
+            let a = src(0).layout;
+            groups = groups_1d(ctx, a.ne[1] * a.ne[2] * a.ne[3], 256);
+        }
         other => anyhow::bail!("{} has no Vulkan kernel", other.name()),
     }
     // Contiguous same-shape element-wise work takes the shader's linear path.
@@ -438,6 +514,7 @@ pub(crate) fn encode(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dis
     let (op_code, sub) = match shader {
         Shader::Matmul => (0, register_blocks as u32),
         Shader::Reduce => (e.params[OPW], serial_rows as u32),
+        Shader::Extended => (e.params[OPW], 0),
         Shader::Eltwise => {
             let op = e.params[OPW];
             (op, if matches!(op, 1 | 5 | 13) { e.params[49] } else { 0 })

@@ -37,6 +37,8 @@ mod test_util;
 #[cfg(test)]
 mod tests_bench;
 #[cfg(test)]
+mod tests_extended;
+#[cfg(test)]
 mod tests_layout;
 #[cfg(test)]
 mod tests_limits;

@@ -20,6 +20,10 @@ pub enum Shader {
     Matmul,
     /// One workgroup per row: sums, means, softmax, norms, argmax.
     Reduce,
+    /// The extended ops (`op::extended`): maps, broadcasting binaries,
+    /// gathers, padding, scatters (per element), row reductions and scans
+    /// (per row).
+    Extended,
 }
 
 include!(concat!(env!("OUT_DIR"), "/variants.rs"));
@@ -40,6 +44,7 @@ impl Shader {
             Shader::Eltwise => "eltwise",
             Shader::Matmul => "matmul",
             Shader::Reduce => "reduce",
+            Shader::Extended => "extended",
         }
     }
 

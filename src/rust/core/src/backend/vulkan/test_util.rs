@@ -33,6 +33,7 @@ pub fn values(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
 /// The value `v` stored as `dt` and read back (what a kernel sees).
 pub fn quant(v: f32, dt: DType) -> f32 {
     match dt {
+        DType::Quant(_) => unreachable!("the Vulkan tests use element types"),
         DType::F32 => v,
         DType::F16 => f16::from_f32(v).to_f32(),
         DType::BF16 => bf16::from_f32(v).to_f32(),
@@ -43,6 +44,7 @@ pub fn quant(v: f32, dt: DType) -> f32 {
 
 fn put(bytes: &mut [u8], at: usize, v: f32, dt: DType) {
     match dt {
+        DType::Quant(_) => unreachable!("the Vulkan tests use element types"),
         DType::F32 => bytes[at..at + 4].copy_from_slice(&v.to_le_bytes()),
         DType::I32 => bytes[at..at + 4].copy_from_slice(&(v as i32).to_le_bytes()),
         DType::F16 => bytes[at..at + 2].copy_from_slice(&f16::from_f32(v).to_le_bytes()),
@@ -53,6 +55,7 @@ fn put(bytes: &mut [u8], at: usize, v: f32, dt: DType) {
 
 fn get(bytes: &[u8], at: usize, dt: DType) -> f32 {
     match dt {
+        DType::Quant(_) => unreachable!("the Vulkan tests use element types"),
         DType::F32 => f32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()),
         DType::I32 => i32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as f32,
         DType::F16 => f16::from_le_bytes(bytes[at..at + 2].try_into().unwrap()).to_f32(),

@@ -1,0 +1,101 @@
+# Speed of quantized matrix-vector products (ggml_mul_mat of 4096 x 4096
+# weights with one column) on the CPU backend, in GB/s of weights read,
+# beside the machine's memory bandwidth and the f32 product, in the same run.
+# The bandwidth is that of a plain streaming pass over memory: identical()
+# of two distinct raw vectors is one memcmp, reading both (the access
+# pattern of a matrix-vector product, which only reads its weights), from
+# one process and from as many processes as threads at once; the
+# percentages are of the latter.
+# An R-level copy is not used: it allocates a fresh vector each time and
+# measures page faults rather than memory. Each type cycles through enough
+# copies of the weights to exceed the last-level cache, so the weights come
+# from memory.
+# Run with `make bench` or `Rscript inst/bench/quant.R` (THREADS=n to change
+# the 2 threads).
+suppressPackageStartupMessages(library(ggmlR))
+options(width = 200)
+
+K <- 4096
+M <- 4096
+threads <- as.integer(Sys.getenv("THREADS", "2"))
+min_time <- 1 # seconds of repeated runs per measurement
+cache_bytes <- 96 * 2^20 # larger than the last-level caches of current CPUs
+
+# time_it(f, min_time): the shared timer of these benchmarks.
+local({
+  file <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))
+  source(file.path(if (length(file)) dirname(file[1]) else "inst/bench", "timing.R"))
+})
+
+# GB/s read by `streams` processes at once, each comparing its own pair of
+# distinct raw vectors with the same bytes (so memcmp reads all of both),
+# 256 MB in all per pass.
+read_bandwidth <- function(streams) {
+  n <- 2^27 %/% streams
+  pairs <- lapply(seq_len(streams), function(i) {
+    a <- as.raw(sample.int(256, n, replace = TRUE) - 1L)
+    b <- a
+    b[1] <- a[1] # forces a distinct copy
+    list(a, b)
+  })
+  passes <- 8
+  pass <- function(p) {
+    for (r in seq_len(passes)) stopifnot(identical(p[[1]], p[[2]]))
+    TRUE
+  }
+  best <- Inf
+  for (rep in 1:5) {
+    t0 <- proc.time()[["elapsed"]]
+    ok <- if (streams == 1) pass(pairs[[1]]) else unlist(parallel::mclapply(pairs, pass, mc.cores = streams))
+    stopifnot(isTRUE(all(ok)))
+    best <- min(best, proc.time()[["elapsed"]] - t0)
+  }
+  2 * n * streams * passes / best / 1e9
+}
+
+# Seconds per matrix-vector product of `type` weights, cycling through
+# enough copies of the weights to leave the caches.
+matvec_time <- function(type, bytes_per_row) {
+  w_bytes <- M * bytes_per_row
+  copies <- max(1, ceiling(cache_bytes / w_bytes))
+  backend <- ggml_backend_cpu_init()
+  ggml_backend_cpu_set_n_threads(backend, threads)
+  ctx <- ggml_init((3 * copies + 4) * ggml_tensor_overhead(), no_alloc = TRUE)
+  x <- ggml_new_tensor_1d(ctx, GGML_TYPE_F32, K)
+  ws <- lapply(seq_len(copies), function(i) ggml_new_tensor_2d(ctx, type, K, M))
+  ys <- lapply(ws, function(w) ggml_mul_mat(ctx, w, x))
+  buf <- ggml_backend_alloc_ctx_tensors(ctx, backend)
+  set.seed(1)
+  values <- rnorm(K * M)
+  data <- if (type == GGML_TYPE_F32) values else ggml_quantize_chunk(type, values, M, K)
+  for (w in ws) ggml_backend_tensor_set_data(w, data)
+  ggml_backend_tensor_set_data(x, rnorm(K))
+  graphs <- lapply(ys, function(y) ggml_build_forward_expand(ctx, y))
+  i <- 0
+  s <- time_it(function() {
+    i <<- i %% copies + 1
+    ggml_backend_graph_compute(backend, graphs[[i]])
+  }, min_time)
+  ggml_free(ctx)
+  ggml_backend_free(backend)
+  list(seconds = s, bytes = w_bytes, copies = copies)
+}
+
+cat(sprintf("quantized matrix-vector products, %d x %d weights, %d thread(s)\n", K, M, threads))
+cat(sprintf("CPU: %s\n", sub(".*: ", "", grep("^model name", readLines("/proc/cpuinfo"), value = TRUE)[1])))
+bw1 <- read_bandwidth(1)
+bw <- if (threads > 1) read_bandwidth(threads) else bw1
+cat(sprintf("memory bandwidth (memcmp, 256 MB a pass): %.1f GB/s from one stream, %.1f GB/s from %d\n\n",
+  bw1, bw, threads))
+types <- list(f32 = GGML_TYPE_F32, q8_0 = GGML_TYPE_Q8_0, q4_0 = GGML_TYPE_Q4_0, q4_K = GGML_TYPE_Q4_K)
+res <- lapply(names(types), function(nm) {
+  ty <- types[[nm]]
+  info <- ggml_quant_block_info(ty)
+  m <- matvec_time(ty, K / info$block_size * info$type_size)
+  data.frame(type = nm, weights_MB = round(m$bytes / 2^20, 1), copies = m$copies,
+    ms = round(1e3 * m$seconds, 3), GB_per_s = round(m$bytes / m$seconds / 1e9, 2))
+})
+res <- do.call(rbind, res)
+res$of_bandwidth <- sprintf("%.0f%%", 100 * res$GB_per_s / bw)
+res$speedup_over_f32 <- round(res$ms[res$type == "f32"] / res$ms, 2)
+print(res, row.names = FALSE)

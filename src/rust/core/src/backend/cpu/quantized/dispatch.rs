@@ -1,0 +1,123 @@
+//! The row loops of the quantized dot products, chosen at run time: the
+//! AVX2 kernels of [`super::avx2`] (with the portable ones compiled for
+//! AVX2 for the other types) where the CPU has AVX2 and FMA, the portable
+//! kernels of [`super::dot`] elsewhere.
+
+use super::dot;
+use crate::base::quant::{self, QType};
+use crate::base::simd;
+
+/// Activations of one column: quantized to the partner format, or f32.
+#[derive(Clone, Copy)]
+pub enum Act<'a> {
+    Q(&'a [u8]),
+    F(&'a [f32]),
+}
+
+/// The weight rows of one product: `n` rows of `k` values, `stride` bytes apart.
+#[derive(Clone, Copy)]
+pub struct Rows<'a> {
+    pub q: QType,
+    pub data: &'a [u8],
+    pub stride: usize,
+    pub k: usize,
+}
+
+/// `out[r] = row r . act` for every row.
+#[inline(always)]
+fn rows_generic(w: Rows<'_>, act: Act<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
+    let nb = w.k / w.q.block_size();
+    let rs = nb * w.q.type_size();
+    let row = |r: usize| &w.data[r * w.stride..r * w.stride + rs];
+    macro_rules! each {
+        ($f:path, $y:expr) => {
+            for (r, o) in out.iter_mut().enumerate() {
+                *o = $f(row(r), $y, nb);
+            }
+        };
+    }
+    use QType::*;
+    match act {
+        Act::Q(y) => match w.q {
+            Q4_0 => each!(dot::q4_0, y),
+            Q4_1 => each!(dot::q4_1, y),
+            Q5_0 => each!(dot::q5_0, y),
+            Q5_1 => each!(dot::q5_1, y),
+            Q8_0 => each!(dot::q8_0, y),
+            IQ4_NL => each!(dot::iq4_nl, y),
+            MXFP4 => each!(dot::mxfp4, y),
+            Q2_K => each!(dot::q2_k, y),
+            Q3_K => each!(dot::q3_k, y),
+            Q4_K => each!(dot::q4_k, y),
+            Q5_K => each!(dot::q5_k, y),
+            Q6_K => each!(dot::q6_k, y),
+            IQ4_XS => each!(dot::iq4_xs, y),
+            _ => out.fill(f32::NAN),
+        },
+        Act::F(y) => {
+            scratch.resize(w.k, 0.0);
+            for (r, o) in out.iter_mut().enumerate() {
+                *o = match quant::dequantize_row(w.q, row(r), scratch) {
+                    Ok(()) => dot::f32_dot(scratch, y),
+                    Err(_) => f32::NAN,
+                };
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+// SAFETY: (for callers) only called when the CPU has AVX2, FMA and F16C.
+unsafe fn rows_avx2(w: Rows<'_>, act: Act<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
+    use super::avx2;
+    let nb = w.k / w.q.block_size();
+    let rs = nb * w.q.type_size();
+    let kernel: fn(&[u8], &[u8], usize) -> f32 = match (w.q, act) {
+        (QType::Q4_0, Act::Q(_)) => avx2::q4_0,
+        (QType::Q4_1, Act::Q(_)) => avx2::q4_1,
+        (QType::Q5_0, Act::Q(_)) => avx2::q5_0,
+        (QType::Q5_1, Act::Q(_)) => avx2::q5_1,
+        (QType::Q8_0, Act::Q(_)) => avx2::q8_0,
+        (QType::IQ4_NL, Act::Q(_)) => avx2::iq4_nl,
+        (QType::Q4_K, Act::Q(_)) => avx2::q4_k,
+        (QType::Q5_K, Act::Q(_)) => avx2::q5_k,
+        (QType::Q6_K, Act::Q(_)) => avx2::q6_k,
+        _ => return rows_generic(w, act, out, scratch),
+    };
+    let Act::Q(y) = act else { return };
+    for (r, o) in out.iter_mut().enumerate() {
+        *o = kernel(&w.data[r * w.stride..r * w.stride + rs], y, nb);
+    }
+}
+
+/// Which kernels run: "avx2" or "portable".
+pub fn path() -> &'static str {
+    if simd::avx2_fma() && f16c() {
+        "avx2"
+    } else {
+        "portable"
+    }
+}
+
+fn f16c() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("f16c")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// `out[r] = row r . act` with the kernels of this CPU (the portable ones
+/// when tests ask for them through `simd::portable`).
+pub fn dot_rows(w: Rows<'_>, act: Act<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
+    #[cfg(target_arch = "x86_64")]
+    if path() == "avx2" {
+        // SAFETY: the CPU has AVX2, FMA and F16C.
+        return unsafe { rows_avx2(w, act, out, scratch) };
+    }
+    rows_generic(w, act, out, scratch)
+}

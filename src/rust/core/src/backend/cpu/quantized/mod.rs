@@ -1,0 +1,60 @@
+//! CPU kernels of quantized weights: matrix products whose first operand is
+//! quantized ([`matmul`], dot products in [`dot`] compiled per CPU in
+//! [`dispatch`]) and row lookups (`get_rows`) that dequantize only the rows
+//! picked. Other ops read quantized sources through the generic path, which
+//! dequantizes them whole (see `access`).
+
+mod avx2;
+mod dispatch;
+mod dot;
+mod matmul;
+
+#[cfg(test)]
+mod tests;
+
+
+
+use super::access::{self, Src};
+use super::movement::for_each_pick;
+use super::par::Pool;
+use crate::backend::Node;
+use crate::base::quant::{self, QType};
+use crate::memory::BufferLocks;
+use crate::op::Op;
+use crate::tensor::DataRef;
+use matmul::row_bytes;
+
+/// Computes the node when it is a product or row lookup of quantized
+/// weights (None: not such a node).
+pub fn run(node: &Node, pool: &Pool) -> Option<crate::Result<()>> {
+    let q = node.srcs.first()?.layout.dtype.quant()?;
+    matches!(node.op, Op::MulMat | Op::GetRows).then(|| compute(node, q, pool))
+}
+
+fn compute(node: &Node, q: QType, pool: &Pool) -> crate::Result<()> {
+    let dst = &node.dst;
+    let out = {
+        let locks = BufferLocks::read(node.srcs.iter().map(|s| s.buf.as_ref()))?;
+        let a = &node.srcs[0];
+        let bytes = access::host(locks.mem(&a.buf)?, a)?;
+        let b = access::gather(locks.mem(&node.srcs[1].buf)?, &node.srcs[1])?;
+        let mut out = access::alloc_f32(dst.layout.nelements())?;
+        match node.op {
+            Op::MulMat => matmul::mul_mat(q, a, bytes, &b, &mut out, pool)?,
+            _ => get_rows(q, a, bytes, &b, &mut out, dst.layout.ne)?,
+        }
+        out
+    };
+    let mut g = dst.buf.write("the result")?;
+    access::scatter(&mut g, dst, &out)
+}
+
+/// Rows of quantized `a` picked by `idx`, dequantized.
+fn get_rows(q: QType, a: &DataRef, bytes: &[u8], idx: &Src<'_>, out: &mut [f32], ne: [usize; 4]) -> crate::Result<()> {
+    let rs = row_bytes(q, a)?;
+    let (l, n0) = (&a.layout, a.layout.ne[0]);
+    for_each_pick(idx, l.ne[1], ne, |r, i11, i12, d| {
+        let o = a.offset + r * l.nb[1] + i11 * l.nb[2] + i12 * l.nb[3];
+        quant::dequantize_row(q, &bytes[o..o + rs], &mut out[d..d + n0])
+    })
+}

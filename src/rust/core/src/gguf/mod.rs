@@ -1,0 +1,176 @@
+//! GGUF files (llama.cpp's weight format): reading every metadata value
+//! type (nested arrays included), the alignment and tensors of every type,
+//! with the file memory-mapped so tensor data is not copied; and writing
+//! them ([`writer`]).
+//!
+//! A file's tensors can become engine tensors over the mapped bytes
+//! ([`GgufFile::engine_tensor`]): one read-only buffer covers the data
+//! section, counted by the ledger, and lives as long as any tensor using it.
+
+mod reader;
+mod value;
+mod writer;
+
+#[cfg(test)]
+mod tests;
+
+pub use reader::DEFAULT_ALIGNMENT;
+pub use value::{TensorType, Value, ValueType};
+pub use writer::{encode_values, to_bytes, write, WriteTensor};
+
+use crate::base::quant;
+use crate::memory::{Buffer, BufferTag, Mapped};
+use crate::tensor::{Context, DataSlot, Tensor};
+use anyhow::{bail, Context as _};
+use half::{bf16, f16};
+use std::sync::{Arc, OnceLock};
+
+/// One tensor's description in a GGUF file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TensorInfo {
+    pub name: String,
+    pub n_dims: usize,
+    /// Sizes, ne0 fastest (ggml's order), 1 beyond `n_dims`.
+    pub ne: [usize; 4],
+    pub ty: TensorType,
+    /// Byte offset from the start of the data section.
+    pub offset: usize,
+    pub nbytes: usize,
+}
+
+impl TensorInfo {
+    pub fn nelements(&self) -> usize {
+        self.ne.iter().fold(1usize, |a, &n| a.saturating_mul(n))
+    }
+}
+
+/// Everything before the tensor data.
+#[derive(Debug, Clone)]
+pub struct Header {
+    pub version: u32,
+    pub alignment: usize,
+    pub kv: Vec<(String, Value)>,
+    pub tensors: Vec<TensorInfo>,
+    /// Byte offset of the data section in the file.
+    pub data_start: usize,
+}
+
+/// The bytes of a file: mapped, or (for files made in memory) owned.
+enum Bytes {
+    Map(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl AsRef<[u8]> for Bytes {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            Bytes::Map(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
+/// An open GGUF file.
+pub struct GgufFile {
+    pub path: String,
+    pub header: Header,
+    bytes: Arc<Bytes>,
+    /// The buffer over the data section, made for the first engine tensor.
+    data: OnceLock<Arc<Buffer>>,
+}
+
+impl std::fmt::Debug for GgufFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GgufFile({}, {} tensors, {} metadata pairs)", self.path, self.header.tensors.len(), self.header.kv.len())
+    }
+}
+
+impl GgufFile {
+    /// Open and map `path` and read its header.
+    pub fn open(path: &str) -> crate::Result<GgufFile> {
+        let file = std::fs::File::open(path).with_context(|| format!("cannot open '{path}'"))?;
+        let len = file.metadata().with_context(|| format!("cannot read the size of '{path}'"))?.len();
+        if len < 24 {
+            bail!("'{path}' has {len} bytes, too few for a GGUF file (a GGUF header has at least 24)");
+        }
+        // SAFETY: the mapping is only read, through slices whose bounds are
+        // checked against its length. Like every memory map, it assumes that
+        // no other process truncates the file while it is mapped.
+        let map = unsafe { memmap2::Mmap::map(&file) }.with_context(|| format!("cannot map '{path}' into memory"))?;
+        GgufFile::from_bytes(path, Bytes::Map(map))
+    }
+
+    /// A file's bytes held in memory (tests, and files written here).
+    pub fn from_vec(name: &str, bytes: Vec<u8>) -> crate::Result<GgufFile> {
+        GgufFile::from_bytes(name, Bytes::Owned(bytes))
+    }
+
+    fn from_bytes(path: &str, bytes: Bytes) -> crate::Result<GgufFile> {
+        let header = reader::parse(bytes.as_ref()).with_context(|| format!("'{path}' is not a valid GGUF file"))?;
+        Ok(GgufFile { path: path.to_string(), header, bytes: Arc::new(bytes), data: OnceLock::new() })
+    }
+
+    pub fn tensor(&self, name: &str) -> crate::Result<&TensorInfo> {
+        self.header.tensors.iter().find(|t| t.name == name).ok_or_else(|| {
+            anyhow::anyhow!("'{}' has no tensor named '{name}' (see gguf_tensor_names())", self.path)
+        })
+    }
+
+    pub fn value(&self, key: &str) -> Option<&Value> {
+        self.header.kv.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// The stored bytes of tensor `t` (bounds checked when the file was read).
+    pub fn tensor_bytes(&self, t: &TensorInfo) -> &[u8] {
+        let all = (*self.bytes).as_ref();
+        let start = self.header.data_start + t.offset;
+        &all[start.min(all.len())..(start + t.nbytes).min(all.len())]
+    }
+
+    /// The values of tensor `t`, dequantized or converted, in ggml order.
+    pub fn tensor_values(&self, t: &TensorInfo) -> crate::Result<Vec<f64>> {
+        use crate::base::dtype::DType;
+        let b = self.tensor_bytes(t);
+        let n = t.nelements();
+        fn each<const W: usize>(b: &[u8], f: impl Fn([u8; W]) -> f64) -> Vec<f64> {
+            b.chunks_exact(W).map(|c| f(c.try_into().unwrap_or([0; W]))).collect()
+        }
+        Ok(match t.ty {
+            TensorType::Engine(DType::Quant(q)) => {
+                let mut v = vec![0f32; n];
+                let (n0, rs) = (t.ne[0], q.row_size(t.ne[0])?);
+                for (r, row) in b.chunks_exact(rs.max(1)).take(n / n0.max(1)).enumerate() {
+                    quant::dequantize_row(q, row, &mut v[r * n0..(r + 1) * n0])?;
+                }
+                v.into_iter().map(f64::from).collect()
+            }
+            TensorType::Engine(DType::F32) => each::<4>(b, |c| f32::from_le_bytes(c) as f64),
+            TensorType::Engine(DType::F16) => each::<2>(b, |c| f16::from_le_bytes(c).to_f64()),
+            TensorType::Engine(DType::BF16) => each::<2>(b, |c| bf16::from_le_bytes(c).to_f64()),
+            TensorType::Engine(DType::I32) => each::<4>(b, |c| i32::from_le_bytes(c) as f64),
+            TensorType::I8 => each::<1>(b, |c| c[0] as i8 as f64),
+            TensorType::I16 => each::<2>(b, |c| i16::from_le_bytes(c) as f64),
+            TensorType::I64 => each::<8>(b, |c| i64::from_le_bytes(c) as f64),
+            TensorType::F64 | TensorType::Engine(DType::F64) => each::<8>(b, f64::from_le_bytes),
+        })
+    }
+
+    /// Tensor `t` as an engine tensor of `ctx` over the mapped data (no copy).
+    pub fn engine_tensor(&self, t: &TensorInfo, ctx: &Context) -> crate::Result<Arc<Tensor>> {
+        let TensorType::Engine(dtype) = t.ty else {
+            bail!("tensor '{}' is {}, a type engine tensors do not have; read its values with gguf_tensor_data()", t.name, t.ty.name());
+        };
+        let buf = match self.data.get() {
+            Some(b) => b.clone(),
+            None => {
+                let len = (*self.bytes).as_ref().len() - self.header.data_start;
+                let mapped = Mapped { map: self.bytes.clone(), start: self.header.data_start, len };
+                let b = Arc::new(Buffer::mapped(mapped, BufferTag::User)?);
+                self.data.get_or_init(|| b).clone()
+            }
+        };
+        let tensor = ctx.new_tensor_over(dtype, t.ne, DataSlot { buf, offset: t.offset })?;
+        tensor.set_name(&t.name);
+        Ok(tensor)
+    }
+}

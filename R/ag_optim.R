@@ -71,8 +71,10 @@
   env$params <- params
   env$lr <- lr
   for (nm in names(fields)) env[[nm]] <- fields[[nm]]
-  env$t <- 0L
   env$.state <- .rs(rs_ag_opt_new(kind, as.double(hyper), length(params)), call = sys.call(-1L))
+  # The step count is the engine's (it counts the updates it made); `t`
+  # reads it.
+  makeActiveBinding("t", function() as.integer(.rs(rs_ag_opt_state(env$.state, 0L))$t), env)
   env$step <- function(grads) {
     .ag_hyper(env$lr, "lr", 0)
     handles <- .ag_opt_handles(env)
@@ -83,7 +85,6 @@
       gl <- .ag_lookup_grads(env$params, grads)
       .rs(rs_ag_opt_step(env$.state, handles, names(env$params), unname(gl), as.double(env$lr)))
     }
-    env$t <- env$t + 1L
     invisible(env)
   }
   env$zero_grad <- function() {

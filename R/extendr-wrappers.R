@@ -99,6 +99,11 @@ rs_ag_make_env <- function(h, id, rg, nr, nc, device, dtype, grad_fn) .Call(wrap
 #' @noRd
 rs_ag_op_host <- function(name, inputs, params, idx, aux) .Call(wrap__rs_ag_op_host, name, inputs, params, idx, aux)
 
+#' Registers tensor environment `env` (engine handle `h`), now pointing at
+#' device tensor `ptr` of shape `shape` in pool `scope`.
+#' @noRd
+rs_ag_res_register <- function(env, h, ptr, shape, scope) .Call(wrap__rs_ag_res_register, env, h, ptr, shape, scope)
+
 #' Applies the allocator settings; TRUE when they were applied.
 #' @noRd
 rs_malloc_tune <- function() .Call(wrap__rs_malloc_tune)

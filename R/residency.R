@@ -79,28 +79,10 @@
 
 .ag_scope_gen <- function(scope) .rs(rs_res_gen(scope))
 
-# Values that must outlive a reset of their pool (parameters and their
-# gradients) are registered here when they become resident, and copied to
-# the host before the pool is freed.
-.ag_res_registry <- new.env(parent = emptyenv())
-.ag_res_registry$pass <- list()
-.ag_res_registry$persistent <- list()
-
-.ag_res_register <- function(t, scope) {
-  .ag_res_registry[[scope]][[as.character(t$id %||% length(.ag_res_registry[[scope]]) + 1L)]] <- t
-  invisible(t)
-}
-
-.ag_rescue <- function(scopes) {
-  for (s in scopes) {
-    for (t in .ag_res_registry[[s]]) {
-      if (isTRUE(t$requires_grad) && .ag_ptr_is_live(t)) {
-        .ag_data_set(t, .ag_resident_value(t))
-      }
-    }
-    .ag_res_registry[[s]] <- list()
-  }
-}
+# Values that must outlive a reset of their pool (parameters made resident
+# through a handle) are registered with the engine's rescue registry (see
+# .ag_data_set_handle()), which copies them to the host before the pool is
+# freed.
 
 #' Residency internals
 #'
@@ -116,7 +98,6 @@
 .ag_residency_reset <- function(size_mb = NULL, scope = c("all", "pass", "persistent")) {
   scope <- match.arg(scope)
   scopes <- if (scope == "all") .ag_scopes else scope
-  .ag_rescue(scopes)
   invisible(.rs(rs_res_reset(scopes, size_mb)))
 }
 
@@ -227,7 +208,7 @@ print.ag_handle <- function(x, ...) {
   t$shape <- h$shape
   t$ctx_gen <- h$gen
   t$ctx_scope <- .ag_handle_scope(h)
-  .ag_res_register(t, t$ctx_scope)
+  .rs(rs_ag_res_register(t, t$.h, t$ptr, as.integer(t$shape), t$ctx_scope))
   invisible(t)
 }
 

@@ -1,8 +1,9 @@
 # At most two threads by default under R CMD check, as CRAN asks: R CMD
-# check --as-cran sets _R_CHECK_LIMIT_CORES_. The engine's rayon pool (used by
-# autograd on "cpu" and by ncnn) then gets RAYON_NUM_THREADS = 2 before its
-# first use, unless the user set it, and new CPU backends start with two
-# threads (ggml_backend_cpu_set_n_threads() still sets any number).
+# check --as-cran sets _R_CHECK_LIMIT_CORES_. The engine then gets
+# RAYON_NUM_THREADS = 2 before its first use, unless the user set it: rayon's
+# pool (ncnn) and every new CPU backend (the one autograd on "cpu" and
+# ggml_graph_compute() use, too) take that many threads
+# (ggml_backend_cpu_set_n_threads() still sets any number).
 .ggmlR_check_threads <- function() {
   v <- Sys.getenv("_R_CHECK_LIMIT_CORES_", "")
   if (nzchar(v) && !identical(toupper(v), "FALSE")) 2L else NULL

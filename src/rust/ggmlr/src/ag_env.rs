@@ -8,7 +8,7 @@
 //! that is not a plain double vector or matrix) make it return NULL and R
 //! takes its general path.
 
-use crate::autograd::{apply, handle, wrap, Input};
+use crate::ag_tape::{apply, handle, indices, wrap, Input};
 use crate::guard;
 use anyhow::{anyhow, bail};
 use extendr_api::prelude::*;
@@ -80,6 +80,8 @@ thread_local! {
 }
 
 fn sym(name: &CStr) -> SEXP {
+    // SAFETY: `name` is a NUL-terminated C string; symbols are never
+    // collected, so the result needs no protection. Called on R's thread.
     unsafe { Rf_install(name.as_ptr()) }
 }
 
@@ -87,6 +89,9 @@ fn sym(name: &CStr) -> SEXP {
 /// @noRd
 #[extendr]
 fn rs_ag_env_init(ns: Robj, data: Robj, grad: Robj, grads: Robj) -> Robj {
+    // SAFETY: the four SEXPs come from live Robj arguments (protected by
+    // the call); their types are checked before use, and each is preserved
+    // for the session before it is kept in TEMPLATES.
     guard(|| unsafe {
         let (ns, data, grad, grads) = (ns.get(), data.get(), grad.get(), grads.get());
         if TYPEOF(ns) != ENVSXP || [data, grad, grads].iter().any(|f| TYPEOF(*f) != CLOSXP) {
@@ -120,6 +125,10 @@ fn templates() -> anyhow::Result<Templates> {
 
 /// Binds `name` in `env` actively to a copy of template `tpl` whose
 /// environment is `ce`.
+///
+/// # Safety
+/// On R's thread; `tpl` a closure, `ce` and `env` environments, all
+/// protected by the caller (`name` is a symbol).
 unsafe fn bind(name: SEXP, tpl: SEXP, ce: SEXP, env: SEXP) {
     let f = Rf_protect(Rf_shallow_duplicate(tpl));
     SET_CLOENV(f, ce);
@@ -130,6 +139,10 @@ unsafe fn bind(name: SEXP, tpl: SEXP, ce: SEXP, env: SEXP) {
 /// The environment returned by backward(): `.store` and one active binding
 /// per gradient id, named by the id, reading (or replacing) it in the store;
 /// class `ag_grads`. `store` must be protected by the caller.
+///
+/// # Safety
+/// On R's thread, after `rs_ag_env_init` (the templates are preserved).
+/// Every object allocated here is protected until it is bound in `e`.
 pub unsafe fn grads_env(store: SEXP, ids: &[u64]) -> anyhow::Result<SEXP> {
     let t = templates()?;
     let e = Rf_protect(R_NewEnv(R_EmptyEnv, 1, 29));
@@ -151,6 +164,11 @@ pub unsafe fn grads_env(store: SEXP, ids: &[u64]) -> anyhow::Result<SEXP> {
 
 /// A new `ag_tensor` environment. Every SEXP in `f` must be protected by
 /// the caller.
+///
+/// # Safety
+/// On R's thread, after `rs_ag_env_init`; each new value is protected
+/// while `Rf_defineVar` may allocate, and `shape` is a fresh INTSXP of
+/// length 2 before its two elements are written.
 pub unsafe fn tensor_env(f: &Fields) -> anyhow::Result<SEXP> {
     let t = templates()?;
     let nil = R_NilValue;
@@ -199,6 +217,8 @@ pub unsafe fn tensor_env(f: &Fields) -> anyhow::Result<SEXP> {
 #[extendr]
 #[allow(clippy::too_many_arguments)]
 fn rs_ag_make_env(h: Robj, id: Robj, rg: Robj, nr: Robj, nc: Robj, device: Robj, dtype: Robj, grad_fn: Robj) -> Robj {
+    // SAFETY: the SEXPs handed to `tensor_env` belong to the Robj arguments,
+    // which the call protects until it returns.
     guard(|| unsafe {
         let num = |x: &Robj, what: &str| -> anyhow::Result<f64> {
             x.as_real().or_else(|| x.as_integer().map(f64::from)).ok_or_else(|| anyhow!("`{what}` must be a number"))
@@ -218,6 +238,10 @@ fn rs_ag_make_env(h: Robj, id: Robj, rg: Robj, nr: Robj, nc: Robj, device: Robj,
 }
 
 /// A field of a tensor environment (NULL when absent).
+///
+/// # Safety
+/// On R's thread; `e` an environment. The value is owned by `e` (no
+/// protection needed while `e` is reachable).
 unsafe fn field(e: SEXP, name: &CStr) -> SEXP {
     let v = Rf_findVarInFrame3(e, sym(name), 1);
     if v == R_UnboundValue {
@@ -227,6 +251,11 @@ unsafe fn field(e: SEXP, name: &CStr) -> SEXP {
     }
 }
 
+/// Whether `x` is the single string `s`.
+///
+/// # Safety
+/// On R's thread; `x` a live SEXP (its type and length are checked before
+/// its element is read).
 unsafe fn is_string(x: SEXP, s: &str) -> bool {
     TYPEOF(x) == STRSXP
         && Rf_xlength(x) == 1
@@ -234,6 +263,11 @@ unsafe fn is_string(x: SEXP, s: &str) -> bool {
 }
 
 /// A plain double vector or matrix (no class) as a `Mat`; None otherwise.
+///
+/// # Safety
+/// On R's thread; `x` a live SEXP. Its type is checked before `REAL` is
+/// read, `n` is its length, and the dims are read only from an INTSXP of
+/// length 2. The values are copied out.
 unsafe fn plain_double(x: SEXP) -> Option<Mat> {
     if TYPEOF(x) != REALSXP || OBJECT(x) != 0 {
         return None;
@@ -259,6 +293,9 @@ unsafe fn plain_double(x: SEXP) -> Option<Mat> {
 #[extendr]
 fn rs_ag_op_host(name: Robj, inputs: Robj, params: Robj, idx: Robj, aux: Robj) -> Robj {
     let nil = || Robj::from(());
+    // SAFETY: `inputs` is protected by the call and every element read from
+    // it is owned by it; the types of the elements are checked before they
+    // are read (see `field`, `is_string`, `plain_double`).
     guard(|| unsafe {
         let list = inputs.get();
         if TYPEOF(list) != VECSXP {
@@ -298,7 +335,7 @@ fn rs_ag_op_host(name: Robj, inputs: Robj, params: Robj, idx: Robj, aux: Robj) -
         let (Some(device), Some(dtype)) = (device, dtype) else { return Ok(nil()) };
         let name = crate::rstr::scalar(&name, "name")?;
         let name = name.as_str();
-        let idx = crate::autograd::indices(&idx)?;
+        let idx = indices(&idx)?;
         let op = Op::parse(name, &p, idx)?;
         let applied = apply(op, ins, false)?;
         let (rows, cols) = applied.tensor.shape();

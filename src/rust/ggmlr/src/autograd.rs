@@ -1,13 +1,13 @@
 //! Autograd bindings: tensors as external pointers to engine tensors, the
 //! tape, optimizers. Conversions only; the work is in `ggmlr_core::autograd`.
 
+use crate::ag_tape::{apply, handle, indices, with_tape, wrap, Input};
 use crate::conv::{scalar_str, xptr};
 use crate::guard;
 use anyhow::{anyhow, bail};
 use extendr_api::prelude::*;
-use ggmlr_core::autograd::optim::{scale_device, sq_norm_device};
-use ggmlr_core::autograd::value::set_cell;
-use ggmlr_core::autograd::{clip_factor, grad_cell, Applied, GradCell, GradIn, Mat, Op, OptKind, Optimizer, Storage, Tape, TensorRef};
+use ggmlr_core::autograd::place::{host_values, upload};
+use ggmlr_core::autograd::{clip_factor, clip_grads, grad_cell, GradCell, GradIn, Mat, Op, OptKind, Optimizer, Place, Storage};
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -25,28 +25,6 @@ fn id_of(x: &Robj, what: &str) -> anyhow::Result<u64> {
     Ok(v as u64)
 }
 
-thread_local! {
-    static TAPE: RefCell<Tape> = RefCell::new(Tape::new());
-}
-
-const KIND: &str = "ag_tensor handle";
-
-/// Runs `f` on this session's tape.
-pub(crate) fn with_tape<R>(f: impl FnOnce(&mut Tape) -> R) -> R {
-    TAPE.with(|tp| f(&mut tp.borrow_mut()))
-}
-
-/// The 0-based indices of an op (NULL: none).
-pub(crate) fn indices(idx: &Robj) -> anyhow::Result<Option<Vec<usize>>> {
-    if idx.is_null() {
-        return Ok(None);
-    }
-    let v = idx.as_integer_slice().ok_or_else(|| anyhow!("indices must be integers"))?;
-    if let Some(bad) = v.iter().find(|&&i| i < 0) {
-        bail!("index {bad} is negative (or NA); indices are 0-based and must be >= 0");
-    }
-    Ok(Some(v.iter().map(|&i| i as usize).collect()))
-}
 
 /// A numeric vector or matrix as a `Mat` (a vector is one column).
 fn to_mat(x: &Robj, what: &str) -> anyhow::Result<Mat> {
@@ -69,20 +47,13 @@ fn from_mat(m: &Mat) -> anyhow::Result<Robj> {
     Ok(r)
 }
 
-pub(crate) fn handle(x: &Robj, what: &str) -> anyhow::Result<TensorRef> {
-    Ok(xptr::<TensorRef>(x, what, KIND)?.clone())
-}
-
-pub(crate) fn wrap(t: TensorRef) -> Robj {
-    ExternalPtr::new(t).into()
-}
 
 /// @noRd
 #[extendr]
 fn rs_ag_new(data: Robj) -> Robj {
     guard(|| {
         let m = to_mat(&data, "data")?;
-        let t = TAPE.with(|tp| tp.borrow_mut().tensor(m));
+        let t = with_tape(|tp| tp.tensor(m));
         let id = t.id as f64;
         Ok(list!(wrap(t), id).into())
     })
@@ -94,7 +65,7 @@ fn rs_ag_value(h: Robj) -> Robj {
     guard(|| {
         let t = handle(&h, "tensor")?;
         let v = t.value();
-        from_mat(v.host_view()?.as_ref())
+        from_mat(&*host_values(&v)?)
     })
 }
 
@@ -112,11 +83,11 @@ fn rs_ag_to_device(h: Robj, scope: Robj, dtype: Robj) -> Robj {
             _ => ggmlr_core::base::dtype::DType::F32,
         };
         let v = t.value();
-        let dev = match v.device() {
-            Some(d) if scope == ggmlr_core::residency::Scope::Pass => d.clone(),
-            _ => ggmlr_core::autograd::device::Dev::upload_as(v.host_view()?.as_ref(), scope, dtype)?,
+        let dev = match v.engine() {
+            Some(d) if d.place == Place::Pools && scope == ggmlr_core::residency::Scope::Pass => d.clone(),
+            _ => upload(&*host_values(&v)?, Place::Pools, scope, dtype)?,
         };
-        t.set_storage(ggmlr_core::autograd::Storage::Device(dev.clone()));
+        t.set_storage(Storage::Engine(dev.clone()));
         Ok(crate::tensor::tensor_robj(dev.t))
     })
 }
@@ -160,8 +131,7 @@ fn rs_ag_set_grad(h: Robj, value: Robj) -> Robj {
 fn rs_ag_tape(cmd: Robj) -> Robj {
     guard(|| {
         let cmd = scalar_str(&cmd, "cmd")?;
-        TAPE.with(|tp| {
-            let mut tp = tp.borrow_mut();
+        with_tape(|tp| {
             Ok(match cmd.as_str() {
                 "begin" => {
                     tp.begin();
@@ -217,28 +187,6 @@ fn rs_ag_op(name: Robj, inputs: Robj, rg: Robj, params: Robj, idx: Robj, device:
     })
 }
 
-/// One input of an op: an engine tensor with its gradient flag, or a value
-/// (which needs no gradient).
-pub(crate) enum Input {
-    Tensor(TensorRef, bool),
-    Value(Mat),
-}
-
-/// Applies `op` to `ins` on this session's tape (values become tensors).
-pub(crate) fn apply(op: Op, ins: Vec<Input>, on_device: bool) -> anyhow::Result<Applied> {
-    with_tape(|tp| {
-        let (mut ts, mut rgs) = (Vec::with_capacity(ins.len()), Vec::with_capacity(ins.len()));
-        for x in ins {
-            let (t, rg) = match x {
-                Input::Tensor(t, rg) => (t, rg),
-                Input::Value(m) => (tp.tensor(m), false),
-            };
-            ts.push(t);
-            rgs.push(rg);
-        }
-        tp.apply_on(op, &ts, &rgs, on_device)
-    })
-}
 
 /// Backward from `loss`: the `ag_grads` environment over a store that holds
 /// the leaves' gradients by id.
@@ -247,7 +195,7 @@ pub(crate) fn apply(op: Op, ins: Vec<Input>, on_device: bool) -> anyhow::Result<
 fn rs_ag_backward(loss: Robj) -> Robj {
     guard(|| {
         let t = handle(&loss, "loss")?;
-        let res = TAPE.with(|tp| tp.borrow_mut().backward(&t))?;
+        let res = with_tape(|tp| tp.backward(&t))?;
         let ids: Vec<u64> = res.iter().map(|(t, _)| t.id).collect();
         let map: HashMap<u64, GradCell> = res.into_iter().map(|(t, g)| (t.id, grad_cell(g))).collect();
         let store: GradStore = RefCell::new(map);
@@ -390,10 +338,7 @@ fn rs_ag_opt_step_store(opt: Robj, params: Robj, names: Robj, store: Robj, lr: R
         let gs: Vec<Option<GradIn>> = held
             .iter()
             .map(|g| {
-                g.as_ref().map(|g| match &**g {
-                    Storage::Host(m) => GradIn::Host(&m.data),
-                    Storage::Device(d) => GradIn::Device(d),
-                })
+                g.as_ref().map(|g| GradIn::Stored(g))
             })
             .collect();
         let lr = lr.as_real().ok_or_else(|| anyhow!("`lr` must be a number"))?;
@@ -412,35 +357,11 @@ fn rs_ag_clip_store(store: Robj, params: Robj, max_norm: Robj) -> Robj {
         let pl = params.as_list().ok_or_else(|| anyhow!("params must be a list"))?;
         let ids = pl.values().map(|p| handle(&p, "parameter").map(|t| t.id)).collect::<anyhow::Result<Vec<_>>>()?;
         let mx = max_norm.as_real().ok_or_else(|| anyhow!("`max_norm` must be a number"))?;
-        if mx.is_nan() || mx < 0.0 {
-            bail!("`max_norm` must be a non-negative number, not {mx}");
-        }
         let cells: Vec<GradCell> = {
             let map = s.borrow();
             ids.iter().filter_map(|id| map.get(id).cloned()).collect()
         };
-        // Host gradients are read and scaled where they are (no copies).
-        let (hnorm, devs) = {
-            let held: Vec<std::cell::Ref<Storage>> = cells.iter().map(|c| c.borrow()).collect();
-            let hosts: Vec<&[f64]> = held.iter().filter_map(|v| v.host().ok().map(|m| m.data.as_slice())).collect();
-            let devs: Vec<_> = held.iter().filter_map(|v| v.device().cloned()).collect();
-            (clip_factor(&hosts, mx).0, devs)
-        };
-        let sq = hnorm * hnorm + if devs.is_empty() { 0.0 } else { sq_norm_device(&devs)? };
-        let norm = sq.sqrt();
-        let (_, f) = clip_factor(&[&[norm]], mx);
-        if f < 1.0 {
-            let mut scaled = if devs.is_empty() { Vec::new() } else { scale_device(&devs, f)? }.into_iter();
-            for c in &cells {
-                let on_device = c.borrow().device().is_some();
-                if on_device {
-                    set_cell(c, Storage::Device(scaled.next().expect("a scaled gradient")));
-                } else if let Storage::Host(m) = &mut *c.borrow_mut() {
-                    m.data.iter_mut().for_each(|x| *x *= f);
-                }
-            }
-        }
-        Ok(norm.into())
+        Ok(clip_grads(&cells, mx)?.into())
     })
 }
 
@@ -472,10 +393,7 @@ fn rs_ag_clip(grads: Robj, max_norm: Robj) -> Robj {
             .map(|g| g.as_real_slice().ok_or_else(|| anyhow!("every gradient must be a numeric matrix")))
             .collect::<anyhow::Result<Vec<_>>>()?;
         let mx = max_norm.as_real().ok_or_else(|| anyhow!("`max_norm` must be a number"))?;
-        if mx.is_nan() || mx < 0.0 {
-            bail!("`max_norm` must be a non-negative number, not {mx}");
-        }
-        let (norm, f) = clip_factor(&slices, mx);
+        let (norm, f) = clip_factor(&slices, mx)?;
         Ok(list!(norm = norm, factor = f).into())
     })
 }

@@ -5,6 +5,8 @@
 use extendr_api::prelude::*;
 
 mod ag_env;
+mod ag_resident;
+mod ag_tape;
 mod autograd;
 mod backend;
 mod buffer;
@@ -65,6 +67,7 @@ extendr_module! {
     fn rs_debug_fail;
     use autograd;
     use ag_env;
+    use ag_resident;
     use malloc;
     use backend;
     use context;

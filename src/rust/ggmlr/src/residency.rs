@@ -146,7 +146,7 @@ fn rs_ledger_stats() -> Robj {
     guard(|| {
         let s = ledger::stats();
         let by = |a: &[u64; ledger::N_TAGS], t: BufferTag| a[ledger::tag_index(t)] as f64;
-        let sum = |a: &[u64; ledger::N_TAGS]| a.iter().sum::<u64>() as f64;
+        let sum = |a: &[u64; ledger::N_TAGS]| ledger::counted(a) as f64;
         let user = |a: &[u64; ledger::N_TAGS]| by(a, BufferTag::User) + by(a, BufferTag::Context);
         Ok(list!(
             pass_bytes = by(&s.bytes, BufferTag::Pass),

@@ -1,223 +1,277 @@
-//! Backward rules: given the gradient `g` of an op's output, the gradients of
-//! the inputs that need one (`need[i]`), from the values the tape kept.
+//! The backward rule of every op, over engine ops. A rule appends nodes to
+//! the backward pass's graph: it reads the node's values (`xs`, `out`,
+//! `saved`) and the gradient `g` of its output (itself a node of the same
+//! graph) and returns the gradients of the inputs that need one, as nodes.
+//! Nothing is computed here: the tape computes the whole pass at once.
 
-use super::mat::{gemm, Mat};
-use super::ops::{bidx, broadcast, Act, Axis, Op, CE_EPS};
+use super::graph::Builder;
+use super::nodes::*;
+use super::op::{Act, Axis, Op};
+use super::value::Val;
+use crate::base::dtype::DType;
+use crate::op::{Op as G, UnaryOp};
+use crate::tensor::Context;
+use crate::tensor::Tensor as ETensor;
 use anyhow::Result;
+use std::sync::Arc;
 
-/// Sums a gradient of a broadcast result back to the shape of its input.
-pub fn reduce_to(g: Mat, rows: usize, cols: usize) -> Mat {
-    if g.rows == rows && g.cols == cols {
-        return g;
-    }
-    let g = if rows == 1 && g.rows != 1 { g.col_sums() } else { g };
-    if cols == 1 && g.cols != 1 {
-        g.row_sums()
-    } else {
-        g
-    }
-}
+type T = Arc<ETensor>;
 
-fn scalar_of(g: &Mat) -> f64 {
-    g.data.first().copied().unwrap_or(0.0)
-}
-
-/// Gradients of the inputs of one node.
-pub fn backward(op: &Op, x: &[&Mat], out: &Mat, saved: &[Mat], g: &Mat, need: &[bool]) -> Result<Vec<Option<Mat>>> {
+/// Gradients of the inputs of one node (None where `need[i]` is false);
+/// `g` has the output's shape.
+#[allow(clippy::too_many_arguments)]
+pub fn backward(
+    b: &mut Builder,
+    c: &Context,
+    op: &Op,
+    xs: &[Val],
+    out: &Val,
+    saved: &[Val],
+    g: &T,
+    need: &[bool],
+) -> Result<Vec<Option<T>>> {
     let want = |i: usize| need.get(i).copied().unwrap_or(false);
-    let one = |m: Mat| Ok(vec![Some(m)]);
+    let x = |b: &Builder, i: usize| cast(b, c, &xs[i].t);
+    let shape = |i: usize| xs[i].shape();
+    let gs = out.shape();
+    let gt = g.clone();
+    let mut res: Vec<Option<T>> = vec![None; xs.len()];
     match op {
-        Op::MatMul => Ok(vec![
-            if want(0) { Some(gemm(g, false, x[1], true)?) } else { None },
-            if want(1) { Some(gemm(x[0], true, g, false)?) } else { None },
-        ]),
-        Op::Linear(act) => {
-            // The kind fixed in each arm, so that each loop vectorises.
-            let gz = match *act {
-                Act::None => g.clone(),
-                Act::Relu => g.zip(out, |g, y| g * Act::Relu.grad_from_out(y)),
-                Act::Sigmoid => g.zip(out, |g, y| g * Act::Sigmoid.grad_from_out(y)),
-                Act::Tanh => g.zip(out, |g, y| g * Act::Tanh.grad_from_out(y)),
+        Op::MatMul | Op::Linear(_) => {
+            let gz = match op {
+                Op::Linear(a) if *a != Act::None => act_grad(b, c, *a, &gt, &out.t)?,
+                _ => gt,
             };
-            Ok(vec![
-                if want(0) { Some(gemm(&gz, false, x[1], true)?) } else { None },
-                if want(1) { Some(gemm(x[0], true, &gz, false)?) } else { None },
-                want(2).then(|| gz.row_sums()),
-            ])
+            // d a = gz %*% t(b) = out_prod(gz, b); d b = t(a) %*% gz = mul_mat(a, gz).
+            // (Products read f16 or bf16 weights themselves.)
+            if want(0) {
+                res[0] = Some(c.op(G::OutProd, &[gz.clone(), xs[1].t.clone()])?);
+            }
+            if want(1) {
+                res[1] = Some(c.op(G::MulMat, &[xs[0].t.clone(), gz.clone()])?);
+            }
+            if want(2) {
+                res[2] = Some(row_sums(b, c, &gz, out.rows)?);
+            }
         }
         Op::Add | Op::Sub => {
-            let ga = want(0).then(|| reduce_to(g.clone(), x[0].rows, x[0].cols));
-            let gb = want(1).then(|| {
-                let gg = if matches!(op, Op::Sub) { g.map(|v| -v) } else { g.clone() };
-                reduce_to(gg, x[1].rows, x[1].cols)
-            });
-            Ok(vec![ga, gb])
-        }
-        Op::Mul => {
-            let ga = want(0).then(|| reduce_to(broadcast(g, x[1], g.rows, g.cols, |a, b| a * b), x[0].rows, x[0].cols));
-            let gb = want(1).then(|| reduce_to(broadcast(g, x[0], g.rows, g.cols, |a, b| a * b), x[1].rows, x[1].cols));
-            Ok(vec![ga, gb])
-        }
-        Op::Div => {
-            let ga = want(0).then(|| reduce_to(broadcast(g, x[1], g.rows, g.cols, |a, b| a / b), x[0].rows, x[0].cols));
-            let gb = want(1).then(|| {
-                // d(a/b)/db = -(a/b)/b = -out/b
-                let mut t = Mat::zeros(g.rows, g.cols);
-                for j in 0..g.cols {
-                    for i in 0..g.rows {
-                        let k = i + j * g.rows;
-                        t.data[k] = -g.data[k] * out.data[k] / x[1].data[bidx(x[1], i, j)];
-                    }
-                }
-                reduce_to(t, x[1].rows, x[1].cols)
-            });
-            Ok(vec![ga, gb])
-        }
-        Op::Scale(s) => {
-            let s = *s;
-            one(g.map(|v| v * s))
-        }
-        Op::Relu => one(g.zip(x[0], |g, x| if x > 0.0 { g } else { 0.0 })),
-        Op::Sigmoid => one(g.zip(out, |g, s| g * s * (1.0 - s))),
-        Op::Tanh => one(g.zip(out, |g, t| g * (1.0 - t * t))),
-        Op::Softmax => {
-            let mut r = Mat::zeros(out.rows, out.cols);
-            for j in 0..out.cols {
-                let (p, gc) = (out.col(j), g.col(j));
-                let dot: f64 = p.iter().zip(gc).map(|(a, b)| a * b).sum();
-                for i in 0..out.rows {
-                    r.data[i + j * out.rows] = p[i] * (gc[i] - dot);
-                }
+            if want(0) {
+                let (r, cc) = shape(0);
+                res[0] = Some(reduce_to(b, c, &gt, gs, r, cc)?);
             }
-            one(r)
+            if want(1) {
+                let gb = if matches!(op, Op::Sub) { unary(c, UnaryOp::Neg, &gt)? } else { gt };
+                let (r, cc) = shape(1);
+                res[1] = Some(reduce_to(b, c, &gb, gs, r, cc)?);
+            }
         }
-        Op::Log => one(g.zip(x[0], |g, x| g / x)),
-        Op::Exp => one(g.zip(out, |g, e| g * e)),
+        Op::Mul | Op::Div => {
+            if want(0) {
+                let gop = if matches!(op, Op::Mul) { G::Mul } else { G::Div };
+                let (r, cc) = shape(0);
+                res[0] = Some(reduce_to(b, c, &bin(c, gop, &gt, &x(b, 1)?)?, gs, r, cc)?);
+            }
+            if want(1) {
+                let t = if matches!(op, Op::Mul) {
+                    bin(c, G::Mul, &gt, &x(b, 0)?)?
+                } else {
+                    // d(a/b)/db = -(a/b)/b
+                    let q = bin(c, G::Div, &bin(c, G::Mul, &gt, &out.t)?, &x(b, 1)?)?;
+                    unary(c, UnaryOp::Neg, &q)?
+                };
+                let (r, cc) = shape(1);
+                res[1] = Some(reduce_to(b, c, &t, gs, r, cc)?);
+            }
+        }
+        Op::Scale(s) => res[0] = Some(scale(c, &gt, *s)?),
+        // relu(x) > 0 exactly where x > 0: its output says where the gradient passes.
+        Op::Relu => res[0] = Some(act_grad(b, c, Act::Relu, &gt, &out.t)?),
+        Op::Sigmoid => res[0] = Some(act_grad(b, c, Act::Sigmoid, &gt, &out.t)?),
+        Op::Tanh => res[0] = Some(act_grad(b, c, Act::Tanh, &gt, &out.t)?),
+        Op::Softmax => {
+            let p = &out.t;
+            let dot = col_sums(c, &bin(c, G::Mul, p, &gt)?)?;
+            res[0] = Some(bin(c, G::Mul, p, &bin(c, G::Sub, &gt, &dot)?)?);
+        }
+        Op::Log => res[0] = Some(bin(c, G::Div, &gt, &x(b, 0)?)?),
+        Op::Exp => res[0] = Some(bin(c, G::Mul, &gt, &out.t)?),
         Op::Pow(p) => {
-            let p = *p;
-            one(g.zip(x[0], |g, x| g * p * super::ops::r_pow(x, p - 1.0)))
+            let xx = x(b, 0)?;
+            let d = scale(c, &pow(b, c, &xx, shape(0), p - 1.0)?, *p)?;
+            res[0] = Some(bin(c, G::Mul, &gt, &d)?);
         }
         Op::Clamp(lo, hi) => {
-            let (lo, hi) = (*lo, *hi);
-            one(g.zip(x[0], |g, x| if x > lo && x < hi { g } else { 0.0 }))
+            // 1 where lo < x < hi, else 0.
+            let xx = x(b, 0)?;
+            let above = unary(c, UnaryOp::Step, &c.op(G::Add1, &[xx.clone(), b.scalar(c, -lo)?])?)?;
+            let nx = unary(c, UnaryOp::Neg, &xx)?;
+            let below = unary(c, UnaryOp::Step, &c.op(G::Add1, &[nx, b.scalar(c, *hi)?])?)?;
+            res[0] = Some(bin(c, G::Mul, &gt, &bin(c, G::Mul, &above, &below)?)?);
         }
         Op::Sum(a) | Op::Mean(a) => {
-            let m = x[0];
+            let (r, cc) = shape(0);
             let n = match (op, a) {
-                (Op::Sum(_), _) => 1.0,
-                (_, Axis::All) => m.len() as f64,
-                (_, Axis::Rows) => m.cols as f64,
-                (_, Axis::Cols) => m.rows as f64,
+                (Op::Sum(_), _) => 1,
+                (_, Axis::All) => r * cc,
+                (_, Axis::Rows) => cc,
+                (_, Axis::Cols) => r,
             };
-            let mut r = Mat::zeros(m.rows, m.cols);
-            for j in 0..m.cols {
-                for i in 0..m.rows {
-                    r.data[i + j * m.rows] = g.data[bidx(g, i, j)] / n;
-                }
-            }
-            one(r)
+            let t = expand(c, &gt, gs, r, cc)?;
+            res[0] = Some(if n == 1 { contig(c, &t)? } else { scale(c, &t, 1.0 / n as f64)? });
         }
-        Op::Reshape(..) => one(Mat { rows: x[0].rows, cols: x[0].cols, data: g.data.clone() }),
-        Op::Transpose => one(g.transpose()),
+        Op::Reshape(..) => {
+            let (r, cc) = shape(0);
+            res[0] = Some(c.reshape(&contig(c, &gt)?, &[r, cc])?);
+        }
+        Op::Transpose => res[0] = Some(transpose(c, &gt)?),
         Op::MseLoss => {
-            let c = 2.0 * scalar_of(g) / x[0].len() as f64;
-            let d = x[0].zip(x[1], |p, t| c * (p - t));
-            let gt = want(1).then(|| d.map(|v| -v));
-            Ok(vec![want(0).then_some(d), gt])
+            let n = xs[0].len() as f64;
+            let d = scale(c, &bin(c, G::Mul, &bin(c, G::Sub, &x(b, 0)?, &x(b, 1)?)?, &gt)?, 2.0 / n)?;
+            if want(1) {
+                res[1] = Some(unary(c, UnaryOp::Neg, &d)?);
+            }
+            if want(0) {
+                res[0] = Some(d);
+            }
         }
         Op::CrossEntropyLoss => {
-            let c = scalar_of(g) / x[0].cols as f64;
-            let clamp = |p: f64| p.clamp(CE_EPS, 1.0 - CE_EPS);
-            let gp = want(0).then(|| x[0].zip(x[1], |p, t| -t / clamp(p) * c));
-            let gt = want(1).then(|| x[0].map(|p| -clamp(p).ln() * c));
-            Ok(vec![gp, gt])
+            let k = -1.0 / xs[0].cols as f64;
+            let p = ce_clamp(c, &x(b, 0)?)?;
+            if want(0) {
+                let q = bin(c, G::Mul, &bin(c, G::Div, &x(b, 1)?, &p)?, &gt)?;
+                res[0] = Some(scale(c, &q, k)?);
+            }
+            if want(1) {
+                let q = bin(c, G::Mul, &unary(c, UnaryOp::Log, &p)?, &gt)?;
+                res[1] = Some(scale(c, &q, k)?);
+            }
         }
         Op::SoftmaxCrossEntropyLoss => {
-            let (l, t, p) = (x[0], x[1], &saved[0]);
-            let c = scalar_of(g) / l.cols as f64;
-            let gl = want(0).then(|| {
-                let mut r = Mat::zeros(l.rows, l.cols);
-                for j in 0..l.cols {
-                    let tsum: f64 = t.col(j).iter().sum();
-                    for i in 0..l.rows {
-                        let k = i + j * l.rows;
-                        r.data[k] = (p.data[k] * tsum - t.data[k]) * c;
-                    }
+            let n = xs[0].cols as f64;
+            let back = G::CrossEntropyLossBack;
+            if want(0) && b.supports(&back) {
+                res[0] = Some(c.op(back, &[gt.clone(), x(b, 0)?, x(b, 1)?])?);
+            }
+            if (want(0) && res[0].is_none()) || want(1) {
+                // The softmax of the forward where it kept it (else again).
+                let p = &match saved.first() {
+                    Some(p) => p.t.clone(),
+                    None => softmax(c, &x(b, 0)?)?,
+                };
+                if want(0) && res[0].is_none() {
+                    let t = x(b, 1)?;
+                    let pt = bin(c, G::Mul, p, &col_sums(c, &t)?)?;
+                    let q = bin(c, G::Mul, &bin(c, G::Sub, &pt, &t)?, &gt)?;
+                    res[0] = Some(scale(c, &q, 1.0 / n)?);
                 }
-                r
-            });
-            // d/dt of -sum(t * log p) / n is -log(p) / n.
-            let gt = want(1).then(|| p.map(|v| -v.ln() * c));
-            Ok(vec![gl, gt])
+                if want(1) {
+                    let q = bin(c, G::Mul, &unary(c, UnaryOp::Log, p)?, &gt)?;
+                    res[1] = Some(scale(c, &q, -1.0 / n)?);
+                }
+            }
         }
         Op::BatchNorm { training, .. } => {
-            let (m, gamma) = (x[0], x[1]);
-            let (xhat, std) = (&saved[0], &saved[1]);
-            let (f, n) = (m.rows, m.cols);
-            let mut gsum = vec![0.0; f];
-            let mut gxh = vec![0.0; f];
-            for j in 0..n {
-                for i in 0..f {
-                    let k = i + j * f;
-                    gsum[i] += g.data[k];
-                    gxh[i] += g.data[k] * xhat.data[k];
-                }
+            let (f, n) = shape(0);
+            let (xhat, std) = (&saved[0].t, &saved[1].t);
+            let gsum = row_sums(b, c, &gt, f)?;
+            let gxh = row_sums(b, c, &bin(c, G::Mul, &gt, xhat)?, f)?;
+            if want(0) {
+                let s = bin(c, G::Div, &x(b, 1)?, std)?;
+                let inner = if *training {
+                    let k = 1.0 / n as f64;
+                    let a = bin(c, G::Sub, &gt, &scale(c, &gsum, k)?)?;
+                    bin(c, G::Sub, &a, &bin(c, G::Mul, xhat, &scale(c, &gxh, k)?)?)?
+                } else {
+                    gt
+                };
+                res[0] = Some(bin(c, G::Mul, &inner, &s)?);
             }
-            let gx = want(0).then(|| {
-                let mut r = Mat::zeros(f, n);
-                let nf = n as f64;
-                for j in 0..n {
-                    for i in 0..f {
-                        let k = i + j * f;
-                        let s = gamma.data[i] / std.data[i];
-                        r.data[k] = if *training {
-                            s * (g.data[k] - gsum[i] / nf - xhat.data[k] * gxh[i] / nf)
-                        } else {
-                            s * g.data[k]
-                        };
-                    }
-                }
-                r
-            });
-            let mut v = vec![gx, want(1).then_some(Mat { rows: f, cols: 1, data: gxh }), want(2).then_some(Mat { rows: f, cols: 1, data: gsum })];
-            v.resize(x.len(), None);
-            Ok(v)
-        }
-        Op::Gather(idx) => {
-            let w = x[0];
-            let mut r = Mat::zeros(w.rows, w.cols);
-            for (k, &c) in idx.iter().enumerate() {
-                for (o, v) in r.data[c * w.rows..(c + 1) * w.rows].iter_mut().zip(g.col(k)) {
-                    *o += *v;
-                }
+            if want(1) {
+                res[1] = Some(gxh);
             }
-            one(r)
+            if want(2) {
+                res[2] = Some(gsum);
+            }
         }
+        Op::Gather(idx) => res[0] = Some(gather_grad(b, c, gt, idx, xs[0].rows, xs[0].cols)?),
         Op::SliceRows(from, to) => {
-            let m = x[0];
-            let mut r = Mat::zeros(m.rows, m.cols);
-            let h = to - from;
-            for j in 0..m.cols {
-                r.data[j * m.rows + from..j * m.rows + to].copy_from_slice(&g.data[j * h..(j + 1) * h]);
+            let (r, cc) = shape(0);
+            let mut t = gt;
+            if *from > 0 {
+                t = c.op(G::Concat { dim: 0 }, &[b.fill(c, *from, cc, 0.0)?, contig(c, &t)?])?;
             }
-            one(r)
+            if *to < r {
+                t = c.op(G::Concat { dim: 0 }, &[contig(c, &t)?, b.fill(c, r - to, cc, 0.0)?])?;
+            }
+            res[0] = Some(t);
         }
         Op::ConcatRows => {
-            let mut res = Vec::with_capacity(x.len());
             let mut off = 0;
-            for (i, m) in x.iter().enumerate() {
+            for (i, m) in xs.iter().enumerate() {
                 if want(i) {
-                    let mut d = Vec::with_capacity(m.len());
-                    for j in 0..m.cols {
-                        d.extend_from_slice(&g.col(j)[off..off + m.rows]);
-                    }
-                    res.push(Some(Mat { rows: m.rows, cols: m.cols, data: d }));
-                } else {
-                    res.push(None);
+                    let c = b.ctx()?;
+                    res[i] = Some(rows_of(&c, &gt, off, off + m.rows, m.cols)?);
                 }
                 off += m.rows;
             }
-            Ok(res)
         }
     }
+    for (r, &n) in res.iter_mut().zip(need) {
+        if !n {
+            *r = None;
+        }
+    }
+    Ok(res)
+}
+
+/// The gradient [rows, v] of a gather of columns `idx` of a [rows, v]
+/// matrix, from `g` [rows, idx.len()]: column j sums the columns of `g`
+/// that read column j. When no column is read more than `m` times with
+/// `m * rows < idx.len()` (the taps of a convolution's patches), it is the
+/// sum of `m` gathers of `g` with a zero column appended (memory m * rows * v);
+/// otherwise `g %*% t(onehot)` (memory v * idx.len()).
+fn gather_grad(b: &mut Builder, c: &Context, g: T, idx: &[usize], rows: usize, v: usize) -> Result<T> {
+    let mut hits = vec![0usize; v];
+    for &i in idx {
+        hits[i] += 1;
+    }
+    let m = hits.iter().copied().max().unwrap_or(0);
+    let n = idx.len();
+    if m == 0 {
+        return b.fill(c, rows, v, 0.0);
+    }
+    if m.saturating_mul(rows) >= n {
+        let mut oh = zeros_checked(v.saturating_mul(n))?;
+        for (k, &i) in idx.iter().enumerate() {
+            oh[i + k * v] = 1.0;
+        }
+        let oh = b.data(c, None, &[v, n], oh)?;
+        return c.op(G::OutProd, &[g, oh]);
+    }
+    // inv[j][col] = the j-th position reading `col`, or n (the zero column).
+    let mut inv = zeros_checked(m.saturating_mul(v))?;
+    inv.iter_mut().for_each(|x| *x = n as f64);
+    let mut seen = vec![0usize; v];
+    for (k, &i) in idx.iter().enumerate() {
+        inv[seen[i] * v + i] = k as f64;
+        seen[i] += 1;
+    }
+    let zero = b.fill(c, rows, 1, 0.0)?;
+    let ge = c.op(G::Concat { dim: 1 }, &[contig(c, &g)?, zero])?;
+    let mut acc: Option<T> = None;
+    for j in 0..m {
+        let ix = b.data(c, Some(DType::I32), &[v], inv[j * v..(j + 1) * v].to_vec())?;
+        let part = c.op(G::GetRows, &[ge.clone(), ix])?;
+        acc = Some(match acc {
+            None => part,
+            Some(a) => bin(c, G::Add, &a, &part)?,
+        });
+    }
+    Ok(acc.expect("at least one gather"))
+}
+
+/// A zeroed vector of `len` values, or an error (not an abort) when the
+/// memory cannot be had.
+fn zeros_checked(len: usize) -> Result<Vec<f64>> {
+    crate::base::alloc::try_vec(len, 0.0, "the gradient of an embedding lookup")
 }

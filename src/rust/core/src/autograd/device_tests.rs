@@ -1,11 +1,12 @@
-//! The device path against the host path: every op's forward and gradient,
-//! the backward pass as one graph, gradients kept on the device and rescued
+//! Device "gpu" (the residency pools, f32) against device "cpu" (the CPU
+//! backend in f64) through the same rules: every op's forward and gradient,
+//! the backward pass as one graph, gradients kept in the pools and rescued
 //! before a reset, and in-place optimizer updates.
 
-use super::device::Dev;
-use super::device_graph::graphs_computed;
-use super::ops::Act;
+use super::graph::graphs_computed;
+use super::place::upload;
 use super::*;
+use crate::base::dtype::DType;
 use crate::backend::Backend;
 use crate::residency::{self, Scope};
 use std::sync::Arc;
@@ -14,8 +15,17 @@ fn mat(r: usize, c: usize, k: f64) -> Mat {
     Mat::new(r, c, (0..r * c).map(|i| ((i as f64 + k) * 0.37).sin()).collect()).unwrap()
 }
 
+fn map(m: Mat, f: impl Fn(f64) -> f64) -> Mat {
+    Mat::new(m.rows, m.cols, m.data.into_iter().map(f).collect()).unwrap()
+}
+
 fn pos(r: usize, c: usize, k: f64) -> Mat {
-    mat(r, c, k).map(|v| 0.6 + 0.5 * v)
+    map(mat(r, c, k), |v| 0.6 + 0.5 * v)
+}
+
+/// `m` in the pool `scope`, as f32.
+fn dev(m: &Mat, scope: Scope) -> Val {
+    upload(m, Place::Pools, scope, DType::F32).unwrap()
 }
 
 fn close(a: &Mat, b: &Mat, tol: f64, what: &str) {
@@ -37,27 +47,22 @@ fn run(op: &Op, ins: &[Mat], grad: &[bool], dev: bool) -> (Mat, Vec<Storage>) {
     let mut tape = Tape::new();
     let ts: Vec<TensorRef> = ins.iter().map(|m| tape.tensor(m.clone())).collect();
     if dev {
-        for t in &ts {
-            let d = Dev::upload(t.value().host().unwrap(), Scope::Persistent).unwrap();
-            t.set_storage(Storage::Device(d));
+        for (t, m) in ts.iter().zip(ins) {
+            t.set_storage(Storage::Engine(self::dev(m, Scope::Persistent)));
         }
     }
     tape.begin();
     let n0 = graphs_computed();
     let out = tape.apply_on(op.clone(), &ts, grad, dev).unwrap().tensor;
-    if dev {
-        assert_eq!(graphs_computed() - n0, 1, "{op:?}: the forward is a graph");
-    }
-    assert_eq!(out.value().device().is_some(), dev, "{op:?} runs where its inputs are");
+    assert_eq!(graphs_computed() - n0, 1, "{op:?}: the forward is a graph");
+    assert_eq!(out.value().in_pools(), dev, "{op:?} runs where its inputs are");
     let (r, c) = out.shape();
     let w = tape.tensor(mat(r, c, 7.0));
     let prod = tape.apply(Op::Mul, &[out.clone(), w], &[true, false]).unwrap().tensor;
     let loss = tape.apply(Op::Sum(Axis::All), &[prod], &[true]).unwrap().tensor;
     let before = graphs_computed();
     let g = tape.backward(&loss).unwrap();
-    if dev {
-        assert_eq!(graphs_computed() - before, 1, "{op:?}: the backward pass is one graph");
-    }
+    assert_eq!(graphs_computed() - before, 1, "{op:?}: the backward pass is one graph");
     let gs = ts.iter().zip(grad).filter(|(_, &n)| n).map(|(t, _)| {
         g.iter().find(|(x, _)| x.id == t.id).expect("a gradient").1.clone()
     });
@@ -74,7 +79,7 @@ fn backends() -> Vec<Arc<Backend>> {
 }
 
 #[test]
-fn every_op_on_the_device_matches_the_host() {
+fn every_op_on_the_device_matches_the_cpu() {
     let _g = cpu_device();
     for be in backends() {
         super::reset_pools(&Scope::BOTH, None).unwrap();
@@ -123,10 +128,10 @@ fn every_op(be: &Backend) {
         (Op::Reshape(2, 6), vec![mat(3, 4, 0.)], vec![true]),
         (Op::Transpose, vec![mat(3, 4, 0.)], vec![true]),
         (Op::MseLoss, vec![mat(3, 4, 0.), mat(3, 4, 1.)], t2.to_vec()),
-        (Op::CrossEntropyLoss, vec![pos(3, 4, 0.).map(|v| v * 0.8), oh.clone()], t2.to_vec()),
+        (Op::CrossEntropyLoss, vec![map(pos(3, 4, 0.), |v| v * 0.8), oh.clone()], t2.to_vec()),
         (Op::SoftmaxCrossEntropyLoss, vec![mat(3, 4, 0.), oh.clone()], t2.to_vec()),
         // large logits: probabilities that underflow in f32
-        (Op::SoftmaxCrossEntropyLoss, vec![mat(3, 4, 0.).map(|v| 120.0 * v), oh.clone()], vec![true, false]),
+        (Op::SoftmaxCrossEntropyLoss, vec![map(mat(3, 4, 0.), |v| 120.0 * v), oh.clone()], vec![true, false]),
         (Op::BatchNorm { eps: 1e-5, training: true }, vec![mat(3, 6, 0.), pos(3, 1, 1.), mat(3, 1, 2.)], vec![true; 3]),
         (
             Op::BatchNorm { eps: 1e-5, training: false },
@@ -147,8 +152,9 @@ fn every_op(be: &Backend) {
         close(&dv, &hv, 1e-4, &format!("{name} {op:?} value"));
         assert_eq!(hg.len(), dg.len());
         for (i, (d, h)) in dg.iter().zip(&hg).enumerate() {
-            assert!(d.device().is_some(), "{op:?}: gradient {i} stays on the device");
-            close(&d.to_host().unwrap(), h.host().unwrap(), 1e-4, &format!("{name} {op:?} gradient {i}"));
+            assert!(d.in_pools(), "{op:?}: gradient {i} stays on the device");
+            assert!(!h.in_pools(), "{op:?}: gradient {i} stays on the CPU");
+            close(&d.to_host().unwrap(), &h.to_host().unwrap(), 1e-4, &format!("{name} {op:?} gradient {i}"));
         }
     }
 }
@@ -156,7 +162,7 @@ fn every_op(be: &Backend) {
 #[test]
 fn device_gradients_accumulate_and_are_rescued_before_a_reset() {
     let _g = cpu_device();
-    let w = Tensor::with_storage(1, Storage::Device(Dev::upload(&mat(2, 3, 0.), Scope::Persistent).unwrap()));
+    let w = Tensor::with_storage(1, Storage::Engine(dev(&mat(2, 3, 0.), Scope::Persistent)));
     let x = mat(3, 4, 1.);
     let step = |tape: &mut Tape| {
         let xt = tape.tensor(x.clone());
@@ -167,20 +173,21 @@ fn device_gradients_accumulate_and_are_rescued_before_a_reset() {
     };
     let mut tape = Tape::new();
     let g1 = step(&mut tape);
-    let want = Mat::new(2, 3, (0..6).map(|k| x.row_sums().data[k / 2]).collect()).unwrap();
+    let row_sum = |i: usize| (0..4).map(|j| x.data[i + 3 * j]).sum::<f64>();
+    let want = Mat::new(2, 3, (0..6).map(|k| row_sum(k / 2)).collect()).unwrap();
     close(&g1[0].1.to_host().unwrap(), &want, 1e-5, "gradient");
     // A second backward adds to the accumulated gradient inside its graph.
     let g2 = step(&mut tape);
-    assert!(w.grad_storage().unwrap().device().is_some());
-    close(&w.grad().unwrap().unwrap(), &want.map(|v| 2.0 * v), 1e-5, "accumulated");
+    assert!(w.grad_storage().unwrap().in_pools());
+    close(&w.grad().unwrap().unwrap(), &map(want.clone(), |v| 2.0 * v), 1e-5, "accumulated");
     // A store's cell and the tensor's gradient survive a reset of the pass pool.
     let cell = grad_cell(g2[0].1.clone());
     let down0 = crate::memory::ledger::stats().download_calls;
     super::reset_pools(&[Scope::Pass], None).unwrap();
-    assert!(cell.borrow().device().is_none() && w.grad_storage().unwrap().device().is_none());
+    assert!(!cell.borrow().in_pools() && !w.grad_storage().unwrap().in_pools());
     assert!(crate::memory::ledger::stats().download_calls.iter().sum::<u64>() > down0.iter().sum::<u64>());
     close(cell.borrow().host().unwrap(), &want, 1e-5, "rescued store gradient");
-    close(&w.grad().unwrap().unwrap(), &want.map(|v| 2.0 * v), 1e-5, "rescued gradient");
+    close(&w.grad().unwrap().unwrap(), &map(want.clone(), |v| 2.0 * v), 1e-5, "rescued gradient");
     // A dropped store costs nothing at the next reset.
     w.set_grad(None);
     drop(cell);
@@ -200,16 +207,16 @@ fn optimizers_read_device_gradients_and_update_in_place() {
         let w0 = mat(3, 4, 0.0);
         let g = mat(3, 4, 5.0);
         let wh = Tensor::new(1, w0.clone());
-        let wd = Tensor::with_storage(2, Storage::Device(Dev::upload(&w0, Scope::Persistent).unwrap()));
-        let gd = Dev::upload(&g, Scope::Pass).unwrap();
-        let before = wd.value().device().unwrap().t.clone();
+        let wd = Tensor::with_storage(2, Storage::Engine(dev(&w0, Scope::Persistent)));
+        let gd = Storage::Engine(dev(&g, Scope::Pass));
+        let before = wd.value().engine().unwrap().t.clone();
         let mut oh = Optimizer::new(kind.clone(), 1);
         let mut od = Optimizer::new(kind.clone(), 1);
         for step in 0..3 {
             oh.step(std::slice::from_ref(&wh), &["w".into()], &[Some(GradIn::Host(&g.data))], 0.25).unwrap();
             let up0 = crate::memory::ledger::stats().upload_bytes;
             let n0 = graphs_computed();
-            od.step(std::slice::from_ref(&wd), &["w".into()], &[Some(GradIn::Device(&gd))], 0.25).unwrap();
+            od.step(std::slice::from_ref(&wd), &["w".into()], &[Some(GradIn::Stored(&gd))], 0.25).unwrap();
             assert_eq!(graphs_computed() - n0, 1, "one graph per step");
             if step > 0 {
                 let up1 = crate::memory::ledger::stats().upload_bytes;
@@ -218,8 +225,8 @@ fn optimizers_read_device_gradients_and_update_in_place() {
             }
         }
         let after = wd.value();
-        assert!(Arc::ptr_eq(&after.device().unwrap().t, &before), "in place");
-        close(&after.to_host().unwrap(), wh.value().host().unwrap(), 1e-5, &format!("{kind:?}"));
+        assert!(Arc::ptr_eq(&after.engine().unwrap().t, &before), "in place");
+        close(&after.to_host().unwrap(), &wh.value().to_host().unwrap(), 1e-5, &format!("{kind:?}"));
     }
     super::reset_pools(&Scope::BOTH, None).unwrap();
 }
@@ -233,14 +240,18 @@ fn long_concatenations_and_many_gradients_fit_the_pass_pool() {
     let (dv, dg) = run(&Op::ConcatRows, &ins, &[true; 60], true);
     close(&dv, &hv, 1e-5, "concat value");
     for (d, h) in dg.iter().zip(&hg) {
-        close(&d.to_host().unwrap(), h.host().unwrap(), 1e-5, "concat gradient");
+        close(&d.to_host().unwrap(), &h.to_host().unwrap(), 1e-5, "concat gradient");
     }
-    let gs: Vec<Dev> = (0..200).map(|k| Dev::upload(&mat(2, 2, k as f64), Scope::Pass).unwrap()).collect();
-    let want: f64 = (0..200).map(|k| mat(2, 2, k as f64).data.iter().map(|v| v * v).sum::<f64>()).sum();
-    let got = optim::sq_norm_device(&gs).unwrap();
+    // Clipping 200 gradients in the pass pool and 1 on the host together.
+    let cells: Vec<GradCell> = (0..200).map(|k| grad_cell(Storage::Engine(dev(&mat(2, 2, k as f64), Scope::Pass)))).collect();
+    let host = grad_cell(Storage::Host(mat(2, 2, 200.0)));
+    let all: Vec<GradCell> = cells.iter().cloned().chain(std::iter::once(host.clone())).collect();
+    let want: f64 = (0..201).map(|k| mat(2, 2, k as f64).data.iter().map(|v| v * v).sum::<f64>()).sum::<f64>().sqrt();
+    let got = clip_grads(&all, want / 2.0).unwrap();
     assert!((got - want).abs() < 1e-4 * want, "{got} vs {want}");
-    let half = optim::scale_device(&gs, 0.5).unwrap();
-    close(&half[199].download().unwrap(), &mat(2, 2, 199.0).map(|v| v / 2.0), 1e-6, "scaled");
+    let f = (want / 2.0) / (want + 1e-6);
+    close(&cells[199].borrow().to_host().unwrap(), &map(mat(2, 2, 199.0), |v| v * f), 1e-6, "scaled in the pool");
+    close(host.borrow().host().unwrap(), &map(mat(2, 2, 200.0), |v| v * f), 1e-6, "scaled on the host");
     super::reset_pools(&Scope::BOTH, None).unwrap();
 }
 
@@ -252,10 +263,10 @@ fn mixed_host_and_device_nodes_share_one_backward_pass() {
         let x = tape.tensor(mat(4, 3, 1.0));
         let w = tape.tensor(mat(2, 4, 0.0));
         if dev {
-            w.set_storage(Storage::Device(Dev::upload(&mat(2, 4, 0.0), Scope::Persistent).unwrap()));
+            w.set_storage(Storage::Engine(self::dev(&mat(2, 4, 0.0), Scope::Persistent)));
         }
         tape.begin();
-        // a host node (x stays on the host) feeding device nodes
+        // a node on the CPU (x stays there) feeding device nodes
         let h = tape.apply(Op::Tanh, std::slice::from_ref(&x), &[true]).unwrap().tensor;
         let y = tape.apply_on(Op::MatMul, &[w.clone(), h], &[true, true], dev).unwrap().tensor;
         let s = tape.apply_on(Op::Softmax, &[y], &[true], dev).unwrap().tensor;

@@ -1,61 +1,60 @@
 //! Reverse-mode automatic differentiation for the `ag_*` API.
 //!
-//! - `mat`: host matrices (f64, column-major) and the dense kernels;
-//! - `value`: where values live (`Storage`) and the tensor cells;
-//! - `ops`: op definitions, shape rules and forward kernels;
-//! - `kernels`: host kernels shared by forward and backward rules;
-//! - `backward`: the backward rule of every op;
+//! Every op has one forward definition (`forward.rs`) and one backward rule
+//! (`backward.rs`), written over engine ops (`nodes.rs`) and run by the
+//! backend of the place its inputs are in (`value::Place`): device "cpu" is
+//! the host CPU backend in f64 (results equal to base R's to rounding),
+//! device "gpu" the residency backend in f32 (f16 or bf16 weights). Where
+//! the backend has fused ops (the CPU backend: a dense layer as one product
+//! with its bias and activation, an optimizer step as one pass), the rules
+//! use them; elsewhere they build the unfused form.
+//!
+//! Modules, bottom-up (each imports only those above it in this list):
+//! - `rescue`: what must be copied out of a pool before it is reset;
+//! - `op`: the ops, their parameters and shape rules (the errors users see);
+//! - `value`: where values live ([`Storage`], [`Place`], [`Val`]) and the
+//!   tensor cells;
+//! - `place`: each place's backend, memory and uploads;
+//! - `graph`: building one graph in a place and computing it once;
+//! - `nodes`: the graph pieces the rules are made of;
+//! - `forward`, `backward`: the rules;
 //! - `tape`: recording and the backward pass;
-//! - `optim`: in-place optimizer updates and gradient clipping;
-//! - `device`: device values (`Dev`) and the graph pieces the device rules
-//!   are built from; `device_graph`: one graph in the pass pool, computed
-//!   once; `device_fwd` / `device_bwd`: the forward graph and the backward
-//!   rule of every op on the device.
+//! - `optim`, `clip`: optimizer updates and gradient clipping;
+//! - `pools`: resetting the residency pools after the rescue.
 //!
-//! Device "cpu" is `Storage::Host` (f64). Device "gpu" is `Storage::Device`:
-//! an engine tensor in a residency pool (parameters in the persistent pool,
-//! f32, f16 or bf16; activations and gradients in the pass pool, f32).
-//!
-//! On the device, `Tape::apply_on` runs each op as one graph; its results
-//! are *detached* leaves (they alias the computed memory), so later graphs
-//! never compute them again. `Tape::backward` appends the backward rule of
-//! every node to ONE graph (gradients are nodes, summed with `add` nodes,
-//! and the leaves' gradients are added to those they already hold) and
-//! computes it once: one queue submission on Vulkan for the whole pass,
-//! nothing downloaded. The leaves' gradients stay on the device; R reads
-//! download them on demand. Gradients live in the pass pool: before a pool
-//! is reset (by `pools::reset_pools`), `value::rescue_device_grads` copies
-//! the ones still referenced (by a tensor or a gradient store) to the host. Optimizers update every
-//! device weight and its moments in place with one graph that reads the
-//! device gradients directly and `cpy`s into the weights' own memory.
-//!
-//! Host fallback on the device: an op whose input shapes do not fit it runs
-//! its host kernel on downloaded inputs, which reports the error; a node
-//! recorded that way (or with host values) runs its host backward rule, and
-//! the gradient it needs is computed and downloaded first. Mixed tapes are
-//! correct, only slower.
+//! `Tape::apply_on` runs each op as one graph; its results are *detached*
+//! leaves (they alias the computed memory), so later graphs never compute
+//! them again. `Tape::backward` appends the backward rule of every node to
+//! ONE graph per place (gradients are nodes, summed with `add` nodes, and
+//! the leaves' gradients are added to those they already hold) and computes
+//! it once: one queue submission on Vulkan for the whole pass, nothing
+//! downloaded. The leaves' gradients stay where they were computed; R reads
+//! copy them on demand. On "gpu" they live in the pass pool: before a pool
+//! is reset (by `pools::reset_pools`), the rescue registry copies the ones
+//! still referenced (by a tensor or a gradient store) to the host.
+//! Optimizers update every weight and its moments in place with one graph
+//! per place that reads the gradients where they are. Mixed tapes (a "cpu"
+//! tensor in a "gpu" op) move values between the places as needed.
 
 pub mod backward;
-pub mod device;
-pub mod device_bwd;
-pub mod device_fwd;
-pub mod device_graph;
-pub mod dgemm;
-pub mod dgemm_par;
-pub mod kernels;
-pub mod mat;
-pub mod ops;
+pub mod clip;
+pub mod forward;
+pub mod graph;
+pub mod nodes;
+pub mod op;
 pub mod optim;
+pub mod place;
 pub mod pools;
+pub mod rescue;
 pub mod tape;
 pub mod value;
 
-pub use mat::Mat;
-pub use ops::{Axis, Op};
-pub use optim::{clip_factor, GradIn, OptKind, Optimizer};
+pub use clip::{clip_factor, clip_grads};
+pub use op::{Act, Axis, Op};
+pub use optim::{GradIn, OptKind, Optimizer};
 pub use pools::reset_pools;
 pub use tape::{Applied, Tape};
-pub use value::{grad_cell, rescue_device_grads, GradCell, Storage, Tensor, TensorRef, Value};
+pub use value::{grad_cell, set_cell, GradCell, Mat, Place, Storage, Tensor, TensorRef, Val, Value};
 
 #[cfg(test)]
 mod device_tests;

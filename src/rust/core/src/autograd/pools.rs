@@ -1,18 +1,17 @@
-//! Resetting the residency pools on autograd's behalf: device gradients that
-//! a tensor or a gradient store still refers to are copied to the host
-//! before their pool is freed, so they survive the reset.
+//! Resetting the residency pools on autograd's behalf: what the rescue
+//! registry holds in a pool (gradients a tensor or a gradient store still
+//! refers to, values the R side made resident) is copied to the host before
+//! the pool is freed, so it survives the reset.
 
-use super::value::rescue_device_grads;
-use crate::memory::BufferTag;
+use super::rescue;
 use crate::residency::{self, Scope};
 use anyhow::Result;
 
 /// Free the pools in `scopes` (see [`residency::Residency::reset`]) after
-/// rescuing the gradients that live there; optionally change the size of new
-/// pool contexts.
+/// rescuing what lives there; optionally change the size of new pool
+/// contexts.
 pub fn reset_pools(scopes: &[Scope], size_mb: Option<f64>) -> Result<()> {
     Scope::check_size_mb(size_mb)?;
-    let tags: Vec<BufferTag> = scopes.iter().map(|s| s.tag()).collect();
-    rescue_device_grads(&tags)?;
+    rescue::rescue(scopes)?;
     residency::state().reset(scopes, size_mb)
 }

@@ -1,131 +1,205 @@
 //! Where a tensor's value lives, and the tensor cell the tape refers to.
 //!
 //! A value is a [`Storage`] behind an `Rc`: ops and the tape share values
-//! without copying, and an optimizer updates a weight in place
-//! (`Rc::make_mut`) once the tape that read it has been consumed.
-//!
-//! `Storage::Host` is f64 on the host (device "cpu"); `Storage::Device` an
-//! engine tensor in a residency pool (device "gpu", see `device.rs`). Ops
-//! match on the storage of their inputs, so the R API and the tape are the
-//! same for both.
+//! without copying. `Storage::Host` holds values given by R that no op has
+//! used yet; `Storage::Engine` an engine tensor ([`Val`]) in one of the two
+//! places computations run ([`Place`]): the host CPU backend in f64 (device
+//! "cpu") or the residency pools on the residency backend (device "gpu").
+//! Ops look at their inputs' storage, so the R API and the tape are the same
+//! for both.
 
-use super::device::Dev;
-use super::mat::Mat;
+use super::rescue::{self, Rescue};
+use crate::memory::BufferTag;
+use crate::residency::Scope;
+use crate::tensor::Tensor as ETensor;
 use anyhow::{bail, Result};
 use std::cell::RefCell;
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// A column-major `rows x cols` matrix of f64: element (i, j) is
+/// `data[i + j * rows]`, exactly as R stores a numeric matrix.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mat {
+    pub rows: usize,
+    pub cols: usize,
+    pub data: Vec<f64>,
+}
+
+impl Mat {
+    pub fn new(rows: usize, cols: usize, data: Vec<f64>) -> Result<Mat> {
+        if rows.checked_mul(cols) != Some(data.len()) {
+            bail!(
+                "a {rows}x{cols} matrix needs {} values, got {}",
+                rows.saturating_mul(cols),
+                data.len()
+            );
+        }
+        Ok(Mat { rows, cols, data })
+    }
+    /// Sizes come from the user's tensors: a refused allocation unwinds
+    /// (`base::alloc::Refused`) to the binding, which reports it as an error.
+    pub fn filled(rows: usize, cols: usize, v: f64) -> Mat {
+        let data = crate::base::alloc::try_vec(rows.saturating_mul(cols), v, "an autograd matrix");
+        Mat { rows, cols, data: crate::base::alloc::or_unwind(data) }
+    }
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+    pub fn shape(&self) -> (usize, usize) {
+        (self.rows, self.cols)
+    }
+}
+
+/// Where computations run: device "cpu" is the host CPU backend in f64
+/// (each tensor in a buffer of its own, tagged `cpu`); device "gpu" the
+/// residency backend in f32 (activations and gradients in the pass pool,
+/// parameters and moments in the persistent pool).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    Cpu,
+    Pools,
+}
+
+/// A value held by a backend: an engine tensor `[rows, cols]` (an autograd
+/// matrix is a ggml tensor with `ne = [rows, cols]`: rows vary fastest).
+#[derive(Debug, Clone)]
+pub struct Val {
+    pub t: Arc<ETensor>,
+    pub rows: usize,
+    pub cols: usize,
+    pub place: Place,
+}
+
+impl Val {
+    pub fn new(t: Arc<ETensor>, rows: usize, cols: usize, place: Place) -> Val {
+        Val { t, rows, cols, place }
+    }
+    /// The value, read to the host: from a pool, a download; a device
+    /// "cpu" value is host memory already and is read in place.
+    pub fn download(&self) -> Result<Mat> {
+        if self.place == Place::Pools {
+            let v = crate::tensor::io::get_values(&self.t, 0, Some(self.len()))?;
+            return Mat::new(self.rows, self.cols, v);
+        }
+        let r = self.t.resolve()?;
+        let g = r.buf.read("a device \"cpu\" value")?;
+        let Some(bytes) = g.host_bytes() else { bail!("internal: a device \"cpu\" value is not in host memory") };
+        let mut data = Vec::with_capacity(self.len());
+        crate::layout::walk::for_each_offset(&r.layout, r.offset, |_, o| {
+            data.push(crate::layout::convert::decode::<f64>(r.layout.dtype, bytes, o))
+        });
+        Mat::new(self.rows, self.cols, data)
+    }
+    pub fn shape(&self) -> (usize, usize) {
+        (self.rows, self.cols)
+    }
+    pub fn len(&self) -> usize {
+        self.rows * self.cols
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The residency pool the value's memory is in, if any (None for a
+    /// freed buffer too).
+    pub fn pool(&self) -> Option<Scope> {
+        let tag = self.t.resolve().ok()?.buf.tag();
+        Scope::of_tag(tag)
+    }
+    /// Whether another holder (a tape's node) refers to this tensor.
+    pub fn is_shared(&self) -> bool {
+        Arc::strong_count(&self.t) > 1
+    }
+    /// Whether the value's memory is a buffer tagged `tag`.
+    pub fn is_in(&self, tag: BufferTag) -> bool {
+        self.t.resolve().is_ok_and(|r| r.buf.tag() == tag)
+    }
+}
 
 #[derive(Clone, Debug)]
 pub enum Storage {
-    /// Double precision on the host, column-major.
+    /// Values given by R (f64, column-major), on no backend yet.
     Host(Mat),
-    /// An engine tensor in a residency pool (f32, column-major `[rows, cols]`).
-    Device(Dev),
+    /// An engine tensor.
+    Engine(Val),
 }
 
 impl Storage {
-    /// The host matrix of this value.
-    pub fn host(&self) -> Result<&Mat> {
-        match self {
-            Storage::Host(m) => Ok(m),
-            Storage::Device(_) => bail!("internal: this value is on the device; download it first"),
-        }
-    }
-    pub fn host_mut(&mut self) -> Result<&mut Mat> {
-        match self {
-            Storage::Host(m) => Ok(m),
-            Storage::Device(_) => bail!("internal: this value is on the device; update it with a graph"),
-        }
-    }
-    /// The value as a host matrix: a copy, downloaded when on the device.
+    /// The value as a host matrix: a copy, read from the backend when there.
     pub fn to_host(&self) -> Result<Mat> {
         match self {
             Storage::Host(m) => Ok(m.clone()),
-            Storage::Device(d) => d.download(),
+            Storage::Engine(v) => v.download(),
         }
     }
-    /// The value on the host: borrowed when it is there, else downloaded.
-    pub fn host_view(&self) -> Result<std::borrow::Cow<'_, Mat>> {
+    pub fn engine(&self) -> Option<&Val> {
         match self {
-            Storage::Host(m) => Ok(std::borrow::Cow::Borrowed(m)),
-            Storage::Device(d) => Ok(std::borrow::Cow::Owned(d.download()?)),
-        }
-    }
-    pub fn device(&self) -> Option<&Dev> {
-        match self {
-            Storage::Device(d) => Some(d),
+            Storage::Engine(v) => Some(v),
             Storage::Host(_) => None,
         }
     }
+    pub fn host(&self) -> Option<&Mat> {
+        match self {
+            Storage::Host(m) => Some(m),
+            Storage::Engine(_) => None,
+        }
+    }
+    /// True when the value is an engine tensor in a residency pool.
+    pub fn in_pools(&self) -> bool {
+        matches!(self, Storage::Engine(v) if v.place == Place::Pools)
+    }
     pub fn shape(&self) -> (usize, usize) {
         match self {
-            Storage::Host(m) => (m.rows, m.cols),
-            Storage::Device(d) => (d.rows, d.cols),
+            Storage::Host(m) => m.shape(),
+            Storage::Engine(v) => v.shape(),
         }
     }
 }
 
 pub type Value = Rc<Storage>;
 
-/// A gradient: a value on the host or, on the device, in the pass pool.
-/// Cells made by [`grad_cell`] are known to [`rescue_device_grads`], which
-/// copies them to the host before the pass pool is reset.
+/// A gradient cell. Cells holding values in a pool are known to the rescue
+/// registry, which copies them to the host before that pool is reset.
 pub type GradCell = Rc<RefCell<Storage>>;
 
-thread_local! {
-    static DEVICE_GRADS: RefCell<Vec<Weak<RefCell<Storage>>>> = const { RefCell::new(Vec::new()) };
-}
-
-/// A gradient cell holding `s` (registered for rescue when on the device).
-pub fn grad_cell(s: Storage) -> GradCell {
-    let on_dev = s.device().is_some();
-    let c = Rc::new(RefCell::new(s));
-    if on_dev {
-        DEVICE_GRADS.with(|r| {
-            let mut r = r.borrow_mut();
-            r.retain(|w| w.strong_count() > 0);
-            r.push(Rc::downgrade(&c));
-        });
-    }
-    c
-}
-
-/// Replaces the value of a gradient cell (registering it when it moves to the device).
-pub fn set_cell(c: &GradCell, s: Storage) {
-    let on_dev = s.device().is_some();
-    *c.borrow_mut() = s;
-    if on_dev {
-        DEVICE_GRADS.with(|r| r.borrow_mut().push(Rc::downgrade(c)));
-    }
-}
-
-/// Copies every device gradient still referenced (by a tensor or a gradient
-/// store) whose memory is in a pool tagged `tags` to the host. Called
-/// before such a pool is freed; returns how many were copied.
-pub fn rescue_device_grads(tags: &[crate::memory::BufferTag]) -> Result<usize> {
-    let cells: Vec<GradCell> = DEVICE_GRADS.with(|r| {
-        let mut r = r.borrow_mut();
-        r.retain(|w| w.strong_count() > 0);
-        r.iter().filter_map(Weak::upgrade).collect()
-    });
-    let mut n = 0;
-    for c in &cells {
-        let host = match &*c.borrow() {
-            Storage::Device(d) => match d.t.resolve() {
-                Ok(r) if tags.contains(&r.buf.tag()) => Some(d.download()?),
-                _ => None,
+impl Rescue for RefCell<Storage> {
+    fn rescue(&self, scopes: &[Scope]) -> Result<bool> {
+        let host = match &*self.borrow() {
+            Storage::Engine(v) => match v.pool() {
+                Some(s) if scopes.contains(&s) => Some(v.download()?),
+                Some(_) => return Ok(true),
+                None => None,
             },
             Storage::Host(_) => None,
         };
         if let Some(m) = host {
-            *c.borrow_mut() = Storage::Host(m);
-            n += 1;
+            *self.borrow_mut() = Storage::Host(m);
         }
+        Ok(false)
     }
-    DEVICE_GRADS.with(|r| {
-        r.borrow_mut().retain(|w| w.upgrade().is_some_and(|c| c.borrow().device().is_some()))
-    });
-    Ok(n)
+}
+
+fn register(c: &GradCell) {
+    if c.borrow().in_pools() {
+        let r: Rc<dyn Rescue> = c.clone();
+        rescue::register_weak(&r);
+    }
+}
+
+/// A gradient cell holding `s` (registered for rescue when in a pool).
+pub fn grad_cell(s: Storage) -> GradCell {
+    let c = Rc::new(RefCell::new(s));
+    register(&c);
+    c
+}
+
+/// Replaces the value of a gradient cell (registering it when it moves to a pool).
+pub fn set_cell(c: &GradCell, s: Storage) {
+    *c.borrow_mut() = s;
+    register(c);
 }
 
 /// A tensor as the engine sees it: an id (shared with the R object), its
@@ -155,22 +229,17 @@ impl Tensor {
     }
     /// Replaces the value (values already saved by a tape keep the old one).
     pub fn set_value(&self, m: Mat) {
-        *self.value.borrow_mut() = Rc::new(Storage::Host(m));
+        self.set_storage(Storage::Host(m));
     }
-    /// Replaces the value with another storage (e.g. its device copy).
+    /// Replaces the value with another storage (e.g. its copy on a backend).
     pub fn set_storage(&self, s: Storage) {
         *self.value.borrow_mut() = Rc::new(s);
     }
-    /// Updates the value in place; copies first only when a tape still shares it.
-    pub fn update_host(&self, f: impl FnOnce(&mut Mat) -> Result<()>) -> Result<()> {
-        let mut v = self.value.borrow_mut();
-        f(Rc::make_mut(&mut v).host_mut()?)
-    }
-    /// The accumulated gradient as it is stored (host or device).
+    /// The accumulated gradient as it is stored.
     pub fn grad_storage(&self) -> Option<Storage> {
         self.grad.borrow().as_ref().map(|c| c.borrow().clone())
     }
-    /// The accumulated gradient on the host (downloaded when on the device).
+    /// The accumulated gradient on the host (read from its backend).
     pub fn grad(&self) -> Result<Option<Mat>> {
         self.grad_storage().map(|s| s.to_host()).transpose()
     }
@@ -179,26 +248,5 @@ impl Tensor {
     }
     pub fn set_grad_storage(&self, g: Option<Storage>) {
         *self.grad.borrow_mut() = g.map(grad_cell);
-    }
-    /// Adds the host gradient `g` to the accumulated gradient.
-    pub fn accumulate_grad(&self, g: &Mat) -> Result<()> {
-        let cur = match self.grad_storage() {
-            Some(Storage::Host(mut c)) if c.same_shape(g) => {
-                c.add_assign(g);
-                c
-            }
-            Some(s @ Storage::Device(_)) => {
-                let mut c = s.to_host()?;
-                if c.same_shape(g) {
-                    c.add_assign(g);
-                    c
-                } else {
-                    g.clone()
-                }
-            }
-            _ => g.clone(),
-        };
-        self.set_grad(Some(cur));
-        Ok(())
     }
 }

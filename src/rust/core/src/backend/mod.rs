@@ -214,6 +214,29 @@ impl Backend {
         }
     }
 
+    /// Whether this backend computes `op` on tensors of type `dtype`. The
+    /// fused ops (`Linear`, `UnaryBack`, the cross-entropy loss and its
+    /// gradient, the optimizer steps) and f64 tensors are the CPU backend's alone;
+    /// graph builders build the unfused form elsewhere.
+    pub fn supports(&self, op: &crate::op::Op, dtype: crate::base::dtype::DType) -> bool {
+        match &self.imp {
+            BackendImpl::Cpu(_) => true,
+            BackendImpl::Vulkan(_) => {
+                use crate::op::Op;
+                dtype != crate::base::dtype::DType::F64
+                    && !matches!(
+                        op,
+                        Op::Linear { .. }
+                            | Op::UnaryBack { .. }
+                            | Op::CrossEntropyLoss
+                            | Op::CrossEntropyLossBack
+                            | Op::AdamStep { .. }
+                            | Op::SgdStep { .. }
+                    )
+            }
+        }
+    }
+
     /// Run resolved graph nodes (topological order, views already resolved).
     pub fn compute(&self, nodes: &[Node]) -> crate::Result<()> {
         self.check_live()?;
@@ -300,5 +323,7 @@ mod tests {
         let msg = b.check_live().unwrap_err().to_string();
         assert!(msg.contains("freed"), "{msg}");
         assert!(dev_count() >= 1);
+        let lin = crate::op::Op::Linear { act: None };
+        assert!(Backend::cpu().supports(&lin, crate::base::dtype::DType::F64));
     }
 }

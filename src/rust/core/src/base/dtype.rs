@@ -13,6 +13,9 @@ pub enum DType {
     F32 = 0,
     F16 = 1,
     I32 = 26,
+    /// Double precision: the CPU backend computes in f64 on it (device
+    /// "cpu" of the autograd API); other backends refuse it.
+    F64 = 28,
     BF16 = 30,
 }
 
@@ -25,10 +28,11 @@ impl DType {
             0 => DType::F32,
             1 => DType::F16,
             26 => DType::I32,
+            28 => DType::F64,
             30 => DType::BF16,
             other => bail!(
                 "unsupported tensor type code {other}: use GGML_TYPE_F32 (0), GGML_TYPE_F16 (1), \
-                 GGML_TYPE_I32 (26), GGML_TYPE_BF16 (30) or a quantized type (GGML_TYPE_Q4_0, ...)"
+                 GGML_TYPE_I32 (26), GGML_TYPE_BF16 (30), 28 (f64, CPU backend only) or a quantized type (GGML_TYPE_Q4_0, ...)"
             ),
         })
     }
@@ -39,6 +43,7 @@ impl DType {
             DType::F32 => 0,
             DType::F16 => 1,
             DType::I32 => 26,
+            DType::F64 => 28,
             DType::BF16 => 30,
         }
     }
@@ -46,13 +51,14 @@ impl DType {
     /// Bytes per element (per block for quantized types: ggml's `type_size`).
     pub fn size(self) -> usize {
         match self {
+            DType::F64 => 8,
             DType::Quant(q) => q.type_size(),
             DType::F32 | DType::I32 => 4,
             DType::F16 | DType::BF16 => 2,
         }
     }
 
-    /// ggml's name for the type ("f32", "f16", "i32", "bf16", "q4_0", ...).
+    /// ggml's name for the type ("f32", "f16", "i32", "bf16", "f64", "q4_0", ...).
     pub fn name(self) -> &'static str {
         match self {
             DType::Quant(q) => q.name(),
@@ -60,6 +66,7 @@ impl DType {
             DType::F16 => "f16",
             DType::I32 => "i32",
             DType::BF16 => "bf16",
+            DType::F64 => "f64",
         }
     }
 
@@ -97,12 +104,13 @@ mod tests {
 
     #[test]
     fn codes_round_trip() {
-        for t in [DType::F32, DType::F16, DType::I32, DType::BF16] {
+        for t in [DType::F32, DType::F16, DType::I32, DType::BF16, DType::F64] {
             assert_eq!(DType::from_code(t.code() as i64).unwrap(), t);
         }
         assert!(DType::from_code(4).unwrap_err().to_string().contains("GGML_TYPE_F32"));
         assert_eq!(DType::F16.size(), 2);
         assert_eq!(DType::BF16.name(), "bf16");
+        assert_eq!((DType::F64.size(), DType::F64.name()), (8, "f64"));
         let q = DType::from_code(12).unwrap();
         assert_eq!((q, q.code(), q.size(), q.block_size(), q.name()), (DType::Quant(QType::Q4_K), 12, 144, 256, "q4_K"));
         assert_eq!(q.row_size(512).unwrap(), 288);

@@ -10,6 +10,7 @@ pub mod clock;
 pub mod cpu_features;
 pub mod dtype;
 pub mod error;
+pub mod float;
 pub mod fmt;
 pub mod log;
 pub mod quant;

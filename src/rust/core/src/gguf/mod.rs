@@ -151,7 +151,7 @@ impl GgufFile {
             TensorType::I8 => each::<1>(b, |c| c[0] as i8 as f64),
             TensorType::I16 => each::<2>(b, |c| i16::from_le_bytes(c) as f64),
             TensorType::I64 => each::<8>(b, |c| i64::from_le_bytes(c) as f64),
-            TensorType::F64 => each::<8>(b, f64::from_le_bytes),
+            TensorType::F64 | TensorType::Engine(DType::F64) => each::<8>(b, f64::from_le_bytes),
         })
     }
 

@@ -159,7 +159,7 @@ pub fn encode_values(ty: TensorType, ne0: usize, vals: &[f64]) -> crate::Result<
         TensorType::Engine(DType::F32) => vals.iter().for_each(|&v| out.extend_from_slice(&(v as f32).to_le_bytes())),
         TensorType::Engine(DType::F16) => vals.iter().for_each(|&v| out.extend_from_slice(&f16::from_f64(v).to_le_bytes())),
         TensorType::Engine(DType::BF16) => vals.iter().for_each(|&v| out.extend_from_slice(&bf16::from_f64(v).to_le_bytes())),
-        TensorType::F64 => vals.iter().for_each(|&v| out.extend_from_slice(&v.to_le_bytes())),
+        TensorType::F64 | TensorType::Engine(DType::F64) => vals.iter().for_each(|&v| out.extend_from_slice(&v.to_le_bytes())),
         TensorType::Engine(DType::I32) => {
             whole(i32::MIN as f64, i32::MAX as f64)?;
             vals.iter().for_each(|&v| out.extend_from_slice(&(v as i32).to_le_bytes()));

@@ -20,13 +20,33 @@ use crate::op::Op;
 use crate::tensor::Tensor;
 use anyhow::Context as _;
 use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 #[derive(Debug, Default)]
 pub struct Graph {
     nodes: Vec<Arc<Tensor>>,
     leafs: Vec<Arc<Tensor>>,
-    seen: HashSet<u64>,
+    seen: HashSet<u64, BuildHasherDefault<IdHash>>,
+}
+
+/// Hashes tensor ids (unique integers) with one multiplication, not
+/// SipHash: graphs are built for every op of a training step.
+#[derive(Debug, Default)]
+struct IdHash(u64);
+
+impl Hasher for IdHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
 }
 
 impl Graph {

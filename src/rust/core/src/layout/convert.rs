@@ -4,52 +4,68 @@
 //! there; here they read as NaN and are not written).
 
 use crate::base::dtype::DType;
-use half::{bf16, f16};
+use crate::base::float::Float;
 
-/// The value at byte `o` of `b`, stored as `dt`, as f32.
+/// The value at byte `o` of `b`, stored as `dt`, in the compute type `T`
+/// (f32 for f32, f16 and bf16 storage read as before; f64 exact).
 #[inline]
-pub fn decode(dt: DType, b: &[u8], o: usize) -> f32 {
+pub fn decode<T: Float>(dt: DType, b: &[u8], o: usize) -> T {
+    use half::{bf16, f16};
     match dt {
-        DType::Quant(_) => f32::NAN,
-        DType::F32 => f32::from_ne_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]),
-        DType::F16 => f16::from_ne_bytes([b[o], b[o + 1]]).to_f32(),
-        DType::BF16 => bf16::from_ne_bytes([b[o], b[o + 1]]).to_f32(),
-        DType::I32 => i32::from_ne_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]) as f32,
+        DType::F32 => T::from_f32(f32::from_ne_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])),
+        DType::F16 => T::from_f32(f16::from_ne_bytes([b[o], b[o + 1]]).to_f32()),
+        DType::BF16 => T::from_f32(bf16::from_ne_bytes([b[o], b[o + 1]]).to_f32()),
+        DType::I32 => T::from_f64(i32::from_ne_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]) as f64),
+        DType::F64 => T::from_f64(f64::from_ne_bytes(b[o..o + 8].try_into().expect("8 bytes"))),
+        DType::Quant(_) => T::from_f32(f32::NAN),
     }
 }
 
-/// Store `v` at byte `o` of `b` as `dt` (rounded for i32).
+/// Store `v` at byte `o` of `b` as `dt` (rounded once; to nearest for i32).
 #[inline]
-pub fn encode(dt: DType, v: f32, b: &mut [u8], o: usize) {
+pub fn encode<T: Float>(dt: DType, v: T, b: &mut [u8], o: usize) {
     match dt {
+        DType::F32 => b[o..o + 4].copy_from_slice(&v.to_f32().to_ne_bytes()),
+        DType::F16 => b[o..o + 2].copy_from_slice(&v.to_f16().to_ne_bytes()),
+        DType::BF16 => b[o..o + 2].copy_from_slice(&v.to_bf16().to_ne_bytes()),
+        DType::I32 => b[o..o + 4].copy_from_slice(&(v.round().to_f64() as i32).to_ne_bytes()),
+        DType::F64 => b[o..o + 8].copy_from_slice(&v.to_f64().to_ne_bytes()),
         DType::Quant(_) => {}
-        DType::F32 => b[o..o + 4].copy_from_slice(&v.to_ne_bytes()),
-        DType::F16 => b[o..o + 2].copy_from_slice(&f16::from_f32(v).to_ne_bytes()),
-        DType::BF16 => b[o..o + 2].copy_from_slice(&bf16::from_f32(v).to_ne_bytes()),
-        DType::I32 => b[o..o + 4].copy_from_slice(&(v.round() as i32).to_ne_bytes()),
     }
 }
 
-/// f64 values of packed element bytes of type `dt` (for R).
+/// f64 values of packed element bytes of type `dt` (for R): exact.
 pub fn decode_all(dt: DType, bytes: &[u8]) -> Vec<f64> {
     let es = dt.size();
-    (0..bytes.len() / es)
-        .map(|i| match dt {
-            DType::I32 => i32::from_ne_bytes(bytes[i * 4..i * 4 + 4].try_into().unwrap()) as f64,
-            _ => decode(dt, bytes, i * es) as f64,
-        })
-        .collect()
+    (0..bytes.len() / es).map(|i| decode::<f64>(dt, bytes, i * es)).collect()
 }
 
-/// Packed element bytes of type `dt` from f64 values (from R).
+/// Packed element bytes of type `dt` from f64 values (from R). Values for
+/// f32, f16 and bf16 tensors are rounded to f32 first, as ggml's setters do.
 pub fn encode_all(dt: DType, vals: &[f64]) -> Vec<u8> {
     let es = dt.size();
     let mut out = vec![0u8; vals.len() * es];
     for (i, &v) in vals.iter().enumerate() {
         match dt {
-            DType::I32 => out[i * 4..i * 4 + 4].copy_from_slice(&(v.round() as i32).to_ne_bytes()),
+            DType::I32 | DType::F64 => encode(dt, v, &mut out, i * es),
             _ => encode(dt, v as f32, &mut out, i * es),
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f64_round_trips_exactly_and_others_as_before() {
+        let v = [0.1, -1.0 / 3.0, 1e300, 5e-324];
+        assert_eq!(decode_all(DType::F64, &encode_all(DType::F64, &v)), v.to_vec());
+        // f32 and half types round through f32; i32 rounds to nearest.
+        let r = decode_all(DType::F16, &encode_all(DType::F16, &[0.1]))[0];
+        assert_eq!(r, half::f16::from_f32(0.1f32).to_f64());
+        assert_eq!(decode_all(DType::I32, &encode_all(DType::I32, &[2.6, -2.6])), vec![3.0, -3.0]);
+        assert_eq!(decode_all(DType::F32, &encode_all(DType::F32, &[0.1]))[0], 0.1f32 as f64);
+    }
 }

@@ -7,12 +7,17 @@
 //! freed. Uploads (host to buffer), downloads and copies between buffers
 //! (a scheduler moving a tensor between backends) are counted too. Every figure
 //! is kept per [`BufferTag`], so residency pools can be told apart.
+//!
+//! Buffers of [`BufferTag::Cpu`] (values and gradients of autograd tensors
+//! on device "cpu") are host memory that R's users see as ordinary heap
+//! memory: they are counted under their own tag but stay out of the totals,
+//! the peak and the budget ([`Stats::total_bytes`], [`before_alloc`]).
 
 use super::tag::BufferTag;
 use std::sync::Mutex;
 
 /// Number of tags the ledger keeps apart.
-pub const N_TAGS: usize = 4;
+pub const N_TAGS: usize = 5;
 
 pub fn tag_index(tag: BufferTag) -> usize {
     match tag {
@@ -20,6 +25,7 @@ pub fn tag_index(tag: BufferTag) -> usize {
         BufferTag::User => 1,
         BufferTag::Pass => 2,
         BufferTag::Persistent => 3,
+        BufferTag::Cpu => 4,
     }
 }
 
@@ -46,12 +52,14 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// Live bytes of every tag but [`BufferTag::Cpu`].
     pub fn total_bytes(&self) -> u64 {
-        self.bytes.iter().sum()
+        counted(&self.bytes)
     }
 
+    /// Live buffers of every tag but [`BufferTag::Cpu`].
     pub fn total_buffers(&self) -> u64 {
-        self.buffers.iter().sum()
+        counted(&self.buffers)
     }
 
     /// Live bytes of one tag.
@@ -63,6 +71,12 @@ impl Stats {
     pub fn buffers_of(&self, tag: BufferTag) -> u64 {
         self.buffers[tag_index(tag)]
     }
+}
+
+/// The sum of a per-tag figure over the tags in the totals (all but
+/// [`BufferTag::Cpu`]).
+pub fn counted(a: &[u64; N_TAGS]) -> u64 {
+    a.iter().enumerate().filter(|&(i, _)| i != tag_index(BufferTag::Cpu)).map(|(_, v)| v).sum()
 }
 
 static STATE: Mutex<Stats> = Mutex::new(Stats {
@@ -93,6 +107,7 @@ pub fn subsystem(tag: BufferTag) -> &'static str {
         BufferTag::User => "a backend buffer",
         BufferTag::Pass => "the autograd pass pool (activations of one step)",
         BufferTag::Persistent => "the autograd persistent pool (parameters and optimizer state)",
+        BufferTag::Cpu => "autograd tensors on device \"cpu\"",
     }
 }
 
@@ -126,6 +141,10 @@ pub fn check_budget(extra: u64, what: &str) -> crate::Result<()> {
 
 /// Called before memory is taken; an error refuses the allocation.
 pub fn before_alloc(bytes: usize, tag: BufferTag) -> crate::Result<()> {
+    if tag == BufferTag::Cpu {
+        // Host memory outside the budget (see the module notes).
+        return Ok(());
+    }
     check_budget(bytes as u64, subsystem(tag))
 }
 
@@ -135,7 +154,9 @@ pub fn after_alloc(bytes: usize, tag: BufferTag) {
     let i = tag_index(tag);
     s.bytes[i] += bytes as u64;
     s.buffers[i] += 1;
-    s.allocations += 1;
+    if tag != BufferTag::Cpu {
+        s.allocations += 1;
+    }
     s.peak_bytes = s.peak_bytes.max(s.total_bytes());
 }
 
@@ -245,7 +266,7 @@ pub(crate) mod tests {
         // On a private snapshot: the process-wide limit is left alone so that
         // tests allocating buffers concurrently are not refused.
         let mut s = stats();
-        s.bytes = [100, 200, 300, 400];
+        s.bytes = [100, 200, 300, 400, 0];
         s.limit = 1100.0;
         assert!(check_locked(&s, 100, "a test").is_ok());
         let err = check_locked(&s, 101, "a test").unwrap_err().to_string();

@@ -17,16 +17,19 @@ pub enum BufferTag {
     Pass,
     /// Autograd persistent pool.
     Persistent,
+    /// Values and gradients of autograd tensors on device "cpu" (f64 on the
+    /// host CPU backend), one buffer per tensor, freed with the tensor.
+    Cpu,
 }
 
 impl BufferTag {
-    pub const ALL: [BufferTag; 4] =
-        [BufferTag::Context, BufferTag::User, BufferTag::Pass, BufferTag::Persistent];
+    pub const ALL: [BufferTag; 5] =
+        [BufferTag::Context, BufferTag::User, BufferTag::Pass, BufferTag::Persistent, BufferTag::Cpu];
 
-    /// The tag called `name` ("context", "user", "pass", "persistent").
+    /// The tag called `name` ("context", "user", "pass", "persistent", "cpu").
     pub fn from_name(name: &str) -> crate::Result<BufferTag> {
         BufferTag::ALL.into_iter().find(|t| t.name() == name).ok_or_else(|| {
-            anyhow::anyhow!("unknown buffer tag '{name}': use user, pass, persistent or context")
+            anyhow::anyhow!("unknown buffer tag '{name}': use user, pass, persistent, context or cpu")
         })
     }
 
@@ -36,6 +39,7 @@ impl BufferTag {
             BufferTag::User => "user",
             BufferTag::Pass => "pass",
             BufferTag::Persistent => "persistent",
+            BufferTag::Cpu => "cpu",
         }
     }
 
@@ -52,7 +56,7 @@ fn slot(tag: BufferTag) -> Option<&'static AtomicI32> {
     match tag {
         BufferTag::Pass => Some(&GENERATIONS[0]),
         BufferTag::Persistent => Some(&GENERATIONS[1]),
-        BufferTag::Context | BufferTag::User => None,
+        BufferTag::Context | BufferTag::User | BufferTag::Cpu => None,
     }
 }
 

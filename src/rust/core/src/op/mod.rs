@@ -12,6 +12,7 @@ pub mod extended;
 pub mod names;
 pub mod shape;
 
+use crate::base::float::Float;
 pub use extended::{BinFn, MapFn, PadMode, RowFn, ScanFn, ScatterReduce};
 
 /// Element-wise functions of one tensor.
@@ -69,9 +70,11 @@ impl UnaryOp {
         ]
     };
 
-    /// The function itself, in f32 (the reference for every backend).
-    pub fn apply(self, x: f32) -> f32 {
+    /// The function itself, in f32 or f64 (the reference for every backend).
+    #[inline(always)]
+    pub fn apply<F: Float>(self, x: F) -> F {
         use UnaryOp::*;
+        let c = F::from_f64;
         match self {
             Neg => -x,
             Abs => x.abs(),
@@ -81,31 +84,31 @@ impl UnaryOp {
             Log => x.ln(),
             Sin => x.sin(),
             Cos => x.cos(),
-            Relu => x.max(0.0),
+            Relu => x.max(F::ZERO),
             // tanh approximation, as ggml computes it
             Gelu => {
-                const SQRT_2_OVER_PI: f32 = 0.797_884_6;
-                0.5 * x * (1.0 + (SQRT_2_OVER_PI * x * (1.0 + 0.044_715 * x * x)).tanh())
+                let sqrt_2_over_pi = c(0.797_884_560_802_865_4);
+                c(0.5) * x * (F::ONE + (sqrt_2_over_pi * x * (F::ONE + c(0.044_715) * x * x)).tanh())
             }
-            Silu => x / (1.0 + (-x).exp()),
-            Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            Silu => x / (F::ONE + (-x).exp()),
+            Sigmoid => F::ONE / (F::ONE + (-x).exp()),
             Tanh => x.tanh(),
             Elu => {
-                if x > 0.0 {
+                if x > F::ZERO {
                     x
                 } else {
                     x.exp_m1()
                 }
             }
             Step => {
-                if x > 0.0 {
-                    1.0
+                if x > F::ZERO {
+                    F::ONE
                 } else {
-                    0.0
+                    F::ZERO
                 }
             }
-            Hardswish => x * (x + 3.0).clamp(0.0, 6.0) / 6.0,
-            Hardsigmoid => ((x + 3.0) / 6.0).clamp(0.0, 1.0),
+            Hardswish => x * (x + c(3.0)).clamp(F::ZERO, c(6.0)) / c(6.0),
+            Hardsigmoid => ((x + c(3.0)) / c(6.0)).clamp(F::ZERO, F::ONE),
         }
     }
 }
@@ -131,16 +134,49 @@ pub enum Op {
     Div,
     /// srcs [a, b]: a + b where b has one element.
     Add1,
-    /// srcs [a]: a * s.
-    Scale { s: f32 },
+    /// srcs [a]: a * s (s rounded to the compute type: f32, or f64 for f64 tensors).
+    Scale { s: f64 },
     /// srcs [a[K,M,..], b[K,N,..]] -> [M,N,b.ne2,b.ne3]; a broadcast over dims 2,3.
     MulMat,
     /// srcs [a[M,K,..], b[N,K,..]] -> [M,N,..]: sum_k a[m,k] * b[n,k].
     OutProd,
+    /// srcs [a[K,M], b[K,N], c[M]]: act(mul_mat(a, b) + c) for 2-D a and b,
+    /// c added to every column (a dense layer's bias). Computed by the CPU
+    /// backend only, as one product that adds the bias and applies the
+    /// activation to each block of the result while it is in the cache;
+    /// builders ask `Backend::supports` first and build mul_mat, add and the
+    /// activation for other backends.
+    Linear { act: Option<UnaryOp> },
+    /// srcs [g, y]: g times the derivative of activation u at the point
+    /// where it gave y (relu: g where y > 0, else 0; sigmoid: g y (1 - y);
+    /// tanh: g (1 - y^2)), the gradient through the activation. Computed by
+    /// the CPU backend only (elsewhere builders use step, mul and sub).
+    UnaryBack { u: UnaryOp },
+    /// srcs [a, t]: the softmax cross-entropy of each row of a (logits)
+    /// against the same row of t (target probabilities), summed over the rows
+    /// and divided by their number: -sum(t * log_softmax(a)) / rows, one
+    /// element. Computed by the CPU backend only (elsewhere builders compose
+    /// it from soft_max, log and sums).
+    CrossEntropyLoss,
+    /// srcs [g, a, t]: the gradient of `CrossEntropyLoss` with respect to a,
+    /// for g (one element) the gradient of the loss: per row,
+    /// (softmax(a) * sum(t) - t) * g / rows. CPU backend only.
+    CrossEntropyLossBack,
+    /// srcs [w, g, m, v]: one Adam step of w, in place (the node is w's
+    /// memory); the moments m and v are updated in place too:
+    /// m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g^2;
+    /// w = decay w - step m / (sqrt(v inv_c2) + eps), where `decay` is
+    /// AdamW's 1 - lr weight_decay (1 for Adam), `step` lr / (1 - beta1^t)
+    /// and `inv_c2` 1 / (1 - beta2^t). Computed by the CPU backend only.
+    AdamStep { beta1: f64, beta2: f64, eps: f64, decay: f64, step: f64, inv_c2: f64 },
+    /// srcs [w, g] or [w, g, m]: one SGD step of w, in place: with momentum
+    /// m = momentum m + g, w = w - lr m; without, w = w - lr g. CPU backend only.
+    SgdStep { lr: f64, momentum: f64 },
     /// srcs [a]
     Unary(UnaryOp),
     LeakyRelu { slope: f32 },
-    Clamp { min: f32, max: f32 },
+    /// srcs [a]: a limited to [min, max] (bounds in the compute type).
+    Clamp { min: f64, max: f64 },
     /// srcs [a] -> one element.
     Sum,
     /// srcs [a] -> [1, ne1, ne2, ne3].
@@ -212,6 +248,12 @@ impl Op {
             Op::Scale { .. } => "SCALE",
             Op::MulMat => "MUL_MAT",
             Op::OutProd => "OUT_PROD",
+            Op::Linear { .. } => "LINEAR",
+            Op::UnaryBack { .. } => "UNARY_BACK",
+            Op::CrossEntropyLoss => "CROSS_ENTROPY_LOSS",
+            Op::CrossEntropyLossBack => "CROSS_ENTROPY_LOSS_BACK",
+            Op::AdamStep { .. } => "OPT_STEP_ADAM",
+            Op::SgdStep { .. } => "OPT_STEP_SGD",
             Op::Unary(_) => "UNARY",
             Op::LeakyRelu { .. } => "LEAKY_RELU",
             Op::Clamp { .. } => "CLAMP",
@@ -246,6 +288,12 @@ impl Op {
         }
     }
 
+    /// True for ops that update their first source in place (the node is
+    /// that source's memory, as for `cpy`).
+    pub fn is_in_place(&self) -> bool {
+        matches!(self, Op::AdamStep { .. } | Op::SgdStep { .. })
+    }
+
     /// True for ops that only re-describe their source's memory.
     pub fn is_view(&self) -> bool {
         matches!(self, Op::Reshape | Op::View | Op::Transpose | Op::Permute { .. })
@@ -258,9 +306,14 @@ mod tests {
 
     #[test]
     fn unary_reference_values() {
-        assert_eq!(UnaryOp::Relu.apply(-2.0), 0.0);
-        assert!((UnaryOp::Sigmoid.apply(0.0) - 0.5).abs() < 1e-7);
-        assert_eq!(UnaryOp::Hardsigmoid.apply(10.0), 1.0);
+        assert_eq!(UnaryOp::Relu.apply(-2.0f32), 0.0);
+        assert!((UnaryOp::Sigmoid.apply(0.0f32) - 0.5).abs() < 1e-7);
+        assert_eq!(UnaryOp::Hardsigmoid.apply(10.0f32), 1.0);
+        // f64 keeps double precision; f32 gets ggml's f32 constants.
+        let g = UnaryOp::Gelu.apply(1.3f64);
+        let want = 0.5 * 1.3 * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * 1.3 * (1.0 + 0.044715 * 1.69)).tanh());
+        assert!((g - want).abs() < 1e-15, "{g} {want}");
+        assert_eq!(UnaryOp::Gelu.apply(1.3f32), 0.5 * 1.3 * (1.0 + (0.797_884_6f32 * 1.3 * (1.0 + 0.044_715 * 1.3 * 1.3)).tanh()));
         assert_eq!(UnaryOp::ALL.len(), 17);
     }
 }

@@ -43,7 +43,7 @@ pub fn op_from_name(name: &str, p: &[f64]) -> crate::Result<Op> {
         "get_rows" => Op::GetRows,
         "scale" => {
             need(1)?;
-            Op::Scale { s: f(0) }
+            Op::Scale { s: p[0] }
         }
         "leaky_relu" => {
             need(1)?;
@@ -51,7 +51,7 @@ pub fn op_from_name(name: &str, p: &[f64]) -> crate::Result<Op> {
         }
         "clamp" => {
             need(2)?;
-            Op::Clamp { min: f(0), max: f(1) }
+            Op::Clamp { min: p[0], max: p[1] }
         }
         "soft_max" => {
             need(2)?;

@@ -4,7 +4,7 @@
 //! sizes of its result, or an error that shows the offending shapes. View-like
 //! ops and `cpy` take extra arguments and are shaped by the graph builder.
 
-use super::Op;
+use super::{Op, UnaryOp};
 use crate::base::dtype::DType;
 use crate::layout::{fmt_shape, Layout};
 use anyhow::{bail, ensure};
@@ -28,10 +28,19 @@ pub fn can_repeat(b: &[usize; 4], a: &[usize; 4]) -> bool {
 fn float(l: &Layout, what: &str) -> crate::Result<()> {
     ensure!(
         l.dtype.is_float(),
-        "{what} must be a floating-point tensor (f32, f16 or bf16), not {}",
+        "{what} must be a floating-point tensor (f32, f16, bf16 or f64), not {}",
         sh(l)
     );
     Ok(())
+}
+
+/// The type of a result ggml computes in f32: f64 when a source is f64.
+fn f32_or_f64(srcs: &[&Layout]) -> DType {
+    if srcs.iter().any(|l| l.dtype == DType::F64) {
+        DType::F64
+    } else {
+        DType::F32
+    }
 }
 
 /// Number of sources each computing op takes: (min, max).
@@ -42,6 +51,11 @@ pub fn arity(op: &Op) -> (usize, usize) {
         Op::Cpy | Op::Repeat | Op::Concat { .. } | Op::GetRows | Op::Im2Col { .. } => (2, 2),
         Op::Binary { .. } | Op::GatherAxis { .. } | Op::ScatterFlat { .. } => (2, 2),
         Op::SoftMax { .. } => (1, 2),
+        Op::Linear { .. } => (3, 3),
+        Op::UnaryBack { .. } | Op::CrossEntropyLoss => (2, 2),
+        Op::CrossEntropyLossBack => (3, 3),
+        Op::AdamStep { .. } => (4, 4),
+        Op::SgdStep { .. } => (2, 3),
         _ => (1, 1),
     }
 }
@@ -77,6 +91,20 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
         Op::None => bail!("a leaf tensor has no sources"),
         Op::Reshape | Op::View | Op::Transpose | Op::Permute { .. } | Op::Cpy => {
             bail!("{} is shaped by the graph builder", op.name())
+        }
+        Op::AdamStep { .. } | Op::SgdStep { .. } => {
+            for (i, l) in s.iter().enumerate() {
+                float(l, "an optimizer operand")?;
+                ensure!(
+                    l.is_contiguous() && l.nelements() == a.nelements() && l.dtype == a.dtype,
+                    "{}: operand {} ({}) must be contiguous, of a's type and size ({})",
+                    op.name(),
+                    i + 1,
+                    sh(l),
+                    sh(a)
+                );
+            }
+            same
         }
         Op::Map { .. }
         | Op::Binary { .. }
@@ -127,7 +155,7 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
                 sh(a),
                 sh(b)
             );
-            Out { dtype: DType::F32, ne: [a.ne[1], b.ne[1], b.ne[2], b.ne[3]] }
+            Out { dtype: f32_or_f64(&[a, b]), ne: [a.ne[1], b.ne[1], b.ne[2], b.ne[3]] }
         }
         Op::OutProd => {
             let b = &s[1];
@@ -140,7 +168,53 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
                 sh(a),
                 sh(b)
             );
-            Out { dtype: DType::F32, ne: [a.ne[0], b.ne[0], b.ne[2], b.ne[3]] }
+            Out { dtype: f32_or_f64(&[a, b]), ne: [a.ne[0], b.ne[0], b.ne[2], b.ne[3]] }
+        }
+        Op::Linear { .. } => {
+            let (b, c) = (&s[1], &s[2]);
+            float(a, "a")?;
+            float(b, "b")?;
+            float(c, "the bias c")?;
+            ensure!(
+                a.ne[0] == b.ne[0] && a.ne[2] * a.ne[3] == 1 && b.ne[2] * b.ne[3] == 1,
+                "a ({}) and b ({}) do not fit linear: both must be matrices with the same first \
+                 size (K); linear(a[K,M], b[K,N], c[M]) gives [M,N]",
+                sh(a),
+                sh(b)
+            );
+            ensure!(
+                c.ne[0] == a.ne[1] && c.nelements() == a.ne[1],
+                "the bias c ({}) must have one value per row of the result ({})",
+                sh(c),
+                a.ne[1]
+            );
+            Out { dtype: f32_or_f64(&[a, b, c]), ne: [a.ne[1], b.ne[1], 1, 1] }
+        }
+        Op::UnaryBack { u } => {
+            let y = &s[1];
+            float(a, "the gradient g")?;
+            float(y, "the activation's output y")?;
+            ensure!(
+                matches!(u, UnaryOp::Relu | UnaryOp::Sigmoid | UnaryOp::Tanh),
+                "unary_back: the activation must be relu, sigmoid or tanh, not {}",
+                u.name()
+            );
+            ensure!(a.ne == y.ne, "the gradient ({}) and the output ({}) must have the same shape", sh(a), sh(y));
+            Out { dtype: f32_or_f64(&[a, y]), ne: a.ne }
+        }
+        Op::CrossEntropyLoss | Op::CrossEntropyLossBack => {
+            let back = matches!(op, Op::CrossEntropyLossBack);
+            let (l, t) = if back { (&s[1], &s[2]) } else { (a, &s[1]) };
+            float(l, "the logits")?;
+            float(t, "the targets")?;
+            ensure!(l.ne == t.ne, "the logits ({}) and the targets ({}) must have the same shape", sh(l), sh(t));
+            if back {
+                float(a, "the loss gradient")?;
+                ensure!(a.nelements() == 1, "the loss gradient must have one element, not {}", sh(a));
+                Out { dtype: f32_or_f64(&[l]), ne: l.ne }
+            } else {
+                Out { dtype: f32_or_f64(&[l]), ne: [1, 1, 1, 1] }
+            }
         }
         Op::Sum => {
             float(a, "a")?;
@@ -152,7 +226,7 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
         }
         Op::Mean => {
             float(a, "a")?;
-            Out { dtype: DType::F32, ne: [1, a.ne[1], a.ne[2], a.ne[3]] }
+            Out { dtype: f32_or_f64(&[a]), ne: [1, a.ne[1], a.ne[2], a.ne[3]] }
         }
         Op::Argmax => {
             float(a, "a")?;
@@ -217,7 +291,7 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
                 sh(b),
                 sh(a)
             );
-            let dtype = if a.dtype == DType::I32 { DType::I32 } else { DType::F32 };
+            let dtype = if a.dtype == DType::I32 { DType::I32 } else { f32_or_f64(&[a]) };
             Out { dtype, ne: [a.ne[0], b.ne[0], b.ne[1], b.ne[2]] }
         }
         Op::Im2Col { s0, s1, p0, p1, d0, d1, is_2d } => {
@@ -257,7 +331,7 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
                 "pool_2d: a {k0}x{k1} window does not fit the input ({})",
                 sh(a)
             );
-            Out { dtype: DType::F32, ne: [ow as usize, oh as usize, a.ne[2], a.ne[3]] }
+            Out { dtype: f32_or_f64(&[a]), ne: [ow as usize, oh as usize, a.ne[2], a.ne[3]] }
         }
         Op::Pad { p } => {
             ensure!(p.iter().all(|&x| x >= 0), "pad: paddings must be >= 0, got {p:?}");
@@ -304,6 +378,17 @@ mod tests {
         assert!(infer(&Op::MulMat, &[l([5, 3, 1, 1]), l([4, 7, 1, 1])]).is_err());
         let o = infer(&Op::OutProd, &[l([3, 5, 1, 1]), l([7, 5, 1, 1])]).unwrap();
         assert_eq!(o.ne, [3, 7, 1, 1]);
+        // f64 sources give f64 results where ggml gives f32.
+        let d = Layout::contiguous(DType::F64, [5, 3, 1, 1]);
+        assert_eq!(infer(&Op::MulMat, &[d, l([5, 7, 1, 1])]).unwrap().dtype, DType::F64);
+        assert_eq!(infer(&Op::Mean, &[d]).unwrap().dtype, DType::F64);
+        assert_eq!(infer(&Op::Mean, &[l([5, 3, 1, 1])]).unwrap().dtype, DType::F32);
+        let lin = Op::Linear { act: None };
+        let o = infer(&lin, &[l([5, 3, 1, 1]), l([5, 7, 1, 1]), l([3, 1, 1, 1])]).unwrap();
+        assert_eq!(o.ne, [3, 7, 1, 1]);
+        let e = infer(&lin, &[l([5, 3, 1, 1]), l([5, 7, 1, 1]), l([7, 1, 1, 1])]).unwrap_err().to_string();
+        assert!(e.contains("one value per row"), "{e}");
+        assert!(infer(&lin, &[l([5, 3, 2, 1]), l([5, 7, 2, 1]), l([3, 1, 1, 1])]).is_err());
     }
 
     #[test]

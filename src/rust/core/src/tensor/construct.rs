@@ -22,14 +22,29 @@ fn args(srcs: &[&Arc<Tensor>]) -> String {
 impl Context {
     /// A node computing `op` on `srcs`.
     pub fn op(&self, op: Op, srcs: &[Arc<Tensor>]) -> crate::Result<Arc<Tensor>> {
-        let refs: Vec<&Arc<Tensor>> = srcs.iter().collect();
-        let what = || format!("{}({})", fn_name(&op), args(&refs));
+        let what = || format!("{}({})", fn_name(&op), args(&srcs.iter().collect::<Vec<_>>()));
         for s in srcs {
             s.check_live().with_context(what)?;
         }
-        let layouts: Vec<Layout> = srcs.iter().map(|t| *t.layout()).collect();
-        let out = shape::infer(&op, &layouts).with_context(what)?;
-        let pushed = self.push(Layout::contiguous(out.dtype, out.ne), op.clone(), srcs.to_vec(), None);
+        // The sources' layouts, on the stack for the usual few sources.
+        let mut few = [Layout::contiguous(crate::base::dtype::DType::F32, [1; 4]); 4];
+        let many: Vec<Layout>;
+        let layouts: &[Layout] = if srcs.len() <= few.len() {
+            for (l, t) in few.iter_mut().zip(srcs) {
+                *l = *t.layout();
+            }
+            &few[..srcs.len()]
+        } else {
+            many = srcs.iter().map(|t| *t.layout()).collect();
+            &many
+        };
+        let out = shape::infer(&op, layouts).with_context(what)?;
+        // An op that updates its first source in place is that source's memory.
+        let pushed = if op.is_in_place() {
+            self.push(layouts[0], op.clone(), srcs.to_vec(), Some((srcs[0].clone(), 0)))
+        } else {
+            self.push(Layout::contiguous(out.dtype, out.ne), op.clone(), srcs.to_vec(), None)
+        };
         pushed.with_context(what)
     }
 

@@ -1,7 +1,8 @@
-//! Reading tensor elements out of host memory as f32 (each source converted
-//! once per node) and writing results back in the destination's type and strides.
+//! Reading tensor elements out of host memory in a kernel's compute type
+//! (f32 or f64, each source converted once per node) and writing results
+//! back in the destination's type and strides.
 
-use crate::base::dtype::DType;
+use crate::base::float::Float;
 use crate::layout::convert::{decode, encode};
 use crate::base::quant::{self, QType};
 use crate::layout::walk::{for_each_offset, for_each_row};
@@ -11,27 +12,40 @@ use crate::tensor::DataRef;
 use anyhow::{bail, ensure};
 use std::borrow::Cow;
 
-/// A zeroed f32 vector, or an error (not an abort) when memory runs out.
-pub fn alloc_f32(n: usize) -> crate::Result<Vec<f32>> {
+/// A zeroed vector, or an error (not an abort) when memory runs out.
+pub fn alloc<T: Float>(n: usize) -> crate::Result<Vec<T>> {
     let mut v = Vec::new();
     if v.try_reserve_exact(n).is_err() {
-        bail!("out of memory: {n} f32 values do not fit; use smaller tensors");
+        bail!("out of memory: {n} {} values do not fit; use smaller tensors", T::DTYPE.name());
     }
-    v.resize(n, 0.0);
+    v.resize(n, T::ZERO);
     Ok(v)
 }
 
-/// A source as kernels see it: contiguous f32 values in ggml order, and sizes.
-pub struct Src<'a> {
-    pub d: Cow<'a, [f32]>,
-    pub ne: [usize; 4],
+/// A zeroed f32 vector (see [`alloc`]).
+pub fn alloc_f32(n: usize) -> crate::Result<Vec<f32>> {
+    alloc(n)
 }
 
-impl Src<'_> {
+/// A source as kernels see it: values in ggml order and sizes. `st` are
+/// the element strides of `d`: contiguous (`[1, ne0, ne0*ne1, ...]`) for
+/// every kernel but the products, which also read strided sources in place.
+pub struct Src<'a, T: Float = f32> {
+    pub d: Cow<'a, [T]>,
+    pub ne: [usize; 4],
+    pub st: [usize; 4],
+}
+
+impl<'a, T: Float> Src<'a, T> {
+    /// Contiguous values `d` of sizes `ne`.
+    pub fn new(d: Cow<'a, [T]>, ne: [usize; 4]) -> Src<'a, T> {
+        Src { d, ne, st: [1, ne[0], ne[0] * ne[1], ne[0] * ne[1] * ne[2]] }
+    }
+
     /// Value at logical index (i0, i1, i2, i3).
     #[inline]
-    pub fn at(&self, i0: usize, i1: usize, i2: usize, i3: usize) -> f32 {
-        self.d[i0 + self.ne[0] * (i1 + self.ne[1] * (i2 + self.ne[2] * i3))]
+    pub fn at(&self, i0: usize, i1: usize, i2: usize, i3: usize) -> T {
+        self.d[i0 * self.st[0] + i1 * self.st[1] + i2 * self.st[2] + i3 * self.st[3]]
     }
 }
 
@@ -57,6 +71,33 @@ pub fn host<'m>(mem: &'m BufferMem, r: &DataRef) -> crate::Result<&'m [u8]> {
             r.buf.describe()
         ),
     }
+}
+
+/// `n` values of type `T` at byte `offset` of `bytes`, read in place, when
+/// they are there and aligned.
+fn typed<T: Float>(bytes: &[u8], offset: usize, n: usize) -> Option<&[T]> {
+    let size = std::mem::size_of::<T>();
+    let end = offset.checked_add(n.checked_mul(size)?)?;
+    let region = bytes.get(offset..end)?;
+    if region.as_ptr() as usize % std::mem::align_of::<T>() != 0 {
+        return None;
+    }
+    // SAFETY: the region holds exactly `n` values of `T` (length checked
+    // above), it is aligned for `T` (checked), and every bit pattern is a
+    // valid f32 or f64; the slice borrows `bytes`, so it lives no longer.
+    Some(unsafe { std::slice::from_raw_parts(region.as_ptr() as *const T, n) })
+}
+
+/// As [`typed`], mutable.
+fn typed_mut<T: Float>(bytes: &mut [u8], offset: usize, n: usize) -> Option<&mut [T]> {
+    let size = std::mem::size_of::<T>();
+    let end = offset.checked_add(n.checked_mul(size)?)?;
+    let region = bytes.get_mut(offset..end)?;
+    if region.as_ptr() as usize % std::mem::align_of::<T>() != 0 {
+        return None;
+    }
+    // SAFETY: as in `typed`; the borrow of `bytes` is exclusive.
+    Some(unsafe { std::slice::from_raw_parts_mut(region.as_mut_ptr() as *mut T, n) })
 }
 
 /// Bytes of a row of a quantized layout, checking that its blocks follow
@@ -87,8 +128,8 @@ fn gather_quant(q: QType, b: &[u8], r: &DataRef) -> crate::Result<Vec<f32>> {
     res.map(|_| out)
 }
 
-/// f32 rows quantized into the destination's rows.
-fn scatter_quant(q: QType, b: &mut [u8], r: &DataRef, vals: &[f32]) -> crate::Result<()> {
+/// Rows of values (rounded to f32) quantized into the destination's rows.
+fn scatter_quant<T: Float>(q: QType, b: &mut [u8], r: &DataRef, vals: &[T]) -> crate::Result<()> {
     let l = &r.layout;
     let rs = quant_row(q, l)?;
     let n0 = l.ne[0];
@@ -102,42 +143,93 @@ fn scatter_quant(q: QType, b: &mut [u8], r: &DataRef, vals: &[f32]) -> crate::Re
     let mut res = Ok(());
     for_each_row(l, r.offset, |i, o| {
         if res.is_ok() {
-            let row = &vals[i * n0..(i + 1) * n0];
-            res = quant::quantize_chunk(q, row, 1, n0, None).map(|bytes| b[o..o + rs].copy_from_slice(&bytes));
+            let row: Vec<f32> = vals[i * n0..(i + 1) * n0].iter().map(|v| v.to_f32()).collect();
+            res = quant::quantize_chunk(q, &row, 1, n0, None).map(|bytes| b[o..o + rs].copy_from_slice(&bytes));
         }
     });
     res
 }
 
-/// The source's values as f32: borrowed in place when already contiguous f32.
-pub fn gather<'m>(mem: &'m BufferMem, r: &DataRef) -> crate::Result<Src<'m>> {
+/// The source's values in type `T`: borrowed in place when already
+/// contiguous values of that type, else converted (and packed) once.
+pub fn gather<'m, T: Float>(mem: &'m BufferMem, r: &DataRef) -> crate::Result<Src<'m, T>> {
     let l = &r.layout;
     let n = l.nelements();
+    let b = host(mem, r)?;
     if let Some(q) = l.dtype.quant() {
-        let b = host(mem, r)?;
-        return Ok(Src { d: Cow::Owned(gather_quant(q, b, r)?), ne: l.ne });
+        let v = gather_quant(q, b, r)?;
+        return Ok(Src::new(Cow::Owned(v.into_iter().map(T::from_f32).collect()), l.ne));
     }
-    if l.dtype == DType::F32 && l.is_contiguous() {
-        if let Some(s) = mem.host_f32(r.offset, n) {
-            return Ok(Src { d: Cow::Borrowed(s), ne: l.ne });
+    if l.dtype == T::DTYPE && l.is_contiguous() {
+        if let Some(s) = typed::<T>(b, r.offset, n) {
+            return Ok(Src::new(Cow::Borrowed(s), l.ne));
         }
     }
-    let b = host(mem, r)?;
-    let mut out = alloc_f32(n)?;
+    let es = std::mem::size_of::<T>();
+    if l.dtype == T::DTYPE && n > 0 && l.nb.iter().all(|&x| x % es == 0) {
+        if let Some(span) = typed::<T>(b, r.offset, l.span_bytes() / es) {
+            return Ok(Src::new(Cow::Owned(pack(span, l.ne, l.nb.map(|x| x / es))?), l.ne));
+        }
+    }
+    let mut out = alloc::<T>(n)?;
     let dt = l.dtype;
     for_each_offset(l, r.offset, |i, o| out[i] = decode(dt, b, o));
-    Ok(Src { d: Cow::Owned(out), ne: l.ne })
+    Ok(Src::new(Cow::Owned(out), l.ne))
+}
+
+/// The elements of `span` (sizes `ne`, element strides `st`) packed in ggml order.
+fn pack<T: Float>(span: &[T], ne: [usize; 4], st: [usize; 4]) -> crate::Result<Vec<T>> {
+    let mut out = Vec::new();
+    if out.try_reserve_exact(ne.iter().product()).is_err() {
+        bail!("out of memory: {} {} values do not fit; use smaller tensors", ne.iter().product::<usize>(), T::DTYPE.name());
+    }
+    for i3 in 0..ne[3] {
+        for i2 in 0..ne[2] {
+            for i1 in 0..ne[1] {
+                let row = i1 * st[1] + i2 * st[2] + i3 * st[3];
+                out.extend((0..ne[0]).map(|i0| span[row + i0 * st[0]]));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The source as [`gather`] gives it, except that values already of type
+/// `T` are read in place whatever their (non-negative, element-aligned)
+/// strides: `st` then holds them. For kernels that take strided operands.
+pub fn gather_strided<'m, T: Float>(mem: &'m BufferMem, r: &DataRef) -> crate::Result<Src<'m, T>> {
+    let l = &r.layout;
+    let es = std::mem::size_of::<T>();
+    if l.dtype == T::DTYPE && l.nelements() > 0 && l.nb.iter().all(|&b| b % es == 0) {
+        let b = host(mem, r)?;
+        if let Some(s) = typed::<T>(b, r.offset, l.span_bytes() / es) {
+            let st = l.nb.map(|b| b / es);
+            return Ok(Src { d: Cow::Borrowed(s), ne: l.ne, st });
+        }
+    }
+    gather(mem, r)
+}
+
+/// The destination's values in place, when it is contiguous, of type `T`
+/// and aligned; None otherwise (the caller computes aside and scatters).
+pub fn dst_slice<'m, T: Float>(mem: &'m mut BufferMem, r: &DataRef) -> crate::Result<Option<&'m mut [T]>> {
+    if r.layout.dtype != T::DTYPE || !r.layout.is_contiguous() {
+        return Ok(None);
+    }
+    let Some(b) = mem.host_bytes_mut() else {
+        bail!("the result lives in {}, which the CPU backend cannot write", r.buf.describe());
+    };
+    check_span(b.len(), r)?;
+    Ok(typed_mut::<T>(b, r.offset, r.layout.nelements()))
 }
 
 /// Write `vals` (ggml order) into the destination, converting to its type.
-pub fn scatter(mem: &mut BufferMem, r: &DataRef, vals: &[f32]) -> crate::Result<()> {
+pub fn scatter<T: Float>(mem: &mut BufferMem, r: &DataRef, vals: &[T]) -> crate::Result<()> {
     let l = &r.layout;
     ensure!(vals.len() == l.nelements(), "internal: {} values for {} elements", vals.len(), l.nelements());
-    if l.dtype == DType::F32 && l.is_contiguous() {
-        if let Some(d) = mem.host_f32_mut(r.offset, vals.len()) {
-            d.copy_from_slice(vals);
-            return Ok(());
-        }
+    if let Some(d) = dst_slice::<T>(mem, r)? {
+        d.copy_from_slice(vals);
+        return Ok(());
     }
     let Some(b) = mem.host_bytes_mut() else {
         bail!("the result lives in {}, which the CPU backend cannot write", r.buf.describe());
@@ -187,4 +279,3 @@ pub fn scatter_bytes(mem: &mut BufferMem, r: &DataRef, vals: &[u8]) -> crate::Re
     walk_units(&r.layout, r.offset, rows, |i, o| b[o..o + es].copy_from_slice(&vals[i * es..(i + 1) * es]));
     Ok(())
 }
-

@@ -2,16 +2,17 @@
 
 use super::access::Src;
 use super::par::{par_rows, Pool};
+use crate::base::float::Float;
 use crate::op::PoolOp;
 
 /// Unfold patches of `b` for kernel `k`: params are [s0, s1, p0, p1, d0, d1].
 /// 2-D: b [IW, IH, IC, N] -> [IC*KH*KW, OW, OH, N]; 1-D: b [IW, IC, N] -> [IC*KW, OW, N].
-pub fn im2col(
-    k: &Src<'_>,
-    b: &Src<'_>,
+pub fn im2col<T: Float>(
+    k: &Src<'_, T>,
+    b: &Src<'_, T>,
     p: [i32; 6],
     is_2d: bool,
-    out: &mut [f32],
+    out: &mut [T],
     ne: [usize; 4],
     pool: &Pool,
 ) {
@@ -40,7 +41,7 @@ pub fn im2col(
                     let seg = &mut orow[e..e + kw];
                     e += kw;
                     if iy < 0 || iy >= ih {
-                        seg.fill(0.0);
+                        seg.fill(T::ZERO);
                         continue;
                     }
                     let rbase = cbase + iy as usize * iw as usize;
@@ -51,7 +52,7 @@ pub fn im2col(
                     }
                     for (kx, o) in seg.iter_mut().enumerate() {
                         let ix = ix0 + kx as i64 * d0;
-                        *o = if ix < 0 || ix >= iw { 0.0 } else { src[ix as usize] };
+                        *o = if ix < 0 || ix >= iw { T::ZERO } else { src[ix as usize] };
                     }
                 }
             }
@@ -61,12 +62,12 @@ pub fn im2col(
 
 /// Max or average over windows; `kp` is [k0, k1, s0, s1], `pad` [p0, p1].
 /// Windows skip padded positions; the average divides by the full window size.
-pub fn pool_2d(
-    a: &Src<'_>,
+pub fn pool_2d<T: Float>(
+    a: &Src<'_, T>,
     op: PoolOp,
     kp: [i32; 4],
     pad: [f32; 2],
-    out: &mut [f32],
+    out: &mut [T],
     ne: [usize; 4],
     pool: &Pool,
 ) {
@@ -82,8 +83,8 @@ pub fn pool_2d(
             let (c, n) = (plane % a.ne[2], plane / a.ne[2]);
             for (x, o) in orow.iter_mut().enumerate() {
                 let mut acc = match op {
-                    PoolOp::Max => f32::MIN,
-                    PoolOp::Avg => 0.0,
+                    PoolOp::Max => T::MIN,
+                    PoolOp::Avg => T::ZERO,
                 };
                 for ky in 0..k1 {
                     let iy = y as i64 * s1 - p1 + ky;
@@ -104,7 +105,7 @@ pub fn pool_2d(
                 }
                 *o = match op {
                     PoolOp::Max => acc,
-                    PoolOp::Avg => acc / (k0 * k1) as f32,
+                    PoolOp::Avg => acc / T::from_f64((k0 * k1) as f64),
                 };
             }
         }

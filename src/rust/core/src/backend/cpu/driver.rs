@@ -1,20 +1,30 @@
 //! The per-node driver of the CPU kernels.
 //!
-//! For each node the driver locks the sources' buffers for reading, gets every
-//! source as contiguous f32 (in place when it already is; f16/bf16/i32 and
-//! strided sources are converted once), runs the kernel into a result vector,
-//! and writes that into the destination in its type and strides.
+//! Each node is computed in one compute type: f64 when the result or a
+//! source is an f64 tensor, else f32 (the kernels are generic over
+//! [`Float`](crate::base::float::Float), one compiled copy per type). The
+//! driver locks the sources' buffers for reading and gets every source in the
+//! compute type (contiguous, read in place when it already is; other types
+//! and strided sources are converted once; the products read strided sources
+//! in place). When the result is contiguous, of the compute type and in a
+//! buffer no source reads, the kernel writes straight into it; otherwise into
+//! a vector that is then written in the result's type and strides.
 
 use super::access::{self, Src};
+use super::matmul::Gemm;
 use super::par::Pool;
-use super::{conv, elementwise, extended, matmul, movement, reduce};
+use super::{conv, elementwise, movement, reduce};
 use crate::backend::Node;
+use crate::base::dtype::DType;
 use crate::memory::BufferLocks;
 use crate::op::Op;
 use anyhow::ensure;
 
 /// Compute one node on the CPU.
 pub fn run(node: &Node, pool: &Pool) -> crate::Result<()> {
+    if node.op.is_in_place() {
+        return super::optstep::run(node, pool);
+    }
     // Products and row lookups of quantized weights have kernels of their own.
     if let Some(done) = super::quantized::run(node, pool) {
         return done;
@@ -29,13 +39,41 @@ pub fn run(node: &Node, pool: &Pool) -> crate::Result<()> {
         let mut g = dst.buf.write("the result")?;
         return access::scatter_bytes(&mut g, dst, &bytes);
     }
+    let wide = dst.layout.dtype == DType::F64 || node.srcs.iter().any(|s| s.layout.dtype == DType::F64);
+    if wide {
+        run_as::<f64>(node, pool)
+    } else {
+        run_as::<f32>(node, pool)
+    }
+}
+
+/// Whether source `i` of `op` may be read with its own strides.
+fn strided_operand(op: &Op, i: usize) -> bool {
+    match op {
+        Op::MulMat | Op::OutProd | Op::Linear { .. } => i < 2,
+        Op::SumRows | Op::Mean => true,
+        _ => false,
+    }
+}
+
+fn run_as<T: Gemm>(node: &Node, pool: &Pool) -> crate::Result<()> {
+    let dst = &node.dst;
+    // `cpy` reads its first source only: the second is the destination.
+    let reads = if matches!(node.op, Op::Cpy) { &node.srcs[..1] } else { &node.srcs[..] };
     let out = {
-        let locks = BufferLocks::read(node.srcs.iter().map(|s| s.buf.as_ref()))?;
-        let mut srcs: Vec<Src<'_>> = Vec::with_capacity(node.srcs.len());
-        for s in &node.srcs {
-            srcs.push(access::gather(locks.mem(&s.buf)?, s)?);
+        let locks = BufferLocks::read(reads.iter().map(|s| s.buf.as_ref()))?;
+        let mut srcs: Vec<Src<'_, T>> = Vec::with_capacity(reads.len());
+        for (i, s) in reads.iter().enumerate() {
+            let mem = locks.mem(&s.buf)?;
+            srcs.push(if strided_operand(&node.op, i) { access::gather_strided(mem, s)? } else { access::gather(mem, s)? });
         }
-        let mut out = access::alloc_f32(dst.layout.nelements())?;
+        if reads.iter().all(|s| s.buf.id() != dst.buf.id()) {
+            let mut g = dst.buf.write("the result")?;
+            if let Some(out) = access::dst_slice::<T>(&mut g, dst)? {
+                return kernel(&node.op, &srcs, out, dst.layout.ne, pool);
+            }
+        }
+        let mut out = access::alloc::<T>(dst.layout.nelements())?;
         kernel(&node.op, &srcs, &mut out, dst.layout.ne, pool)?;
         out
     };
@@ -43,11 +81,13 @@ pub fn run(node: &Node, pool: &Pool) -> crate::Result<()> {
     access::scatter(&mut g, dst, &out)
 }
 
-pub(super) fn kernel(op: &Op, s: &[Src<'_>], out: &mut [f32], ne: [usize; 4], pool: &Pool) -> crate::Result<()> {
+/// Computes `op` on `s` into `out` (every element written) of sizes `ne`.
+pub(super) fn kernel<T: Gemm>(op: &Op, s: &[Src<'_, T>], out: &mut [T], ne: [usize; 4], pool: &Pool) -> crate::Result<()> {
     match op {
         Op::None | Op::Reshape | Op::View | Op::Transpose | Op::Permute { .. } => {
             anyhow::bail!("internal: {} has no kernel", op.name())
         }
+        Op::AdamStep { .. } | Op::SgdStep { .. } => anyhow::bail!("internal: {} runs in place", op.name()),
         Op::Dup | Op::Cont | Op::Cpy => {
             ensure!(s[0].d.len() == out.len(), "cpy: {} values into {} elements", s[0].d.len(), out.len());
             out.copy_from_slice(&s[0].d);
@@ -58,28 +98,29 @@ pub(super) fn kernel(op: &Op, s: &[Src<'_>], out: &mut [f32], ne: [usize; 4], po
             elementwise::map(&s[0], out, pool, move |x| x + b)
         }
         Op::Scale { s: k } => {
-            let k = *k;
+            let k = T::from_f64(*k);
             elementwise::map(&s[0], out, pool, move |x| x * k)
         }
-        Op::Unary(u) => {
-            let u = *u;
-            elementwise::map(&s[0], out, pool, move |x| u.apply(x))
-        }
+        Op::Unary(u) => elementwise::unary(*u, &s[0], out, pool),
         Op::LeakyRelu { slope } => {
-            let k = *slope;
-            elementwise::map(&s[0], out, pool, move |x| if x > 0.0 { x } else { k * x })
+            let k = T::from_f32(*slope);
+            elementwise::map(&s[0], out, pool, move |x| if x > T::ZERO { x } else { k * x })
         }
         Op::Clamp { min, max } => {
-            let (lo, hi) = (*min, *max);
+            let (lo, hi) = (T::from_f64(*min), T::from_f64(*max));
             elementwise::map(&s[0], out, pool, move |x| x.max(lo).min(hi))
         }
-        Op::MulMat => matmul::mul_mat(&s[0], &s[1], out, pool),
-        Op::OutProd => matmul::out_prod(&s[0], &s[1], out, pool),
+        Op::MulMat => T::mul_mat(&s[0], &s[1], out, pool),
+        Op::OutProd => T::out_prod(&s[0], &s[1], out, pool),
+        Op::Linear { act } => T::linear(&s[0], &s[1], &s[2].d, *act, out, pool),
         Op::Sum => reduce::sum(&s[0], out),
         Op::SumRows => reduce::sum_rows(&s[0], out, false, pool),
         Op::Mean => reduce::sum_rows(&s[0], out, true, pool),
         Op::Argmax => reduce::argmax(&s[0], out),
         Op::SoftMax { scale, max_bias } => reduce::soft_max(&s[0], s.get(1), *scale, *max_bias, out, pool),
+        Op::UnaryBack { u } => elementwise::unary_back(*u, &s[0], &s[1], out, pool),
+        Op::CrossEntropyLoss => reduce::cross_entropy(&s[0], &s[1], out),
+        Op::CrossEntropyLossBack => reduce::cross_entropy_back(&s[0], &s[1], &s[2], out, pool),
         Op::Norm { eps } => reduce::norm(&s[0], *eps, false, out, pool),
         Op::RmsNorm { eps } => reduce::norm(&s[0], *eps, true, out, pool),
         Op::Repeat => movement::repeat(&s[0], out, ne, pool),
@@ -100,7 +141,7 @@ pub(super) fn kernel(op: &Op, s: &[Src<'_>], out: &mut [f32], ne: [usize; 4], po
         | Op::ScanRows { .. }
         | Op::GatherAxis { .. }
         | Op::ScatterFlat { .. }
-        | Op::PadEx { .. } => extended::kernel(op, s, out, ne, pool)?,
+        | Op::PadEx { .. } => T::extended(op, s, out, ne, pool)?,
     }
     Ok(())
 }

@@ -3,10 +3,11 @@
 
 use super::access::Src;
 use super::par::{par_rows, Pool};
-use crate::op::Op;
+use crate::base::float::Float;
+use crate::op::{Op, UnaryOp};
 
 /// out[i] = f(a[i]).
-pub fn map(a: &Src<'_>, out: &mut [f32], pool: &Pool, f: impl Fn(f32) -> f32 + Sync + Send) {
+pub fn map<T: Float>(a: &Src<'_, T>, out: &mut [T], pool: &Pool, f: impl Fn(T) -> T + Sync + Send) {
     let x = &a.d;
     par_rows(pool, out, 1024, |r0, chunk| {
         let start = r0 * 1024;
@@ -17,7 +18,20 @@ pub fn map(a: &Src<'_>, out: &mut [f32], pool: &Pool, f: impl Fn(f32) -> f32 + S
     });
 }
 
-fn apply_row(op: &Op, a: &[f32], b: &[f32], out: &mut [f32]) {
+/// out[i] = u(a[i]), one loop compiled per function (so that each
+/// vectorises where it can, instead of choosing the function per element).
+pub fn unary<T: Float>(u: UnaryOp, a: &Src<'_, T>, out: &mut [T], pool: &Pool) {
+    macro_rules! each {
+        ($($v:ident),*) => {
+            match u {
+                $(UnaryOp::$v => map(a, out, pool, |x| UnaryOp::$v.apply(x)),)*
+            }
+        };
+    }
+    each!(Neg, Abs, Sqr, Sqrt, Exp, Log, Sin, Cos, Relu, Gelu, Silu, Sigmoid, Tanh, Elu, Step, Hardswish, Hardsigmoid)
+}
+
+fn apply_row<T: Float>(op: &Op, a: &[T], b: &[T], out: &mut [T]) {
     // b is either a full row or repeats along the row.
     macro_rules! go {
         ($f:expr) => {{
@@ -39,16 +53,16 @@ fn apply_row(op: &Op, a: &[f32], b: &[f32], out: &mut [f32]) {
         }};
     }
     match op {
-        Op::Add => go!(|x: f32, y: f32| x + y),
-        Op::Sub => go!(|x: f32, y: f32| x - y),
-        Op::Mul => go!(|x: f32, y: f32| x * y),
-        Op::Div => go!(|x: f32, y: f32| x / y),
+        Op::Add => go!(|x: T, y: T| x + y),
+        Op::Sub => go!(|x: T, y: T| x - y),
+        Op::Mul => go!(|x: T, y: T| x * y),
+        Op::Div => go!(|x: T, y: T| x / y),
         _ => unreachable!("not a binary op"),
     }
 }
 
 /// out = a (op) b, b broadcast to a's shape.
-pub fn binary(op: &Op, a: &Src<'_>, b: &Src<'_>, out: &mut [f32], pool: &Pool) {
+pub fn binary<T: Float>(op: &Op, a: &Src<'_, T>, b: &Src<'_, T>, out: &mut [T], pool: &Pool) {
     let [n0, n1, n2, _] = a.ne;
     let bn = b.ne;
     par_rows(pool, out, n0, |r0, chunk| {
@@ -61,4 +75,23 @@ pub fn binary(op: &Op, a: &Src<'_>, b: &Src<'_>, out: &mut [f32], pool: &Pool) {
             apply_row(op, arow, brow, orow);
         }
     });
+}
+
+/// out = g * u'(at the input that gave y), from the output y (`UnaryBack`).
+pub fn unary_back<T: Float>(u: UnaryOp, g: &Src<'_, T>, y: &Src<'_, T>, out: &mut [T], pool: &Pool) {
+    fn each<T: Float>(g: &[T], y: &[T], out: &mut [T], pool: &Pool, f: impl Fn(T, T) -> T + Sync + Send) {
+        par_rows(pool, out, 1024, |r0, chunk| {
+            let start = r0 * 1024;
+            let n = chunk.len();
+            for ((o, &gv), &yv) in chunk.iter_mut().zip(&g[start..start + n]).zip(&y[start..start + n]) {
+                *o = f(gv, yv);
+            }
+        })
+    }
+    let (g, y) = (&g.d[..], &y.d[..]);
+    match u {
+        UnaryOp::Relu => each(g, y, out, pool, |g, y| if y > T::ZERO { g } else { T::ZERO }),
+        UnaryOp::Sigmoid => each(g, y, out, pool, |g, y| g * (y - y * y)),
+        _ => each(g, y, out, pool, |g, y| g - g * (y * y)),
+    }
 }

@@ -209,7 +209,7 @@ mod tests {
     use std::borrow::Cow;
 
     fn src(d: Vec<f32>, ne: [usize; 4]) -> Src<'static> {
-        Src { d: Cow::Owned(d), ne }
+        Src::new(Cow::Owned(d), ne)
     }
 
     fn run(op: Op, s: &[Src<'_>], ne: [usize; 4]) -> Vec<f32> {

@@ -5,11 +5,15 @@
 
 pub mod access;
 mod conv;
+pub mod dgemm;
+pub mod dgemm_par;
 pub mod driver;
 mod elementwise;
 mod extended;
 mod matmul;
+mod matmul_f64;
 mod movement;
+mod optstep;
 pub mod par;
 mod quantized;
 mod reduce;
@@ -33,7 +37,8 @@ impl CpuBackend {
         CpuBackend { pool: Mutex::new(Arc::new(pool)) }
     }
 
-    fn pool(&self) -> Arc<Pool> {
+    /// The thread pool (sized by `set_n_threads`).
+    pub fn pool(&self) -> Arc<Pool> {
         self.pool.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 

@@ -3,10 +3,11 @@
 
 use super::access::Src;
 use super::par::{par_rows, Pool};
+use crate::base::float::Float;
 use anyhow::ensure;
 
 /// out[i0, i1, i2, i3] = f(i0, i1, i2, i3) for sizes `ne`, rows split across the pool.
-fn fill(pool: &Pool, out: &mut [f32], ne: [usize; 4], f: impl Fn(usize, usize, usize, usize) -> f32 + Sync + Send) {
+fn fill<T: Float>(pool: &Pool, out: &mut [T], ne: [usize; 4], f: impl Fn(usize, usize, usize, usize) -> T + Sync + Send) {
     let (n0, n1, n2) = (ne[0], ne[1], ne[2]);
     par_rows(pool, out, n0, |r0, chunk| {
         for (k, row) in chunk.chunks_mut(n0.max(1)).enumerate() {
@@ -19,12 +20,12 @@ fn fill(pool: &Pool, out: &mut [f32], ne: [usize; 4], f: impl Fn(usize, usize, u
     });
 }
 
-pub fn repeat(a: &Src<'_>, out: &mut [f32], ne: [usize; 4], pool: &Pool) {
+pub fn repeat<T: Float>(a: &Src<'_, T>, out: &mut [T], ne: [usize; 4], pool: &Pool) {
     let an = a.ne;
     fill(pool, out, ne, |i0, i1, i2, i3| a.at(i0 % an[0], i1 % an[1], i2 % an[2], i3 % an[3]));
 }
 
-pub fn concat(a: &Src<'_>, b: &Src<'_>, dim: usize, out: &mut [f32], ne: [usize; 4], pool: &Pool) {
+pub fn concat<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, dim: usize, out: &mut [T], ne: [usize; 4], pool: &Pool) {
     let split = a.ne[dim];
     fill(pool, out, ne, |i0, i1, i2, i3| {
         let mut idx = [i0, i1, i2, i3];
@@ -39,8 +40,8 @@ pub fn concat(a: &Src<'_>, b: &Src<'_>, dim: usize, out: &mut [f32], ne: [usize;
 
 /// Calls `f(row, i11, i12, first output element)` for every index of
 /// `get_rows` into a tensor of `n_rows` rows (per plane), checking each index.
-pub fn for_each_pick(
-    idx: &Src<'_>,
+pub fn for_each_pick<I: Float>(
+    idx: &Src<'_, I>,
     n_rows: usize,
     ne: [usize; 4],
     mut f: impl FnMut(usize, usize, usize, usize) -> crate::Result<()>,
@@ -48,7 +49,7 @@ pub fn for_each_pick(
     for i12 in 0..ne[3] {
         for i11 in 0..ne[2] {
             for i10 in 0..ne[1] {
-                let r = idx.at(i10, i11, i12, 0);
+                let r = idx.at(i10, i11, i12, 0).to_f64();
                 ensure!(
                     r >= 0.0 && (r as usize) < n_rows,
                     "get_rows: row index {r:.0} is out of range: the tensor has {n_rows} rows (indices \
@@ -61,7 +62,7 @@ pub fn for_each_pick(
     Ok(())
 }
 
-pub fn get_rows(a: &Src<'_>, idx: &Src<'_>, out: &mut [f32], ne: [usize; 4]) -> crate::Result<()> {
+pub fn get_rows<T: Float>(a: &Src<'_, T>, idx: &Src<'_, T>, out: &mut [T], ne: [usize; 4]) -> crate::Result<()> {
     let n0 = a.ne[0];
     for_each_pick(idx, a.ne[1], ne, |r, i11, i12, dst| {
         let src = (r + a.ne[1] * (i11 + a.ne[2] * i12)) * n0;
@@ -70,27 +71,27 @@ pub fn get_rows(a: &Src<'_>, idx: &Src<'_>, out: &mut [f32], ne: [usize; 4]) -> 
     })
 }
 
-pub fn diag_mask_inf(a: &Src<'_>, n_past: i32, out: &mut [f32], pool: &Pool) {
+pub fn diag_mask_inf<T: Float>(a: &Src<'_, T>, n_past: i32, out: &mut [T], pool: &Pool) {
     fill(pool, out, a.ne, |i0, i1, i2, i3| {
         if i0 as i64 > n_past as i64 + i1 as i64 {
-            f32::NEG_INFINITY
+            T::NEG_INFINITY
         } else {
             a.at(i0, i1, i2, i3)
         }
     });
 }
 
-pub fn pad(a: &Src<'_>, out: &mut [f32], ne: [usize; 4], pool: &Pool) {
+pub fn pad<T: Float>(a: &Src<'_, T>, out: &mut [T], ne: [usize; 4], pool: &Pool) {
     let an = a.ne;
     fill(pool, out, ne, |i0, i1, i2, i3| {
         if i0 < an[0] && i1 < an[1] && i2 < an[2] && i3 < an[3] {
             a.at(i0, i1, i2, i3)
         } else {
-            0.0
+            T::ZERO
         }
     });
 }
 
-pub fn upscale(a: &Src<'_>, f: usize, out: &mut [f32], ne: [usize; 4], pool: &Pool) {
+pub fn upscale<T: Float>(a: &Src<'_, T>, f: usize, out: &mut [T], ne: [usize; 4], pool: &Pool) {
     fill(pool, out, ne, |i0, i1, i2, i3| a.at(i0 / f, i1 / f, i2, i3));
 }

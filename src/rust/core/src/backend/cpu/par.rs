@@ -34,8 +34,16 @@ impl Pool {
     }
 }
 
+/// Threads of a new CPU backend: `RAYON_NUM_THREADS` when it is set to a
+/// positive number (R CMD check's limit of two reaches the backends that
+/// autograd on "cpu" and `ggml_graph_compute()` use, as it reaches rayon's
+/// own pool), else every core.
 pub fn default_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    let cap = std::env::var("RAYON_NUM_THREADS").ok().and_then(|v| v.trim().parse::<usize>().ok());
+    match cap {
+        Some(n) if n > 0 => n,
+        _ => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+    }
 }
 
 /// Below this many output elements a kernel runs on the calling thread.
@@ -43,11 +51,11 @@ pub const PAR_MIN: usize = 1 << 15;
 
 /// Run `f(first_row, rows)` over `out` split into chunks of whole rows of
 /// `row_len`, in parallel on `pool` when the work is large enough.
-pub fn par_rows(
+pub fn par_rows<T: Send>(
     pool: &Pool,
-    out: &mut [f32],
+    out: &mut [T],
     row_len: usize,
-    f: impl Fn(usize, &mut [f32]) + Sync + Send,
+    f: impl Fn(usize, &mut [T]) + Sync + Send,
 ) {
     let row_len = row_len.max(1);
     let n_rows = out.len() / row_len;

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 
 fn src(d: Vec<f32>, ne: [usize; 4]) -> Src<'static> {
     assert_eq!(d.len(), ne.iter().product::<usize>());
-    Src { d: Cow::Owned(d), ne }
+    Src::new(Cow::Owned(d), ne)
 }
 
 fn seq(n: usize) -> Vec<f32> {
@@ -108,4 +108,83 @@ fn im2col_and_pool() {
     let p = |op| Op::Pool2d { op, k0: 2, k1: 2, s0: 2, s1: 2, p0: 0.0, p1: 0.0 };
     assert_eq!(run_k(p(PoolOp::Max), &[src(vec![1.0, 4.0, 2.0, 3.0], [2, 2, 1, 1])], [1, 1, 1, 1]), vec![4.0]);
     assert_eq!(run_k(p(PoolOp::Avg), &[a], [1, 1, 1, 1]), vec![2.5]);
+}
+
+/// Values that are not exact in f32: f64 results must keep them.
+fn vals(n: usize, seed: usize) -> Vec<f64> {
+    (0..n).map(|i| (((i + seed) * 7919 % 1009) as f64 - 504.0) / 97.0 + 1e-9 * i as f64).collect()
+}
+
+/// `act(a^T b + c)` by plain sums: a [K, M], b [K, N] (column-major), c [M].
+fn linear_ref(a: &[f64], b: &[f64], c: &[f64], k: usize, m: usize, n: usize, act: Option<UnaryOp>) -> Vec<f64> {
+    let mut out = vec![0.0; m * n];
+    for j in 0..n {
+        for i in 0..m {
+            let s: f64 = (0..k).map(|p| a[p + i * k] * b[p + j * k]).sum::<f64>() + c[i];
+            out[i + j * m] = act.map_or(s, |u| u.apply(s));
+        }
+    }
+    out
+}
+
+#[test]
+fn linear_adds_the_bias_and_activation_in_f64_and_f32() {
+    // Small (one thread's product) and large (split over the pool) shapes.
+    for (k, m, n) in [(3, 2, 4), (100, 150, 120), (70, 9, 300)] {
+        let (a, b, c) = (vals(k * m, 1), vals(k * n, 2), vals(m, 3));
+        for act in [None, Some(UnaryOp::Relu), Some(UnaryOp::Tanh), Some(UnaryOp::Sigmoid)] {
+            let want = linear_ref(&a, &b, &c, k, m, n, act);
+            let op = Op::Linear { act };
+            for threads in [1, 2] {
+                let pool = Pool::new(threads).unwrap();
+                let d = |v: &[f64], ne| Src::new(Cow::Owned(v.to_vec()), ne);
+                let s64 = [d(&a, [k, m, 1, 1]), d(&b, [k, n, 1, 1]), d(&c, [m, 1, 1, 1])];
+                let mut out = vec![f64::NAN; m * n];
+                kernel(&op, &s64, &mut out, [m, n, 1, 1], &pool).unwrap();
+                for (g, w) in out.iter().zip(&want) {
+                    assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()), "f64 {k}x{m}x{n} {act:?}: {g} vs {w}");
+                }
+                let f = |v: &[f64], ne| Src::new(Cow::Owned(v.iter().map(|&x| x as f32).collect()), ne);
+                let s32 = [f(&a, [k, m, 1, 1]), f(&b, [k, n, 1, 1]), f(&c, [m, 1, 1, 1])];
+                let mut out = vec![f32::NAN; m * n];
+                kernel(&op, &s32, &mut out, [m, n, 1, 1], &pool).unwrap();
+                for (g, w) in out.iter().zip(&want) {
+                    assert!((*g as f64 - w).abs() <= 1e-3 * (1.0 + w.abs()), "f32 {k}x{m}x{n} {act:?}: {g} vs {w}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn f64_products_read_strided_operands_in_place() {
+    // a^T as a strided view of a's transpose: element (p, i) at i + p * m.
+    let (k, m, n) = (130, 70, 90);
+    let (a, b) = (vals(k * m, 4), vals(k * n, 5));
+    let want = linear_ref(&a, &b, &vec![0.0; m], k, m, n, None);
+    let mut at = vec![0.0; k * m];
+    for i in 0..m {
+        for p in 0..k {
+            at[i + p * m] = a[p + i * k];
+        }
+    }
+    let sa = Src { d: Cow::Borrowed(&at[..]), ne: [k, m, 1, 1], st: [m, 1, k * m, k * m] };
+    let sb = Src::new(Cow::Borrowed(&b[..]), [k, n, 1, 1]);
+    for threads in [1, 2] {
+        let pool = Pool::new(threads).unwrap();
+        let mut out = vec![0.0; m * n];
+        let srcs = [Src { d: sa.d.clone(), ..sa }, Src::new(sb.d.clone(), sb.ne)];
+        kernel(&Op::MulMat, &srcs, &mut out, [m, n, 1, 1], &pool).unwrap();
+        for (g, w) in out.iter().zip(&want) {
+            assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()), "mul_mat: {g} vs {w}");
+        }
+        // out_prod(a^T [M, K], b^T [N, K]) is the same product.
+        let sa2 = Src { d: Cow::Borrowed(&a[..]), ne: [m, k, 1, 1], st: [k, 1, k * m, k * m] };
+        let sb2 = Src { d: Cow::Borrowed(&b[..]), ne: [n, k, 1, 1], st: [k, 1, k * n, k * n] };
+        let mut out = vec![0.0; m * n];
+        kernel(&Op::OutProd, &[sa2, sb2], &mut out, [m, n, 1, 1], &pool).unwrap();
+        for (g, w) in out.iter().zip(&want) {
+            assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()), "out_prod: {g} vs {w}");
+        }
+    }
 }

@@ -189,6 +189,9 @@ mod tests {
         assert_eq!(got, want);
         assert_eq!(subs, 1);
         assert!(vk.set_n_threads(2).is_err());
+        // fused ops and f64 are the CPU backend's alone
+        assert!(!vk.supports(&Op::Linear { act: None }, DType::F32));
+        assert!(!vk.supports(&Op::Add, DType::F64) && vk.supports(&Op::Add, DType::F32));
         // host tensors are refused with a message naming the buffer
         let ctx = Context::new(4 * TENSOR_OVERHEAD + 1024, false).unwrap();
         let x = ctx.new_tensor(DType::F32, &[4]).unwrap();

@@ -52,14 +52,16 @@ pub(crate) struct Dispatch {
     pub groups: [u32; 3],
 }
 
-fn dtype_code(t: DType) -> u32 {
+/// The shaders' code of a storage type; f64 has no Vulkan kernels.
+fn dtype_code(t: DType) -> Option<u32> {
     match t {
         // Graphs with quantized tensors are refused before encoding (compute.rs).
-        DType::Quant(_) => u32::MAX,
-        DType::F32 => 0,
-        DType::F16 => 1,
-        DType::I32 => 2,
-        DType::BF16 => 3,
+        DType::Quant(_) => None,
+        DType::F32 => Some(0),
+        DType::F16 => Some(1),
+        DType::I32 => Some(2),
+        DType::BF16 => Some(3),
+        DType::F64 => None,
     }
 }
 
@@ -85,6 +87,12 @@ impl<'c> Enc<'c> {
             t.buf.context().name()
         );
         let l = &t.layout;
+        let Some(code) = dtype_code(l.dtype) else {
+            anyhow::bail!(
+                "{op}: the {role} is an f64 tensor, and the Vulkan backend has no f64 kernels; \
+                 use f32 tensors (GGML_TYPE_F32) on Vulkan, or compute f64 on the CPU backend"
+            );
+        };
         let es = l.dtype.size();
         let span = l.span_bytes();
         anyhow::ensure!(
@@ -111,7 +119,7 @@ impl<'c> Enc<'c> {
             max_range
         );
         let w = slot * 16;
-        self.params[w] = dtype_code(l.dtype);
+        self.params[w] = code;
         self.params[w + 1] = u32::try_from(rem / es)?;
         for d in 0..4 {
             self.params[w + 2 + d] = u32::try_from(l.ne[d])
@@ -208,7 +216,7 @@ pub(crate) fn encode(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dis
             need_srcs(node, 1)?;
             e.tensor(0, src(0), "source")?;
             ew(&mut e, 2);
-            e.f(50, *s);
+            e.f(50, *s as f32);
         }
         Op::LeakyRelu { slope } => {
             need_srcs(node, 1)?;
@@ -220,8 +228,8 @@ pub(crate) fn encode(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dis
             need_srcs(node, 1)?;
             e.tensor(0, src(0), "source")?;
             ew(&mut e, 4);
-            e.f(50, *min);
-            e.f(51, *max);
+            e.f(50, *min as f32);
+            e.f(51, *max as f32);
         }
         Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Add1 => {
             need_srcs(node, 2)?;

@@ -38,6 +38,7 @@ pub fn quant(v: f32, dt: DType) -> f32 {
         DType::F16 => f16::from_f32(v).to_f32(),
         DType::BF16 => bf16::from_f32(v).to_f32(),
         DType::I32 => v as i32 as f32,
+        DType::F64 => v,
     }
 }
 
@@ -48,6 +49,7 @@ fn put(bytes: &mut [u8], at: usize, v: f32, dt: DType) {
         DType::I32 => bytes[at..at + 4].copy_from_slice(&(v as i32).to_le_bytes()),
         DType::F16 => bytes[at..at + 2].copy_from_slice(&f16::from_f32(v).to_le_bytes()),
         DType::BF16 => bytes[at..at + 2].copy_from_slice(&bf16::from_f32(v).to_le_bytes()),
+        DType::F64 => bytes[at..at + 8].copy_from_slice(&(v as f64).to_le_bytes()),
     }
 }
 
@@ -58,6 +60,7 @@ fn get(bytes: &[u8], at: usize, dt: DType) -> f32 {
         DType::I32 => i32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as f32,
         DType::F16 => f16::from_le_bytes(bytes[at..at + 2].try_into().unwrap()).to_f32(),
         DType::BF16 => bf16::from_le_bytes(bytes[at..at + 2].try_into().unwrap()).to_f32(),
+        DType::F64 => f64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as f32,
     }
 }
 

@@ -69,7 +69,7 @@ fn products_match_dequantized_f64_within_activation_rounding() {
         let a = data_ref(q, &bytes, k, m);
         for n in [1, 3, 40] {
             let b = noise(k * n, 99 + n as u64);
-            let src = Src { d: Cow::Borrowed(&b), ne: [k, n, 1, 1] };
+            let src = Src::new(Cow::Borrowed(&b), [k, n, 1, 1]);
             let mut out = vec![0f32; m * n];
             for (threads, portable) in [(1, false), (2, false), (2, true)] {
                 let pool = Pool::new(threads).unwrap();
@@ -123,7 +123,7 @@ fn strided_weights_are_refused_not_misread() {
     a.layout.nb = [36, 18, 72, 72];
     a.layout.ne = [64, 2, 1, 1];
     let b = vec![1f32; 128];
-    let src = Src { d: Cow::Borrowed(&b), ne: [64, 2, 1, 1] };
+    let src = Src::new(Cow::Borrowed(&b), [64, 2, 1, 1]);
     let e = mul_mat(QType::Q4_0, &a, &bytes, &src, &mut [0f32; 4], &Pool::new(1).unwrap()).unwrap_err();
     assert!(e.to_string().contains("blocks together"), "{e}");
 }
@@ -136,7 +136,7 @@ fn bench_matvec() {
     let threads: usize = std::env::var("BENCH_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
     let pool = Pool::new(threads).unwrap();
     let b = noise(k, 1);
-    let src = Src { d: Cow::Borrowed(&b), ne: [k, 1, 1, 1] };
+    let src = Src::new(Cow::Borrowed(&b), [k, 1, 1, 1]);
     for q in [QType::Q4_0, QType::Q8_0, QType::Q4_K, QType::Q6_K] {
         let x = noise(k * m, 2);
         let bytes = quant::quantize_chunk(q, &x, m, k, None).unwrap();

@@ -74,17 +74,17 @@ fn mask_bias(p: &mut Planner, m: &Val, elem: Elem) -> crate::Result<Dev> {
 fn attend(p: &mut Planner, q: &Dev, k: &Dev, v: &Dev, bias: Option<Dev>, scale: f32, softcap: f32, mode: i64) -> crate::Result<(Dev, Dev)> {
     let elem = q.elem;
     let s = scale.sqrt();
-    let qs = unary(p.eb(), Op::Scale { s }, q, elem)?;
-    let ks = unary(p.eb(), Op::Scale { s }, k, elem)?;
+    let qs = unary(p.eb(), Op::Scale { s: f64::from(s) }, q, elem)?;
+    let ks = unary(p.eb(), Op::Scale { s: f64::from(s) }, k, elem)?;
     let r = ks.shape.len();
     let mut perm: Vec<usize> = (0..r).collect();
     perm.swap(r - 1, r - 2);
     let kt = permute(p.eb(), &ks, &perm)?;
     let mut qk = super::matmul::matmul(p, &Val::D(qs), &Val::D(kt))?;
     if softcap > 0.0 {
-        let t = unary(p.eb(), Op::Scale { s: 1.0 / softcap }, &qk, elem)?;
+        let t = unary(p.eb(), Op::Scale { s: f64::from(1.0 / softcap) }, &qk, elem)?;
         let t = unary(p.eb(), Op::Unary(UnaryOp::Tanh), &t, elem)?;
-        qk = unary(p.eb(), Op::Scale { s: softcap }, &t, elem)?;
+        qk = unary(p.eb(), Op::Scale { s: f64::from(softcap) }, &t, elem)?;
     }
     let mut scores_out = qk.clone();
     let with_bias = match &bias {

@@ -147,7 +147,7 @@ fn host_apply(op: &Op, x: f64) -> f64 {
                 slope * x32
             }
         }
-        Op::Clamp { min, max } => x32.max(*min).min(*max),
+        Op::Clamp { min, max } => x32.max(*min as f32).min(*max as f32),
         _ => x32,
     }) as f64
 }
@@ -378,7 +378,7 @@ fn lower_variadic(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Resu
         acc = binary(p.eb(), f, &acc, &y, acc.elem)?;
     }
     if n.op == "Mean" && vals.len() > 1 {
-        acc = unary(p.eb(), Op::Scale { s: 1.0 / vals.len() as f32 }, &acc, acc.elem)?;
+        acc = unary(p.eb(), Op::Scale { s: f64::from(1.0 / vals.len() as f32) }, &acc, acc.elem)?;
     }
     if vals.len() == 1 {
         acc = unary(p.eb(), Op::Cont, &acc, acc.elem)?;
@@ -443,7 +443,7 @@ fn lower_clip(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<V
     let dyn_lo = opt(ins, 1).filter(|v| v.konst().is_none()).cloned();
     let dyn_hi = opt(ins, 2).filter(|v| v.konst().is_none()).cloned();
     let (lo, hi) = clip_bounds(n, lo_c, hi_c);
-    let mut y = unary(p.eb(), Op::Clamp { min: lo, max: hi }, &x, x.elem)?;
+    let mut y = unary(p.eb(), Op::Clamp { min: f64::from(lo), max: f64::from(hi) }, &x, x.elem)?;
     if let Some(v) = dyn_lo {
         let m = p.dev(&v)?;
         y = binary(p.eb(), BinFn::Max, &y, &m, x.elem)?;

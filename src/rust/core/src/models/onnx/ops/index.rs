@@ -111,9 +111,9 @@ fn element_indices(p: &mut Planner, ds: &[usize], iv: &Val, a: usize) -> crate::
     let zero = b.data([1, 1, 1, 1], vec![0.0])?;
     let zero = Dev { t: zero, shape: vec![], elem: Elem::F32 };
     let lt = binary(b, BinFn::Less, &neg, &zero, Elem::F32)?;
-    let wrap = unary(b, Op::Scale { s: ds[a] as f32 }, &lt, Elem::F32)?;
+    let wrap = unary(b, Op::Scale { s: f64::from(ds[a] as f32) }, &lt, Elem::F32)?;
     let norm = binary(b, BinFn::Add, &neg, &wrap, Elem::F32)?;
-    let scaled = unary(b, Op::Scale { s: dst[a] as f32 }, &norm, Elem::F32)?;
+    let scaled = unary(b, Op::Scale { s: f64::from(dst[a] as f32) }, &norm, Elem::F32)?;
     let bt = b.data(ne_of(&is), base.iter().map(|&x| x as f32).collect())?;
     let bd = Dev { t: bt, shape: is.clone(), elem: Elem::F32 };
     Ok(Val::D(binary(b, BinFn::Add, &scaled, &bd, Elem::I64)?))
@@ -330,7 +330,7 @@ fn lower_scatter_nd(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Re
             let nrows: usize = d.shape.iter().product();
             let b = p.eb();
             let r2 = reshape(b, d, vec![nrows, 1])?;
-            let r2 = unary(b, Op::Scale { s: slice as f32 }, &r2, Elem::F32)?;
+            let r2 = unary(b, Op::Scale { s: f64::from(slice as f32) }, &r2, Elem::F32)?;
             let ar = Dev { t: b.data([slice, 1, 1, 1], (0..slice).map(|j| j as f32).collect())?, shape: vec![1, slice], elem: Elem::F32 };
             Val::D(binary(b, BinFn::Add, &r2, &ar, Elem::I64)?)
         }
@@ -370,7 +370,7 @@ fn lower_onehot(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result
     // Negative indices count from the end: i + (i < 0) * depth.
     let zero = Dev { t: b.data([1, 1, 1, 1], vec![0.0])?, shape: vec![], elem: Elem::F32 };
     let lt = binary(b, BinFn::Less, &x, &zero, Elem::F32)?;
-    let w = unary(b, Op::Scale { s: depth as f32 }, &lt, Elem::F32)?;
+    let w = unary(b, Op::Scale { s: f64::from(depth as f32) }, &lt, Elem::F32)?;
     let x = binary(b, BinFn::Add, &x, &w, Elem::F32)?;
     let mut rs = vec![1usize; s1.len()];
     rs[a] = depth;

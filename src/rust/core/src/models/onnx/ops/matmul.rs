@@ -203,13 +203,13 @@ fn lower_gemm(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<V
     let elem = super::float_result(a.elem());
     let mut y = Dev { t, shape: vec![m, nn], elem };
     if alpha != 1.0 {
-        y = unary(p.eb(), Op::Scale { s: alpha }, &y, elem)?;
+        y = unary(p.eb(), Op::Scale { s: f64::from(alpha) }, &y, elem)?;
     }
     if let Some(c) = opt(ins, 2) {
         if beta != 0.0 {
             let mut cd = p.dev(c)?;
             if beta != 1.0 {
-                cd = unary(p.eb(), Op::Scale { s: beta }, &cd, elem)?;
+                cd = unary(p.eb(), Op::Scale { s: f64::from(beta) }, &cd, elem)?;
             }
             y = binary(p.eb(), BinFn::Add, &y, &cd, elem)?;
         }

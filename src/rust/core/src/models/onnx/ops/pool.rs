@@ -91,7 +91,7 @@ fn lower_pool(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<V
             }
         }
         if kind == "LpPool" {
-            y = unary(p.eb(), Op::Scale { s: area as f32 }, &y, elem)?;
+            y = unary(p.eb(), Op::Scale { s: f64::from(area as f32) }, &y, elem)?;
             y = unary(p.eb(), Op::Map { f: MapFn::PowC, a: 1.0 / lp, b: 0.0 }, &y, elem)?;
         } else if !uniform {
             let m = HTensor::from_f64(Elem::F32, vec![oh, ow], scale)?;

@@ -129,7 +129,7 @@ fn quant(p: &mut Planner, y: &Dev, s: &Val, zp: Option<&Val>, a: i64, out: Elem)
         q = binary(p.eb(), BinFn::Add, &q, &zd, Elem::F32)?;
     }
     if let Some((lo, hi)) = out.int_range() {
-        q = unary(p.eb(), Op::Clamp { min: lo as f32, max: hi as f32 }, &q, out)?;
+        q = unary(p.eb(), Op::Clamp { min: f64::from(lo as f32), max: f64::from(hi as f32) }, &q, out)?;
     }
     Ok(Dev { elem: out, ..q })
 }

@@ -222,7 +222,7 @@ fn lower_rnn(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Ve
             let gate3 = |p: &mut Planner, v: &Dev, h: usize| narrow(p.eb(), v, 1, 0, 3 * h);
             let clip = |p: &mut Planner, v: Dev| -> crate::Result<Dev> {
                 match s.clip {
-                    Some(c) => unary(p.eb(), Op::Clamp { min: -c, max: c }, &v, elem),
+                    Some(c) => unary(p.eb(), Op::Clamp { min: f64::from(-c), max: f64::from(c) }, &v, elem),
                     None => Ok(v),
                 }
             };

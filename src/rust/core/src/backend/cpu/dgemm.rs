@@ -1,5 +1,5 @@
-//! Double-precision matrix product for the host ("cpu") device:
-//! `C = op(A) op(B)` with C column-major.
+//! The CPU backend's double-precision matrix product (f64 tensors):
+//! `C = op(A) op(B)` with C column-major and A, B any strided views.
 //!
 //! On x86-64 CPUs with AVX2 and FMA (detected at run time) it runs a blocked
 //! product: B is packed in `KC x NR` panels, A in `MR x KC` panels, and an
@@ -75,6 +75,13 @@ pub unsafe fn dgemm(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64,
     matrixmultiply::dgemm(m, k, n, 1.0, a.ptr, a.rs, a.cs, b.ptr, b.rs, b.cs, 0.0, c, 1, ldc as isize);
 }
 
+/// The blocked product: panels of op(A) and op(B) packed into `ap`, `bp`,
+/// then tile by tile.
+///
+/// # Safety
+/// The views address op(A) (m x k) and op(B) (k x n); `c` an m x n
+/// column-major C with leading dimension `ldc` that nothing else writes
+/// meanwhile; the CPU has AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn blocked(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, ldc: usize, ap: &mut Vec<f64>, bp: &mut Vec<f64>) {
@@ -113,6 +120,11 @@ pub(super) fn grow(buf: &mut Vec<f64>, len: usize) {
 /// The `mr x nr` tile of C at `cij` (+)= an A panel times a B panel
 /// (stores when `first`, adds otherwise); a partial tile is computed whole
 /// aside and only its part inside C is written.
+///
+/// # Safety
+/// `apan` and `bpan` hold full packed panels of depth `kc` (`MR x kc`,
+/// `kc x NR`); `cij` addresses an `mr x nr` block (mr <= MR, nr <= NR) of a
+/// column-major C with leading dimension `ldc`; the CPU has AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 #[inline]
@@ -150,6 +162,10 @@ fn prefetch_span(p: *const f64, len: usize) {
 
 /// Packs rows `pc..pc+kc` of op(B) (all `n` columns) into `KC x NR`
 /// panels, each stored row by row, the last one padded with zeros.
+///
+/// # Safety
+/// `b` addresses op(B) with at least `pc + kc` rows and `n` columns;
+/// `bp` has room for the panels (indexing of `bp` is checked).
 pub(super) unsafe fn pack_b(kc: usize, n: usize, b: View, pc: usize, bp: &mut [f64]) {
     let full = n / NR;
     if b.cs == 1 {
@@ -199,6 +215,10 @@ pub(super) unsafe fn pack_b(kc: usize, n: usize, b: View, pc: usize, bp: &mut [f
 
 /// Packs rows `ic..ic+mc`, columns `pc..pc+kc` of op(A) into `MR x KC`
 /// panels, each stored column by column, the last one padded with zeros.
+///
+/// # Safety
+/// `a` addresses op(A) with at least `ic + mc` rows and `pc + kc` columns;
+/// `ap` has room for the panels (indexing of `ap` is checked).
 pub(super) unsafe fn pack_a(mc: usize, kc: usize, a: View, ic: usize, pc: usize, ap: &mut [f64]) {
     let full = if a.rs == 1 { mc / MR } else { 0 };
     // Columns are contiguous: read each column of the block once, front to
@@ -233,6 +253,11 @@ pub(super) unsafe fn pack_a(mc: usize, kc: usize, a: View, ic: usize, pc: usize,
 
 /// The 8 x 6 tile `C (+)= Apanel * Bpanel` over depth `kc`: stores when
 /// `first`, adds otherwise.
+///
+/// # Safety
+/// The CPU has AVX2 and FMA; `a` holds `MR * kc` and `b` `kc * NR` values;
+/// `c` addresses a full 8 x 6 block of a column-major C with leading
+/// dimension `ldc`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn kernel(kc: usize, a: *const f64, b: *const f64, c: *mut f64, ldc: usize, first: bool) {
@@ -337,7 +362,7 @@ mod tests {
     #[test]
     #[ignore]
     fn dgemm_speed() {
-        let d = crate::autograd::tests::env_dims("GGMLR_DGEMM_SIZE", "256,512,256");
+        let d = std::env::var("GGMLR_DGEMM_SIZE").unwrap_or_else(|_| "256,512,256".into()).split(',').map(|v| v.trim().parse::<usize>().expect("sizes")).collect::<Vec<_>>();
         let (m, k, n) = (d[0], d[1], d[2]);
         let av: Vec<f64> = (0..m * k).map(|i| (i as f64 * 0.37).sin()).collect();
         let bv: Vec<f64> = (0..k * n).map(|i| (i as f64 * 0.11).cos()).collect();

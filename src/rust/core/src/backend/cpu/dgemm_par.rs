@@ -1,5 +1,6 @@
-//! The double-precision product on several threads, for products large
-//! enough to be worth splitting.
+//! The double-precision product on the threads of the CPU backend's pool
+//! (`ggml_backend_cpu_set_n_threads()`), for products large enough to be
+//! worth splitting.
 //!
 //! The operand along the split is packed once, by all threads together, into
 //! a buffer they share; the other operand is cut into many small blocks
@@ -12,6 +13,7 @@
 //! pass over C.
 
 use super::dgemm::{self, View, KC, MR, NR};
+use super::par::Pool;
 use rayon::prelude::*;
 use std::cell::RefCell;
 
@@ -36,6 +38,10 @@ fn block_len(len: usize, parts: usize, unit: usize, lo: usize, hi: usize) -> usi
 }
 
 /// Calls `post` on rows `i0..i0+mb` of columns `j0..j0+nb` of C.
+///
+/// # Safety
+/// `c` addresses a column-major C with leading dimension `ldc` holding
+/// these rows and columns, which no other thread touches during the call.
 unsafe fn post_block(post: Post, c: *mut f64, ldc: usize, i0: usize, mb: usize, j0: usize, nb: usize) {
     for j in j0..j0 + nb {
         post(i0, j, std::slice::from_raw_parts_mut(c.add(i0 + j * ldc), mb));
@@ -43,14 +49,29 @@ unsafe fn post_block(post: Post, c: *mut f64, ldc: usize, i0: usize, mb: usize, 
 }
 
 /// `C = op(A) (m x k) * op(B) (k x n)` (C column-major, leading dimension
-/// `ldc`, overwritten), split over the threads of the current rayon pool,
-/// then `post` on every element of C (each once).
+/// `ldc`, overwritten), split over the threads of `pool`, then `post` on
+/// every element of C (each once). A pool of one thread runs it on the
+/// calling thread.
 ///
 /// # Safety
 /// As `dgemm::dgemm`; nothing else may touch C meanwhile.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn dgemm_par(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, ldc: usize, post: Post) {
-    let threads = rayon::current_num_threads();
+pub unsafe fn dgemm_par(pool: &Pool, m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, ldc: usize, post: Post) {
+    let threads = pool.n_threads;
+    if threads <= 1 {
+        dgemm::dgemm(m, k, n, a, b, c, ldc);
+        post_block(post, c, ldc, 0, m, 0, n);
+        return;
+    }
+    let cp = Ptr(c);
+    // SAFETY: the caller's guarantees hold on whichever thread runs this.
+    pool.install(move || unsafe { split(m, k, n, a, b, cp, ldc, post, threads) })
+}
+
+/// [`dgemm_par`] inside the pool: rayon's parallel loops use its threads.
+#[allow(clippy::too_many_arguments)]
+unsafe fn split(m: usize, k: usize, n: usize, a: View, b: View, cp: Ptr, ldc: usize, post: Post, threads: usize) {
+    let c = cp.0;
     #[cfg(target_arch = "x86_64")]
     {
         if crate::base::simd::avx2_fma() && k > 0 && m > 0 && n > 0 {
@@ -65,7 +86,6 @@ pub unsafe fn dgemm_par(m: usize, k: usize, n: usize, a: View, b: View, c: *mut 
         }
     }
     // Other CPUs: blocks of columns (or rows), each a whole product.
-    let cp = Ptr(c);
     let run = |i0: usize, mb: usize, j0: usize, nb: usize| {
         let c = cp;
         dgemm::dgemm(mb, k, nb, a.shift(i0, 0), b.shift(0, j0), c.0.add(i0 + j0 * ldc), ldc);
@@ -81,6 +101,11 @@ pub unsafe fn dgemm_par(m: usize, k: usize, n: usize, a: View, b: View, c: *mut 
 }
 
 /// n >= m: all of op(A) packed together, op(B) in blocks of columns.
+///
+/// # Safety
+/// As [`super::dgemm::gemm`]: the views address op(A) (m x k) and op(B)
+/// (k x n), `c` an m x n column-major C with leading dimension `ldc`, and
+/// the CPU has AVX2 and FMA. Threads write disjoint blocks of columns.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn by_columns(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, ldc: usize, post: Post, threads: usize, sh: &mut Vec<f64>) {
@@ -126,6 +151,9 @@ unsafe fn by_columns(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64
 }
 
 /// m > n: all of op(B) packed together, op(A) in blocks of rows.
+///
+/// # Safety
+/// As `by_columns`; threads write disjoint blocks of rows.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn by_rows(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, ldc: usize, post: Post, threads: usize, sh: &mut Vec<f64>) {
@@ -180,7 +208,7 @@ mod tests {
     /// every element exactly once, after its last depth step.
     #[test]
     fn matches_plain_sums_and_posts_each_element_once() {
-        let check = |m: usize, k: usize, n: usize, path: &str| {
+        let check = |m: usize, k: usize, n: usize, path: &str, pool: &Pool| {
             let av: Vec<f64> = (0..m * k).map(|i| ((i * 37 % 101) as f64 - 50.0) / 7.0).collect();
             let bv: Vec<f64> = (0..k * n).map(|i| ((i * 53 % 89) as f64 - 44.0) / 5.0).collect();
             for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
@@ -195,7 +223,7 @@ mod tests {
                         *v += (i0 + r) as f64 * 1000.0 + j as f64;
                     }
                 };
-                unsafe { dgemm_par(m, k, n, a, b, c.as_mut_ptr(), ldc, &post) };
+                unsafe { dgemm_par(pool, m, k, n, a, b, c.as_mut_ptr(), ldc, &post) };
                 assert_eq!(seen.load(Ordering::Relaxed), m * n, "{path} {m}x{k}x{n}: posted elements");
                 for j in 0..n {
                     for i in 0..ldc {
@@ -214,9 +242,42 @@ mod tests {
                 }
             }
         };
-        for (m, k, n) in [(37, 300, 203), (203, 300, 37), (64, 600, 64), (9, 5, 700), (700, 5, 9)] {
-            check(m, k, n, "blocked");
-            crate::base::simd::portable(|| check(m, k, n, "portable"));
+        for threads in [1, 2, 3] {
+            let pool = Pool::new(threads).unwrap();
+            for (m, k, n) in [(37, 300, 203), (203, 300, 37), (64, 600, 64), (9, 5, 700), (700, 5, 9)] {
+                check(m, k, n, "blocked", &pool);
+                crate::base::simd::portable(|| check(m, k, n, "portable", &pool));
+            }
+        }
+    }
+
+    /// The product runs on the threads of the pool it is given: with one
+    /// thread on the caller's, with more on the pool's own (not rayon's
+    /// global pool).
+    #[test]
+    fn runs_on_the_pools_threads() {
+        let (m, k, n) = (300, 200, 300);
+        let av = vec![0.5; m * k];
+        let bv = vec![0.25; k * n];
+        let a = View { ptr: av.as_ptr(), rs: 1, cs: m as isize };
+        let b = View { ptr: bv.as_ptr(), rs: 1, cs: k as isize };
+        for threads in [1, 2] {
+            let pool = Pool::new(threads).unwrap();
+            let names = std::sync::Mutex::new(std::collections::HashSet::new());
+            let post = |_: usize, _: usize, _: &mut [f64]| {
+                let t = std::thread::current();
+                names.lock().unwrap().insert(t.name().unwrap_or("").to_string());
+            };
+            let mut c = vec![0.0; m * n];
+            unsafe { dgemm_par(&pool, m, k, n, a, b, c.as_mut_ptr(), m, &post) };
+            assert!(c.iter().all(|&v| v == 0.125 * k as f64));
+            let names = names.into_inner().unwrap();
+            let caller = std::thread::current().name().unwrap_or("").to_string();
+            if threads == 1 {
+                assert_eq!(names.into_iter().collect::<Vec<_>>(), vec![caller]);
+            } else {
+                assert!(!names.is_empty() && names.iter().all(|t| t.starts_with("ggmlr-cpu-")), "{names:?}");
+            }
         }
     }
 }

@@ -1,0 +1,182 @@
+//! The forward definition of every op, over engine ops. Each rule appends
+//! the op's nodes to a [`Builder`] and names the values its backward rule
+//! reads (`saved`) and, for batch norm, the batch statistics returned to R;
+//! [`forward`] computes them as one graph in the inputs' place. The input
+//! shapes were checked by [`Op::check`] before.
+
+use super::graph::Builder;
+use super::nodes::*;
+use super::op::{Axis, Op};
+use super::value::{Place, Val};
+use crate::base::dtype::DType;
+use crate::op::{Op as G, UnaryOp};
+use crate::tensor::Context;
+use crate::tensor::Tensor as ETensor;
+use anyhow::Result;
+use std::sync::Arc;
+
+type T = Arc<ETensor>;
+
+/// A forward: the output, the values kept for the backward rule, and
+/// auxiliary numbers for R (downloaded; batch norm only).
+pub struct Fwd {
+    pub out: Val,
+    pub saved: Vec<Val>,
+    pub aux: Vec<f64>,
+}
+
+/// A rule's nodes: the output, saved values and the auxiliary result,
+/// each with its shape.
+struct Built {
+    out: (T, usize, usize),
+    saved: Vec<(T, usize, usize)>,
+    aux: Option<(T, usize, usize)>,
+}
+
+fn built(t: T, rows: usize, cols: usize) -> Result<Built> {
+    Ok(Built { out: (t, rows, cols), saved: Vec::new(), aux: None })
+}
+
+/// Runs `op` on `xs` (values in `place`), as one graph.
+pub fn forward(op: &Op, xs: &[Val], place: Place) -> Result<Fwd> {
+    let mut b = Builder::new(place)?;
+    let c = b.ctx()?;
+    let bt = build(&mut b, &c, op, xs)?;
+    let mut all = vec![bt.out];
+    let n_saved = bt.saved.len();
+    all.extend(bt.saved);
+    all.extend(bt.aux);
+    let ts: Vec<T> = all.iter().map(|d| d.0.clone()).collect();
+    let done = b.compute(&ts)?;
+    let mut vals = done.into_iter().zip(&all).map(|(t, d)| Val::new(t, d.1, d.2, place));
+    let out = vals.next().expect("the output");
+    let saved: Vec<Val> = vals.by_ref().take(n_saved).collect();
+    let aux = match vals.next() {
+        Some(a) => a.download()?.data,
+        None => Vec::new(),
+    };
+    Ok(Fwd { out, saved, aux })
+}
+
+fn build(b: &mut Builder, c: &Context, op: &Op, xs: &[Val]) -> Result<Built> {
+    let x0 = &xs[0];
+    let (r0, c0) = x0.shape();
+    let x = |b: &Builder, i: usize| cast(b, c, &xs[i].t);
+    match op {
+        Op::MatMul => built(matmul(b, c, &x(b, 0)?, &x(b, 1)?)?, r0, xs[1].cols),
+        Op::Linear(a) => {
+            let (w, xx, bias) = (x(b, 0)?, x(b, 1)?, x(b, 2)?);
+            built(linear(b, c, &w, &xx, &bias, *a)?, r0, xs[1].cols)
+        }
+        Op::Add | Op::Sub | Op::Mul | Op::Div => {
+            let (r, cc) = super::op::broadcast_shape(x0.shape(), xs[1].shape(), op.r_name())?;
+            let g = match op {
+                Op::Add => G::Add,
+                Op::Sub => G::Sub,
+                Op::Mul => G::Mul,
+                _ => G::Div,
+            };
+            let a = expand(c, &x(b, 0)?, (r0, c0), r, cc)?;
+            built(bin(c, g, &a, &x(b, 1)?)?, r, cc)
+        }
+        Op::Scale(s) => built(scale(c, &x(b, 0)?, *s)?, r0, c0),
+        Op::Relu | Op::Sigmoid | Op::Tanh | Op::Exp | Op::Log => {
+            let u = match op {
+                Op::Relu => UnaryOp::Relu,
+                Op::Sigmoid => UnaryOp::Sigmoid,
+                Op::Tanh => UnaryOp::Tanh,
+                Op::Exp => UnaryOp::Exp,
+                _ => UnaryOp::Log,
+            };
+            built(unary(c, u, &x(b, 0)?)?, r0, c0)
+        }
+        Op::Softmax => built(softmax(c, &x(b, 0)?)?, r0, c0),
+        Op::Pow(p) => {
+            let xx = x(b, 0)?;
+            built(pow(b, c, &xx, (r0, c0), *p)?, r0, c0)
+        }
+        Op::Clamp(lo, hi) => built(c.op(G::Clamp { min: *lo, max: *hi }, &[x(b, 0)?])?, r0, c0),
+        Op::Sum(a) | Op::Mean(a) => {
+            let xx = x(b, 0)?;
+            let (t, r, cc, n) = match a {
+                Axis::All => (total(c, &xx)?, 1, 1, x0.len()),
+                Axis::Rows => (row_sums(b, c, &xx, r0)?, r0, 1, c0),
+                Axis::Cols => (col_sums(c, &xx)?, 1, c0, r0),
+            };
+            let t = if matches!(op, Op::Mean(_)) { scale(c, &t, 1.0 / n as f64)? } else { t };
+            built(contig(c, &t)?, r, cc)
+        }
+        Op::Reshape(r, cc) => {
+            let v = c.reshape(&contig(c, &x(b, 0)?)?, &[*r, *cc])?;
+            built(c.op(G::Cont, &[v])?, *r, *cc)
+        }
+        Op::Transpose => built(transpose(c, &x(b, 0)?)?, c0, r0),
+        Op::MseLoss => {
+            let d = bin(c, G::Sub, &x(b, 0)?, &x(b, 1)?)?;
+            let s = total(c, &unary(c, UnaryOp::Sqr, &d)?)?;
+            built(scale(c, &s, 1.0 / x0.len() as f64)?, 1, 1)
+        }
+        Op::CrossEntropyLoss => {
+            let lp = unary(c, UnaryOp::Log, &ce_clamp(c, &x(b, 0)?)?)?;
+            let s = total(c, &bin(c, G::Mul, &x(b, 1)?, &lp)?)?;
+            built(scale(c, &s, -1.0 / c0 as f64)?, 1, 1)
+        }
+        Op::SoftmaxCrossEntropyLoss => {
+            let (l, t) = (x(b, 0)?, x(b, 1)?);
+            if b.supports(&G::CrossEntropyLoss) {
+                return built(c.reshape(&c.op(G::CrossEntropyLoss, &[l, t])?, &[1, 1])?, 1, 1);
+            }
+            let p = softmax(c, &l)?;
+            // log-sum-exp per column from the softmax: lse = l_i - log p_i for
+            // every i; the p-weighted mean keeps it exact where p is tiny.
+            let lp = unary(c, UnaryOp::Log, &c.op(G::Clamp { min: 1e-30, max: 1.0 }, std::slice::from_ref(&p))?)?;
+            // loss = sum_j tsum_j lse_j - sum(t * l), over n; with lse_j as the
+            // p-weighted sum over column j, one sum of all elements does it.
+            let plse = bin(c, G::Mul, &p, &bin(c, G::Sub, &l, &lp)?)?;
+            let a = bin(c, G::Mul, &plse, &col_sums(c, &t)?)?;
+            let d = bin(c, G::Sub, &a, &bin(c, G::Mul, &t, &l)?)?;
+            let loss = scale(c, &total(c, &d)?, 1.0 / c0 as f64)?;
+            Ok(Built { out: (loss, 1, 1), saved: vec![(p, r0, c0)], aux: None })
+        }
+        Op::BatchNorm { eps, training } => batch_norm(b, c, xs, *eps, *training),
+        Op::Gather(idx) => {
+            let ix = b.data(c, Some(DType::I32), &[idx.len()], idx.iter().map(|&k| k as f64).collect())?;
+            built(c.op(G::GetRows, &[x(b, 0)?, ix])?, r0, idx.len())
+        }
+        Op::SliceRows(from, to) => built(rows_of(c, &x(b, 0)?, *from, *to, c0)?, to - from, c0),
+        Op::ConcatRows => {
+            let mut t = x(b, 0)?;
+            for d in &xs[1..] {
+                // Many pieces may need more than one context's room.
+                let c = b.ctx()?;
+                t = c.op(G::Concat { dim: 0 }, &[t, cast(b, &c, &d.t)?])?;
+            }
+            built(t, xs.iter().map(|d| d.rows).sum(), c0)
+        }
+    }
+}
+
+fn batch_norm(b: &mut Builder, c: &Context, xs: &[Val], eps: f64, training: bool) -> Result<Built> {
+    let (f, n) = xs[0].shape();
+    let x = cast(b, c, &xs[0].t)?;
+    let (mu, var) = if training {
+        let mu = scale(c, &row_sums(b, c, &x, f)?, 1.0 / n as f64)?;
+        let d = bin(c, G::Sub, &x, &mu)?;
+        let var = scale(c, &row_sums(b, c, &unary(c, UnaryOp::Sqr, &d)?, f)?, 1.0 / n as f64)?;
+        (mu, var)
+    } else {
+        (cast(b, c, &xs[3].t)?, cast(b, c, &xs[4].t)?)
+    };
+    let e = b.scalar(c, eps)?;
+    let std = unary(c, UnaryOp::Sqrt, &c.op(G::Add1, &[var.clone(), e])?)?;
+    let xhat = bin(c, G::Div, &bin(c, G::Sub, &x, &mu)?, &std)?;
+    let out = bin(c, G::Mul, &xhat, &cast(b, c, &xs[1].t)?)?;
+    let out = bin(c, G::Add, &out, &cast(b, c, &xs[2].t)?)?;
+    let aux = if training {
+        let mv = c.op(G::Concat { dim: 0 }, &[contig(c, &mu)?, contig(c, &var)?])?;
+        Some((mv, 2 * f, 1))
+    } else {
+        None
+    };
+    Ok(Built { out: (out, f, n), saved: vec![(xhat, f, n), (contig(c, &std)?, f, 1)], aux })
+}

@@ -1,0 +1,80 @@
+//! The products of f64 tensors: the tuned kernel of `dgemm`, on the pool's
+//! threads (`dgemm_par`) when the product is large enough, reading every
+//! operand with its own strides. `linear` adds a bias and applies an
+//! activation to each block of the result while it is in the cache.
+
+use super::access::Src;
+use super::dgemm::{dgemm, View};
+use super::dgemm_par::{dgemm_par, Post};
+use super::matmul::{batched, bias_act, Gemm};
+use super::par::Pool;
+use crate::op::UnaryOp;
+
+/// Work (multiply-adds) above which a product is split over threads (about
+/// where the time saved outweighs waking the other threads)...
+const PAR_GEMM_WORK: usize = 1 << 20;
+/// ...when it is also this deep (shallower ones mostly move memory).
+const PAR_GEMM_DEPTH: usize = 64;
+
+/// An `rows x cols` operand inside `d` with element strides `rs`, `cs`.
+fn view(d: &[f64], rows: usize, cols: usize, rs: usize, cs: usize) -> View {
+    if rows > 0 && cols > 0 {
+        let last = (rows - 1) * rs + (cols - 1) * cs;
+        assert!(last < d.len(), "f64 product operand bounds");
+    }
+    View { ptr: d.as_ptr(), rs: rs as isize, cs: cs as isize }
+}
+
+/// `C (m x n, column-major, contiguous) = op(A) (m x k) * op(B) (k x n)`,
+/// then `post` on every column segment of C.
+fn product(pool: &Pool, m: usize, k: usize, n: usize, a: View, b: View, c: &mut [f64], post: Post) {
+    assert_eq!(c.len(), m * n, "f64 product result size");
+    if m == 0 || n == 0 {
+        return;
+    }
+    let big = m * n * k > PAR_GEMM_WORK && k >= PAR_GEMM_DEPTH && pool.n_threads > 1;
+    // SAFETY: `view` checked that op(A) (m x k) and op(B) (k x n) lie inside
+    // their slices, which outlive the call; C is exactly the m x n block
+    // (leading dimension m) of `c`, borrowed exclusively.
+    unsafe {
+        if big {
+            return dgemm_par(pool, m, k, n, a, b, c.as_mut_ptr(), m, post);
+        }
+        dgemm(m, k, n, a, b, c.as_mut_ptr(), m);
+    }
+    for (j, col) in c.chunks_mut(m).enumerate() {
+        post(0, j, col);
+    }
+}
+
+fn no_post(_: usize, _: usize, _: &mut [f64]) {}
+
+impl Gemm for f64 {
+    fn extended(op: &crate::op::Op, _: &[Src<'_, f64>], _: &mut [f64], _: [usize; 4], _: &Pool) -> crate::Result<()> {
+        anyhow::bail!("{} has no f64 kernel on the CPU backend (it computes in f32)", op.name())
+    }
+    fn mul_mat(a: &Src<'_, f64>, b: &Src<'_, f64>, out: &mut [f64], pool: &Pool) {
+        let (k, m, n) = (a.ne[0], a.ne[1], b.ne[1]);
+        let (a0, a1, b0, b1) = (a.st[0], a.st[1], b.st[0], b.st[1]);
+        batched(a, b, out, m * n, |sa, sb, c| {
+            // op(A)(i, p) = a[p, i], op(B)(p, j) = b[p, j].
+            product(pool, m, k, n, view(sa, m, k, a1, a0), view(sb, k, n, b0, b1), c, &no_post);
+        });
+    }
+
+    fn out_prod(a: &Src<'_, f64>, b: &Src<'_, f64>, out: &mut [f64], pool: &Pool) {
+        let (m, k, n) = (a.ne[0], a.ne[1], b.ne[0]);
+        let (a0, a1, b0, b1) = (a.st[0], a.st[1], b.st[0], b.st[1]);
+        batched(a, b, out, m * n, |sa, sb, c| {
+            // op(A)(i, p) = a[i, p], op(B)(p, j) = b[j, p].
+            product(pool, m, k, n, view(sa, m, k, a0, a1), view(sb, k, n, b1, b0), c, &no_post);
+        });
+    }
+
+    fn linear(a: &Src<'_, f64>, b: &Src<'_, f64>, c: &[f64], act: Option<UnaryOp>, out: &mut [f64], pool: &Pool) {
+        let (k, m, n) = (a.ne[0], a.ne[1], b.ne[1]);
+        let post = |i0: usize, _j: usize, col: &mut [f64]| bias_act(col, &c[i0..], act);
+        let (av, bv) = (view(&a.d, m, k, a.st[1], a.st[0]), view(&b.d, k, n, b.st[0], b.st[1]));
+        product(pool, m, k, n, av, bv, out, &post);
+    }
+}

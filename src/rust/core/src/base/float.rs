@@ -1,0 +1,168 @@
+//! The floating-point types computations are generic over: f32 (the usual
+//! compute type) and f64 (tensors of type F64). The op definitions and the
+//! CPU kernels are written once over [`Float`]; each type gets its own
+//! compiled copy, so f32 code is what it would be if written for f32 alone.
+
+use crate::base::dtype::DType;
+use half::{bf16, f16};
+use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
+
+/// f32 or f64: arithmetic, the functions of the element-wise ops, and
+/// conversions from and to the stored element types.
+pub trait Float:
+    Copy
+    + Send
+    + Sync
+    + PartialOrd
+    + Default
+    + std::fmt::Debug
+    + 'static
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+    + AddAssign
+    + SubAssign
+    + MulAssign
+    + DivAssign
+{
+    /// The tensor type holding values of this type.
+    const DTYPE: DType;
+    const ZERO: Self;
+    const ONE: Self;
+    const NEG_INFINITY: Self;
+    /// The most negative finite value.
+    const MIN: Self;
+
+    /// The nearest value of this type.
+    fn from_f64(v: f64) -> Self;
+    fn from_f32(v: f32) -> Self;
+    fn to_f64(self) -> f64;
+    fn to_f32(self) -> f32;
+    fn to_f16(self) -> f16;
+    fn to_bf16(self) -> bf16;
+
+    fn exp(self) -> Self;
+    fn exp_m1(self) -> Self;
+    fn ln(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
+    fn tanh(self) -> Self;
+    fn abs(self) -> Self;
+    fn round(self) -> Self;
+    /// The larger of the two; the other one when one is NaN (as `f32::max`).
+    fn max(self, o: Self) -> Self;
+    fn min(self, o: Self) -> Self;
+    /// `self` limited to `[lo, hi]` (NaN stays NaN).
+    fn clamp(self, lo: Self, hi: Self) -> Self;
+    fn is_nan(self) -> bool;
+}
+
+macro_rules! float_impl {
+    ($t:ty, $dt:expr, $f16:path, $bf16:path) => {
+        impl Float for $t {
+            const DTYPE: DType = $dt;
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            const NEG_INFINITY: Self = <$t>::NEG_INFINITY;
+            const MIN: Self = <$t>::MIN;
+
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn from_f32(v: f32) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn to_f32(self) -> f32 {
+                self as f32
+            }
+            #[inline(always)]
+            fn to_f16(self) -> f16 {
+                $f16(self)
+            }
+            #[inline(always)]
+            fn to_bf16(self) -> bf16 {
+                $bf16(self)
+            }
+            #[inline(always)]
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            #[inline(always)]
+            fn exp_m1(self) -> Self {
+                <$t>::exp_m1(self)
+            }
+            #[inline(always)]
+            fn ln(self) -> Self {
+                <$t>::ln(self)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn sin(self) -> Self {
+                <$t>::sin(self)
+            }
+            #[inline(always)]
+            fn cos(self) -> Self {
+                <$t>::cos(self)
+            }
+            #[inline(always)]
+            fn tanh(self) -> Self {
+                <$t>::tanh(self)
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            #[inline(always)]
+            fn round(self) -> Self {
+                <$t>::round(self)
+            }
+            #[inline(always)]
+            fn max(self, o: Self) -> Self {
+                <$t>::max(self, o)
+            }
+            #[inline(always)]
+            fn min(self, o: Self) -> Self {
+                <$t>::min(self, o)
+            }
+            #[inline(always)]
+            fn clamp(self, lo: Self, hi: Self) -> Self {
+                <$t>::clamp(self, lo, hi)
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+        }
+    };
+}
+
+float_impl!(f32, DType::F32, f16::from_f32, bf16::from_f32);
+float_impl!(f64, DType::F64, f16::from_f64, bf16::from_f64);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conversions_round_once() {
+        // f64 to f16 directly, not through f32 (which would round twice).
+        let v = 1.0 + 2f64.powi(-11) + 2f64.powi(-30);
+        assert_eq!(v.to_f16(), f16::from_f64(v));
+        assert_eq!(<f32 as Float>::DTYPE, DType::F32);
+        assert_eq!(<f64 as Float>::from_f32(0.1f32), 0.1f32 as f64);
+        assert!(Float::max(f64::NAN, 1.0) == 1.0);
+    }
+}

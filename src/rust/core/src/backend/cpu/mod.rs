@@ -4,19 +4,28 @@
 //! families.
 
 pub mod access;
+mod attn;
 mod conv;
+mod conv_direct;
 pub mod dgemm;
 pub mod dgemm_par;
 pub mod driver;
 mod elementwise;
+mod glu;
+mod index;
 mod matmul;
 mod matmul_f64;
 mod movement;
+mod mul_mat_id;
 pub mod par;
 mod reduce;
+mod rope;
+mod rows;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_nn;
 
 use super::Node;
 pub use par::{default_threads, Pool};

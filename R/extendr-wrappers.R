@@ -218,6 +218,21 @@ rs_transpose <- function(c, a) .Call(wrap__rs_transpose, c, a)
 #' @noRd
 rs_cpy <- function(c, a, b) .Call(wrap__rs_cpy, c, a, b)
 
+#' A computing op by ggml name, written into the first source's memory.
+#' @noRd
+rs_op_inplace <- function(c, name, src, params) .Call(wrap__rs_op_inplace, c, name, src, params)
+
+#' nb: byte strides of dimensions 2 to 4; offset in bytes.
+#' @noRd
+rs_set <- function(c, a, b, nb, offset, inplace) .Call(wrap__rs_set, c, a, b, nb, offset, inplace)
+
+#' params: s0, p0, d0; `depthwise` selects conv_1d_dw.
+#' @noRd
+rs_conv_1d <- function(c, a, b, params, depthwise) .Call(wrap__rs_conv_1d, c, a, b, params, depthwise)
+
+#' @noRd
+rs_tensor_zero <- function(t) .Call(wrap__rs_tensor_zero, t)
+
 #' Seconds taken by `n` ledger check/record/release cycles (benchmarks).
 #' @noRd
 rs_ledger_overhead <- function(n) .Call(wrap__rs_ledger_overhead, n)

@@ -14,6 +14,7 @@ mod graph;
 mod guard;
 mod malloc;
 mod ops;
+mod ops_nn;
 mod residency;
 mod tensor;
 mod vulkan;
@@ -57,6 +58,7 @@ extendr_module! {
     use graph;
     use buffer;
     use ops;
+    use ops_nn;
     use residency;
     use vulkan;
     use vulkan_backend;

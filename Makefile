@@ -9,7 +9,9 @@ RSCRIPT ?= Rscript
 CARGO_TARGET := src/rust/target
 CARGO_ENV := CARGO_PROFILE_RELEASE_STRIP=debuginfo
 DEBS := r-base-core r-base-dev r-cran-testthat r-cran-roxygen2 r-cran-cli \
-        r-cran-rlang mesa-vulkan-drivers libvulkan1
+        r-cran-rlang r-cran-generics mesa-vulkan-drivers libvulkan1 \
+        r-cran-knitr r-cran-rmarkdown pandoc r-cran-pkgdown qpdf tidy \
+        r-cran-future r-cran-codetools
 SPEC_DIR ?= ../shared/spec
 # Set RLIB=/some/dir to install into (and test from) a private R library.
 RLIB ?=
@@ -18,13 +20,22 @@ export R_LIBS := $(RLIB):$(R_LIBS)
 INSTALL_LIB := -l $(RLIB)
 endif
 
-.PHONY: setup deps install lockfile test test-rust test-r layers demo check bench docs fuzz clean
+.PHONY: setup deps check-deps install-debs install lockfile test test-rust test-r layers demo tarball check site bench docs fuzz clean
 
 ## Everything both main commands need: Debian packages, then the package.
 setup: deps install
 
 deps:
-	@missing=""; for p in $(DEBS); do \
+	@$(MAKE) -s install-debs PKGS="$(DEBS)"
+	@command -v cargo >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs)"; exit 1; }
+
+# LaTeX for the PDF manual that R CMD check builds (make check only).
+CHECK_DEBS := texlive-latex-base texlive-latex-recommended texlive-fonts-recommended
+check-deps: deps
+	@$(MAKE) -s install-debs PKGS="$(CHECK_DEBS)"
+
+install-debs:
+	@missing=""; for p in $(PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -33,7 +44,6 @@ deps:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "Debian packages: all present"; fi
-	@command -v cargo >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs)"; exit 1; }
 
 ## Keep the tarball's lock file (src/rust/ggmlr/Cargo.lock) equal to the workspace's.
 lockfile:
@@ -65,13 +75,34 @@ test-r:
 demo: setup
 	$(RSCRIPT) inst/examples/demo.R
 
-# The check runs outside the repository: inside it, cargo would take the
-# tarball's crate for a member of this workspace.
+# A CRAN-style source tarball, built outside the repository (inside it, cargo
+# would take the tarball's crate for a member of this workspace): the
+# package's files as git sees them (committed or not, less the ignored),
+# plus the vendored crates (tools/vendor.sh), with the vignettes built.
 CHECK_DIR ?= /tmp/ggmlR-check
-check: deps lockfile
-	rm -rf $(CHECK_DIR) && mkdir -p $(CHECK_DIR)
-	cd $(CHECK_DIR) && $(R) CMD build $(CURDIR)
-	cd $(CHECK_DIR) && _R_CHECK_FORCE_SUGGESTS_=false $(R) CMD check --no-manual ggmlR_*.tar.gz
+tarball: deps lockfile
+	rm -rf $(CHECK_DIR) && mkdir -p $(CHECK_DIR)/ggmlR
+	git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -xf - -C $(CHECK_DIR)/ggmlR
+	tools/vendor.sh $(CHECK_DIR)/ggmlR/src/rust/vendor.tar.xz
+	cd $(CHECK_DIR) && $(R) CMD build ggmlR
+
+# R CMD check --as-cran on that tarball, vignettes rebuilt and the PDF manual
+# made (in Times: Debian's small LaTeX lacks the inconsolata font); no remote
+# CRAN look-ups, which need the network. Any ERROR or WARNING fails. Then the
+# tarball is installed with networking unavailable and an empty CARGO_HOME
+# (tools/check-offline-install.sh).
+check: check-deps tarball
+	cd $(CHECK_DIR) && _R_CHECK_CRAN_INCOMING_REMOTE_=false _R_CHECK_SYSTEM_CLOCK_=0 R_RD4PDF="times,hyper" \
+	  $(R) CMD check --as-cran ggmlR_*.tar.gz
+	@log=$(CHECK_DIR)/ggmlR.Rcheck/00check.log; grep -E "^Status:" $$log; \
+	  if grep -qE "^Status:.*(ERROR|WARNING)" $$log; then echo "R CMD check --as-cran: ERROR or WARNING"; exit 1; fi
+	tools/check-offline-install.sh $(CHECK_DIR)/ggmlR_*.tar.gz
+
+# The pkgdown site of the installed package in docs/, then a check that every
+# help topic and vignette has its page, no example failed and no internal link
+# is broken (tools/check-site.R).
+site: deps install
+	$(RSCRIPT) tools/build-site.R docs
 
 bench: setup
 	@for f in inst/bench/*.R; do echo "== $$f"; $(RSCRIPT) $$f || exit 1; done
@@ -81,16 +112,23 @@ docs: install
 	$(RSCRIPT) -e 'roxygen2::roxygenise(load_code = roxygen2::load_installed)'
 	$(R) CMD INSTALL --no-multiarch $(INSTALL_LIB) .
 
-# Bounded fuzzing of the ncnn param and model readers (FUZZ_SECONDS each).
+# Bounded fuzzing (FUZZ_SECONDS each) of the ncnn param and model readers
+# (ncnn_readers), ncnn forward passes of single layers with random params
+# and small inputs (ncnn_forward), and the saved-model reader (savefile).
 # Installs cargo-fuzz when missing; uses a nightly toolchain when one is
 # installed, else stable with RUSTC_BOOTSTRAP=1.
 FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= ncnn_readers ncnn_forward savefile
 fuzz:
 	@command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-	@mkdir -p fuzz/corpus/ncnn_readers
+	@for t in $(FUZZ_TARGETS); do mkdir -p fuzz/corpus/$$t; done
 	cd fuzz && if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then TC=+nightly; else TC=; export RUSTC_BOOTSTRAP=1; fi; \
-	  cargo $$TC fuzz run ncnn_readers corpus/ncnn_readers seeds -- \
-	    -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1
+	  for t in $(FUZZ_TARGETS); do \
+	    seeds=seeds; [ -d seeds/$$t ] && seeds=seeds/$$t; \
+	    echo "== fuzz $$t"; \
+	    cargo $$TC fuzz run $$t corpus/$$t $$seeds -- \
+	      -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -max_len=65536 -timeout=20 -print_final_stats=1 || exit 1; \
+	  done
 
 clean:
 	rm -rf $(CARGO_TARGET) target ggmlR_*.tar.gz ggmlR.Rcheck src/*.o src/*.so

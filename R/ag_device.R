@@ -51,6 +51,9 @@
 #' old <- ag_device("cpu")
 #' ag_default_device()
 #' ag_device(old)
+#' old_dtype <- ag_dtype("f16")
+#' ag_default_dtype()
+#' ag_dtype(old_dtype)
 NULL
 
 #' @rdname ag_device

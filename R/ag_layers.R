@@ -16,9 +16,44 @@
 
 .ag_count <- function(x, what, call = sys.call(-1L)) {
   if (!is.numeric(x) || length(x) != 1L || is.na(x) || x < 1 || x != round(x)) {
-    .abort(sprintf("`%s` must be a positive whole number", what), call = call)
+    .abort(sprintf("`%s` must be a positive whole number, not %s", what,
+                   if (is.numeric(x) && length(x) == 1L) format(x) else .describe_value(x)), call = call)
+  }
+  if (x > .Machine$integer.max) {
+    .abort(sprintf("`%s` is %s, more than the largest size (%d)", what, format(x), .Machine$integer.max),
+           call = call)
   }
   as.integer(x)
+}
+
+# Refuse a table of `n` doubles larger than this machine's memory before R
+# tries to make it; `what` names it.
+.ag_check_size <- function(n, what, call = sys.call(-1L)) {
+  bytes <- as.double(n) * 8
+  limit <- .rs(rs_alloc_limit(), call = call)
+  if (bytes > limit) {
+    .abort(sprintf("%s would take %s, more than this machine's memory (%s); use smaller sizes",
+                   what, .fmt_bytes(bytes), .fmt_bytes(limit)), call = call)
+  }
+  invisible(n)
+}
+
+.fmt_bytes <- function(b) {
+  units <- c("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+  i <- if (b < 1024) 1L else min(length(units), floor(log(b, 1024)) + 1L)
+  if (i == 1L) sprintf("%.0f B", b) else sprintf("%.1f %s", b / 1024^(i - 1L), units[i])
+}
+
+# One of `choices` (NULL allowed when `null_ok`), or an error naming `what`.
+.ag_choice <- function(x, what, choices, null_ok = TRUE, call = sys.call(-1L)) {
+  if (is.null(x) && null_ok) return(NULL)
+  if (!is.character(x) || length(x) != 1L || is.na(x) || !x %in% choices) {
+    .abort(sprintf("`%s` must be %s%s, not %s", what, if (null_ok) "NULL or " else "",
+                   paste(sprintf("\"%s\"", choices), collapse = ", "),
+                   if (is.character(x) && length(x) == 1L) sprintf("\"%s\"", x) else .describe_value(x)),
+           call = call)
+  }
+  x
 }
 
 #' Dense layer
@@ -37,10 +72,9 @@
 ag_linear <- function(in_features, out_features, activation = NULL) {
   in_features <- .ag_count(in_features, "in_features")
   out_features <- .ag_count(out_features, "out_features")
+  activation <- .ag_choice(activation, "activation", c("relu", "sigmoid", "tanh", "softmax"))
+  .ag_check_size(as.double(in_features) * out_features, "the weight matrix")
   act <- if (is.null(activation)) "none" else activation
-  if (!act %in% c("none", "relu", "sigmoid", "tanh", "softmax")) {
-    .abort("`activation` must be NULL, \"relu\", \"sigmoid\", \"tanh\" or \"softmax\"")
-  }
   env <- .ag_layer("ag_linear", sprintf("linear(%d, %d%s)", in_features, out_features,
                                         if (act == "none") "" else paste0(", ", act)))
   env$W <- ag_param(.ag_glorot(in_features, out_features))
@@ -102,14 +136,14 @@ ag_sequential <- function(...) {
 print.ag_layer <- function(x, ...) {
   n <- sum(vapply(.ag_layer_params(x), function(p) prod(p$shape), numeric(1L)))
   if (inherits(x, "ag_sequential")) {
-    cat(sprintf("<ag_sequential> %d layers, %g parameters, %s mode\n", length(x$layers), n,
-                if (isTRUE(x$training)) "training" else "eval"))
+    cat(sprintf("<ag_sequential> %s, %s, %s mode\n", .ag_count_words(length(x$layers), "layer"),
+                .ag_count_words(n, "parameter"), if (isTRUE(x$training)) "training" else "eval"))
     for (i in seq_along(x$layers)) {
       l <- x$layers[[i]]
       cat(sprintf("  [%d] %s\n", i, if (!is.null(l$name)) l$name else class(l)[1L]))
     }
   } else {
-    cat(sprintf("<%s> %s, %g parameters\n", class(x)[1L], x$name, n))
+    cat(sprintf("<%s> %s, %s\n", class(x)[1L], x$name, .ag_count_words(n, "parameter")))
   }
   invisible(x)
 }
@@ -126,6 +160,8 @@ print.ag_layer <- function(x, ...) {
 #' @examples
 #' model <- ag_sequential(ag_linear(2, 2), ag_dropout(0.5))
 #' ag_eval(model)
+#' model$layers[[2]]$training
+#' ag_train(model)
 #' model$layers[[2]]$training
 NULL
 
@@ -191,8 +227,8 @@ ag_batch_norm <- function(num_features, eps = 1e-05, momentum = 0.1) {
   num_features <- .ag_count(num_features, "num_features")
   env <- .ag_layer("ag_batch_norm", sprintf("batch_norm(%d)", num_features))
   env$num_features <- num_features
-  env$eps <- .ag_scalar(eps, "eps")
-  env$momentum <- .ag_scalar(momentum, "momentum")
+  env$eps <- .ag_hyper(eps, "eps", 0)
+  env$momentum <- .ag_hyper(momentum, "momentum", 0, 1)
   env$gamma <- ag_param(matrix(1, num_features, 1L))
   env$beta <- ag_param(matrix(0, num_features, 1L))
   env$running_mean <- matrix(0, num_features, 1L)
@@ -228,6 +264,7 @@ ag_batch_norm <- function(num_features, eps = 1e-05, momentum = 0.1) {
 ag_embedding <- function(vocab_size, dim) {
   vocab_size <- .ag_count(vocab_size, "vocab_size")
   dim <- .ag_count(dim, "dim")
+  .ag_check_size(as.double(vocab_size) * dim, "the embedding table")
   env <- .ag_layer("ag_embedding", sprintf("embedding(%d, %d)", vocab_size, dim))
   env$vocab_size <- vocab_size
   env$dim <- dim
@@ -237,6 +274,11 @@ ag_embedding <- function(vocab_size, dim) {
     i <- if (is_ag_tensor(idx)) .ag_data(idx) else idx
     if (!is.numeric(i) || anyNA(i) || any(i != round(i))) {
       .abort("embedding indices must be whole numbers (0-based)")
+    }
+    bad <- which(i < 0 | i >= env$vocab_size)
+    if (length(bad)) {
+      .abort(sprintf("embedding index %s (position %d) is out of range 0..%d (0-based, vocab_size = %d)",
+                     format(i[bad[1L]], scientific = FALSE), bad[1L], env$vocab_size - 1L, env$vocab_size))
     }
     .ag_op("gather", list(env$weight), idx = as.integer(i))
   }
@@ -265,6 +307,11 @@ ag_embedding <- function(vocab_size, dim) {
 ag_multihead_attention <- function(d_model, n_heads, dropout = 0, bias = TRUE) {
   d_model <- .ag_count(d_model, "d_model")
   n_heads <- .ag_count(n_heads, "n_heads")
+  .ag_check_size(as.double(d_model) * d_model, "each projection matrix")
+  if (!is.numeric(dropout) || length(dropout) != 1L || is.na(dropout) || dropout < 0 || dropout >= 1) {
+    .abort("`dropout` must be a number in [0, 1)")
+  }
+  if (!is.logical(bias) || length(bias) != 1L || is.na(bias)) .abort("`bias` must be TRUE or FALSE")
   if (d_model %% n_heads != 0L) .abort("`d_model` must be a multiple of `n_heads`")
   env <- .ag_layer("ag_multihead_attention", sprintf("multihead_attention(%d, %d heads)", d_model, n_heads))
   env$d_model <- d_model

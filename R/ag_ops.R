@@ -9,7 +9,7 @@
 .ag_op <- function(name, inputs, params = NULL, idx = NULL, aux = FALSE,
                    call = sys.call(-1L)) {
   r <- rs_ag_op_host(name, inputs, params, idx, aux)
-  if (is.null(r)) .ag_op_general(name, inputs, params, idx, aux, call) else .rs(r, call = call)
+  if (is.null(r)) .ag_op_general(name, inputs, params, idx, aux, call) else .ag_s4(.rs(r, call = call), aux)
 }
 
 .ag_op_general <- function(name, inputs, params, idx, aux, call) {
@@ -79,6 +79,9 @@ ag_matmul <- function(A, B) .ag_op("matmul", list(A, B))
 #' x <- ag_tensor(matrix(1:6, 2, 3))
 #' b <- ag_tensor(matrix(c(10, 20), 2, 1))
 #' ag_add(x, b)$data
+#' ag_sub(x, b)$data
+#' ag_mul(x, b)$data
+#' ag_div(x, 2)$data
 NULL
 
 #' @rdname ag_arith
@@ -117,6 +120,11 @@ ag_scale <- function(x, scalar) .ag_op("scale", list(x), .ag_scalar(scalar, "sca
 #' x <- ag_tensor(c(-1, 0.5, 2))
 #' ag_relu(x)$data
 #' ag_clamp(x, 0, 1)$data
+#' ag_sigmoid(x)$data
+#' ag_tanh(x)$data
+#' ag_exp(x)$data
+#' ag_log(ag_exp(x))$data
+#' ag_pow(x, 2)$data
 NULL
 
 #' @rdname ag_elementwise
@@ -231,6 +239,8 @@ ag_transpose <- function(x) .ag_op("transpose", list(x))
 #' logits <- ag_param(matrix(rnorm(6), 3, 2))
 #' with_grad_tape(loss <- ag_softmax_cross_entropy_loss(logits, c(0L, 2L)))
 #' loss$data
+#' ag_cross_entropy_loss(ag_softmax(logits), diag(3)[, c(1, 3)])$data
+#' ag_mse_loss(logits, matrix(0, 3, 2))$data
 NULL
 
 #' @rdname ag_losses

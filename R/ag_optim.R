@@ -9,9 +9,30 @@
     .abort("`params` must be a non-empty list of ag_param tensors (e.g. model$parameters())", call = call)
   }
   if (is.null(names(params))) names(params) <- paste0("param", seq_along(params))
-  empty <- !nzchar(names(params))
+  empty <- is.na(names(params)) | !nzchar(names(params))
   names(params)[empty] <- paste0("param", which(empty))
+  ids <- vapply(params, function(p) as.character(p$id), character(1L))
+  dup <- which(duplicated(ids))
+  if (length(dup)) {
+    first <- match(ids[dup[1L]], ids)
+    .abort(sprintf(
+      "`params` lists the same tensor twice ('%s' and '%s'), so it would be updated twice per step; list each parameter once",
+      names(params)[first], names(params)[dup[1L]]), call = call)
+  }
   params
+}
+
+# A hyperparameter: one finite number in [lo, hi] (an open end excluded).
+.ag_hyper <- function(x, what, lo = -Inf, hi = Inf, lo_open = FALSE, hi_open = FALSE,
+                      call = sys.call(-1L)) {
+  ok <- is.numeric(x) && length(x) == 1L && !is.na(x) && is.finite(x) &&
+    (if (lo_open) x > lo else x >= lo) && (if (hi_open) x < hi else x <= hi)
+  if (!ok) {
+    range <- sprintf("%s%s, %s%s", if (lo_open) "(" else "[", format(lo), format(hi), if (hi_open) ")" else "]")
+    .abort(sprintf("`%s` must be a single finite number in %s, not %s", what, range,
+                   if (is.numeric(x) && length(x) == 1L) format(x) else .describe_value(x)), call = call)
+  }
+  as.double(x)
 }
 
 # The gradients of `params` from `grads` (the environment returned by
@@ -43,8 +64,9 @@
   env$.handles
 }
 
-.ag_optimizer <- function(kind, params, lr, hyper, fields, cls) {
-  params <- .ag_check_params(params, call = sys.call(-1L))
+.ag_optimizer <- function(kind, params, lr, hyper, fields, cls, call = sys.call(-1L)) {
+  params <- .ag_check_params(params, call = call)
+  lr <- .ag_hyper(lr, "lr", 0, call = call)
   env <- new.env(parent = emptyenv())
   env$params <- params
   env$lr <- lr
@@ -52,6 +74,7 @@
   env$t <- 0L
   env$.state <- .rs(rs_ag_opt_new(kind, as.double(hyper), length(params)), call = sys.call(-1L))
   env$step <- function(grads) {
+    .ag_hyper(env$lr, "lr", 0)
     handles <- .ag_opt_handles(env)
     if (inherits(grads, "ag_grads") && !is.null(grads$.store)) {
       .rs(rs_ag_opt_step_store(env$.state, handles, names(env$params), grads$.store, as.double(env$lr)))
@@ -77,8 +100,19 @@
   # Moments of parameter `name` (or index): list(t, m, v); SGD keeps its
   # velocity in m.
   env$state <- function(name) {
-    i <- if (is.character(name)) match(name, names(env$params)) else as.integer(name)
-    if (is.na(i)) .abort(sprintf("no parameter called '%s'", name))
+    n <- length(env$params)
+    if (is.character(name) && length(name) == 1L && !is.na(name)) {
+      i <- match(name, names(env$params))
+      if (is.na(i)) {
+        .abort(sprintf("no parameter called '%s'; the parameters are %s", name,
+                       paste(sprintf("'%s'", names(env$params)), collapse = ", ")))
+      }
+    } else if (is.numeric(name) && length(name) == 1L && !is.na(name) && name == round(name)) {
+      i <- as.integer(name)
+      if (i < 1L || i > n) .abort(sprintf("`name` is %d, but the optimizer has %d parameters (1 to %d)", i, n, n))
+    } else {
+      .abort("`name` must be a parameter name or a 1-based index")
+    }
     .rs(rs_ag_opt_state(env$.state, i))
   }
   class(env) <- c(cls, "ag_optimizer")
@@ -116,17 +150,26 @@
 #' opt$step(backward(loss))
 #' opt$zero_grad()
 #' w$data
+#' sgd <- optimizer_sgd(list(w = w), lr = 0.1, momentum = 0.9)
+#' adamw <- optimizer_adamw(list(w = w), lr = 0.1, weight_decay = 0.01)
+#' with_grad_tape(loss <- ag_sum(ag_mul(w, w)))
+#' adamw$step(backward(loss))
+#' w$data
 NULL
 
 #' @rdname optimizers
 #' @export
 optimizer_sgd <- function(params, lr = 0.01, momentum = 0) {
+  momentum <- .ag_hyper(momentum, "momentum", 0, 1, hi_open = TRUE)
   .ag_optimizer("sgd", params, lr, c(momentum), list(momentum = momentum), "ag_optimizer_sgd")
 }
 
 #' @rdname optimizers
 #' @export
 optimizer_adam <- function(params, lr = 0.001, beta1 = 0.9, beta2 = 0.999, eps = 1e-08) {
+  beta1 <- .ag_hyper(beta1, "beta1", 0, 1, hi_open = TRUE)
+  beta2 <- .ag_hyper(beta2, "beta2", 0, 1, hi_open = TRUE)
+  eps <- .ag_hyper(eps, "eps", 0, lo_open = TRUE)
   .ag_optimizer("adam", params, lr, c(beta1, beta2, eps),
                 list(beta1 = beta1, beta2 = beta2, eps = eps), "ag_optimizer_adam")
 }
@@ -135,6 +178,10 @@ optimizer_adam <- function(params, lr = 0.001, beta1 = 0.9, beta2 = 0.999, eps =
 #' @export
 optimizer_adamw <- function(params, lr = 0.001, beta1 = 0.9, beta2 = 0.999, eps = 1e-08,
                             weight_decay = 0.01) {
+  beta1 <- .ag_hyper(beta1, "beta1", 0, 1, hi_open = TRUE)
+  beta2 <- .ag_hyper(beta2, "beta2", 0, 1, hi_open = TRUE)
+  eps <- .ag_hyper(eps, "eps", 0, lo_open = TRUE)
+  weight_decay <- .ag_hyper(weight_decay, "weight_decay", 0)
   .ag_optimizer("adamw", params, lr, c(beta1, beta2, eps, weight_decay),
                 list(beta1 = beta1, beta2 = beta2, eps = eps, weight_decay = weight_decay),
                 "ag_optimizer_adamw")

@@ -25,6 +25,8 @@
 #' sch <- lr_scheduler_step(opt, step_size = 10, gamma = 0.5)
 #' for (i in 1:30) sch$step()
 #' opt$lr
+#' sc <- lr_scheduler_cosine(opt, T_max = 20, lr_min = 0.001)
+#' round(sapply(1:20, function(i) sc$step()), 4)
 NULL
 
 .ag_scheduler <- function(optimizer, cls) {

@@ -9,7 +9,7 @@
 # bindings `data` and `grad`, whose functions are the two templates below
 # with the tensor as `e`.
 .ag_make <- function(h, id, rg, nr, nc, device, dtype, grad_fn = NULL) {
-  .rs(rs_ag_make_env(h, id, rg, nr, nc, device, dtype, grad_fn))
+  .ag_s4(.rs(rs_ag_make_env(h, id, rg, nr, nc, device, dtype, grad_fn)))
 }
 
 .ag_tensor_data_fn <- function(v) {
@@ -115,42 +115,17 @@ is_ag_tensor <- function(x) inherits(x, "ag_tensor")
   invisible(t)
 }
 
-#' @export
-print.ag_tensor <- function(x, ...) {
-  d <- .ag_data(x)
-  flags <- c(
-    if (identical(x$device, "gpu")) "gpu",
-    if (!identical(x$dtype, "f32")) x$dtype,
-    if (isTRUE(x$requires_grad)) "requires_grad",
-    if (!is.null(x$grad_fn)) paste0("grad_fn: ", x$grad_fn)
-  )
-  cat(sprintf("<ag_tensor %dx%d>%s\n", nrow(d), ncol(d),
-              if (length(flags)) paste0(" (", paste(flags, collapse = ", "), ")") else ""))
-  print(d, ...)
-  g <- x$grad
-  if (!is.null(g)) {
-    cat("grad:\n")
-    print(g, ...)
-  }
-  invisible(x)
-}
-
-#' @export
-dim.ag_tensor <- function(x) as.integer(x$shape)
-
-#' @export
-as.matrix.ag_tensor <- function(x, ...) .ag_data(x)
-
-#' @export
-as.double.ag_tensor <- function(x, ...) as.double(.ag_data(x))
-
 #' Arithmetic on tensors
 #'
 #' `+`, `-`, `*`, `/` between tensors and numbers, `x ^ p` with a number
 #' `p`, unary minus and `%*%` run the corresponding `ag_*` op, so they are
 #' recorded on the tape. Comparisons return a logical matrix (not recorded).
+#' `%*%` is base R's own operator: it reaches [ag_matmul()] through S4
+#' methods for the class `ag_tensor` (a tensor on either side), so attaching
+#' the package masks nothing.
 #'
-#' @param e1,e2,x,y Tensors or numbers.
+#' @param e1,e2 Tensors or numbers.
+#' @param x,y Tensors or numeric matrices (for `%*%`).
 #' @return An `ag_tensor` (a logical matrix for comparisons).
 #' @name ag_tensor_ops
 #' @examples
@@ -186,16 +161,4 @@ Ops.ag_tensor <- function(e1, e2) {
       get(.Generic, envir = baseenv())(.ag_data(e1), .ag_data(e2)),
     .abort(sprintf("`%s` is not defined for ag_tensor", .Generic))
   )
-}
-
-#' @rdname ag_tensor_ops
-#' @export
-`%*%` <- function(x, y) {
-  if (inherits(x, "ag_tensor") || inherits(y, "ag_tensor")) ag_matmul(x, y) else base::`%*%`(x, y)
-}
-
-# R >= 4.4 dispatches %*% on S3 classes (group matrixOps); registered in .onLoad.
-.ag_matrixOps <- function(x, y) {
-  if (.Generic == "%*%") return(ag_matmul(x, y))
-  .abort(sprintf("`%s` is not defined for ag_tensor", .Generic))
 }

@@ -28,7 +28,7 @@ ggml_backend_dev_count <- function() .rs(rs_backend_dev_count())
 #' b
 #' ggml_backend_free(b)
 ggml_backend_cpu_init <- function() {
-  .new_backend(.rs(rs_backend_cpu_init()))
+  .ggmlR_limit_backend_threads(.new_backend(.rs(rs_backend_cpu_init())))
 }
 
 .new_backend <- function(ptr) {
@@ -80,7 +80,7 @@ print.ggml_backend <- function(x, ...) {
   if (isTRUE(.rs(rs_backend_is_freed(x)))) {
     cat("<ggml_backend> (freed)\n")
   } else {
-    cat("<ggml_backend>", .rs(rs_backend_name(x)), "\n")
+    cat(sprintf("<ggml_backend> %s\n", .rs(rs_backend_name(x))))
   }
   invisible(x)
 }
@@ -88,7 +88,8 @@ print.ggml_backend <- function(x, ...) {
 #' Threads of the CPU backend
 #'
 #' Sets how many threads the CPU backend's kernels use (the default is the
-#' number of cores).
+#' number of cores; two under `R CMD check --as-cran`, which sets
+#' `_R_CHECK_LIMIT_CORES_`, as CRAN asks).
 #'
 #' @inheritParams ggml_backend_name
 #' @param n_threads A positive whole number.

@@ -45,7 +45,9 @@ ggml_backend_buffer_free <- function(buffer) invisible(.rs(rs_buffer_free(buffer
 #' order; f16 and bf16 values are converted on the way, i32 tensors read back
 #' as integers.
 #'
-#' @param tensor A `ggml_tensor` with memory.
+#' @param tensor A `ggml_tensor` with memory (`ggml_backend_tensor_get_data()`
+#'   also reads an `ag_tensor`, such as a weight of a Keras-style model, as
+#'   f32 elements in column-major order).
 #' @param data Numbers to write, starting at `offset`.
 #' @param offset Byte offset into the tensor (a multiple of its element size).
 #' @param n_elements How many values to read (`NULL`: all from `offset`).
@@ -70,6 +72,13 @@ ggml_backend_tensor_set_data <- function(tensor, data, offset = 0) {
 #' @rdname ggml_backend_tensor_set_data
 #' @export
 ggml_backend_tensor_get_data <- function(tensor, offset = 0, n_elements = NULL) {
+  # An autograd tensor (e.g. a weight of a Keras-style model) reads as its
+  # values in column-major order, wherever they live.
+  if (inherits(tensor, "ag_tensor")) {
+    v <- as.vector(.ag_data(tensor))
+    from <- offset %/% 4 + 1
+    return(v[from:(if (is.null(n_elements)) length(v) else from + n_elements - 1)])
+  }
   .rs(rs_tensor_get(tensor, .elem_offset(tensor, offset), n_elements))
 }
 

@@ -2,8 +2,11 @@
 # (see src/rust/ggmlr/src/guard.rs); .rs() signals them as R conditions of
 # class c(<engine class>, "ggmlR_error", "error", "condition"), attributed to
 # the user-facing function that called into the engine.
-.rs <- function(x, call = sys.call(-1L)) {
+.rs <- function(x, call = .user_call()) {
   if (inherits(x, "ggmlR_rust_error")) {
+    force(call)
+    if ("interrupt" %in% x$class) .interrupt()
+    if ("ggmlR_abort" %in% x$class) invokeRestart("abort")
     cls <- c(x$class, "ggmlR_error", "error", "condition")
     stop(structure(class = unique(cls), list(message = x$message, call = call)))
   }
@@ -11,9 +14,42 @@
 }
 
 # Signal a classed R-side argument error.
-.abort <- function(message, class = NULL, call = sys.call(-1L)) {
+.abort <- function(message, class = NULL, call = .user_call()) {
+  force(call)
   stop(structure(
     class = c(class, "ggmlR_error", "error", "condition"),
     list(message = message, call = call)
   ))
+}
+
+# R's own interrupt, as Ctrl-C raises it: the handlers of class "interrupt"
+# run (tryCatch(interrupt =), withCallingHandlers()), and when none leaves,
+# evaluation goes back to the top level. The engine stopped the computation
+# between steps and cleared R's pending flag (src/rust/ggmlr/src/interrupt.rs).
+.interrupt <- function() {
+  signalCondition(structure(class = c("interrupt", "condition"), list()))
+  invokeRestart("abort")
+}
+
+# The call of the user's function that is failing: the innermost call on the
+# stack that is neither one of the package's internal helpers (names that
+# start with ".") nor base R's plumbing (tryCatch(), lapply(), ...), so that
+# an error names ggml_new_tensor(), not .new_tensor() or rs_new_tensor().
+.user_call <- function() {
+  calls <- sys.calls()
+  plumbing <- c("tryCatch", "tryCatchList", "tryCatchOne", "doTryCatch", "withCallingHandlers",
+                "withRestarts", "withOneRestart", "doWithOneRestart", "force", "eval", "evalq",
+                "lapply", "vapply", "sapply", "Map", "mapply", "FUN", "do.call", "Recall",
+                "stop", "signalCondition", "identity", "invisible", "structure")
+  for (i in rev(seq_along(calls))) {
+    f <- calls[[i]][[1L]]
+    if (is.symbol(f)) {
+      nm <- as.character(f)
+      if (startsWith(nm, ".") || startsWith(nm, "rs_") || nm %in% plumbing) next
+    } else if (is.function(f)) {
+      next
+    }
+    return(calls[[i]])
+  }
+  NULL
 }

@@ -103,6 +103,11 @@ rs_ag_op_host <- function(name, inputs, params, idx, aux) .Call(wrap__rs_ag_op_h
 #' @noRd
 rs_malloc_tune <- function() .Call(wrap__rs_malloc_tune)
 
+#' The largest single allocation the engine grants (bytes): this machine's
+#' physical memory (see `ggmlr_core::base::alloc`).
+#' @noRd
+rs_alloc_limit <- function() .Call(wrap__rs_alloc_limit)
+
 #' @noRd
 rs_backend_cpu_init <- function() .Call(wrap__rs_backend_cpu_init)
 
@@ -157,6 +162,10 @@ rs_tensor_info <- function(t) .Call(wrap__rs_tensor_info, t)
 #' @noRd
 rs_set_name <- function(t, name) .Call(wrap__rs_set_name, t, name)
 
+#' Sets ggml's "input", "output" or "param" flag.
+#' @noRd
+rs_tensor_set_flag <- function(t, flag) .Call(wrap__rs_tensor_set_flag, t, flag)
+
 #' Write values (ggml order) from element `first`.
 #' @noRd
 rs_tensor_set <- function(t, values, first) .Call(wrap__rs_tensor_set, t, values, first)
@@ -174,6 +183,15 @@ rs_graph_compute <- function(ctx, g) .Call(wrap__rs_graph_compute, ctx, g)
 
 #' @noRd
 rs_backend_graph_compute <- function(b, g) .Call(wrap__rs_backend_graph_compute, b, g)
+
+#' Memory for the graph's tensors that have none, in one user buffer.
+#' @noRd
+rs_graph_alloc <- function(g, b) .Call(wrap__rs_graph_alloc, g, b)
+
+#' Every tensor of the graph, leafs then nodes in topological order:
+#' list(list(tensor, id, op, params, srcs, ne, nb, offset, flags, type)).
+#' @noRd
+rs_graph_nodes <- function(g) .Call(wrap__rs_graph_nodes, g)
 
 #' list(n_nodes, n_leafs)
 #' @noRd
@@ -343,5 +361,25 @@ rs_ncnn_ex_input <- function(e, blob, x) .Call(wrap__rs_ncnn_ex_input, e, blob, 
 
 #' @noRd
 rs_ncnn_ex_extract <- function(e, blob) .Call(wrap__rs_ncnn_ex_extract, e, blob)
+
+#' Write `x` (plain values only) to `path` as a saved-model file, atomically.
+#' @noRd
+rs_savefile_write <- function(path, x) .Call(wrap__rs_savefile_write, path, x)
+
+#' Read a saved-model file back into plain R values.
+#' @noRd
+rs_savefile_read <- function(path) .Call(wrap__rs_savefile_read, path)
+
+#' The bytes of a saved-model container holding `x` (plain values only).
+#' @noRd
+rs_savefile_encode <- function(x) .Call(wrap__rs_savefile_encode, x)
+
+#' The plain R values held by the container bytes `bytes`.
+#' @noRd
+rs_savefile_decode <- function(bytes) .Call(wrap__rs_savefile_decode, bytes)
+
+#' Write raw bytes to `path` atomically (the previous file stays whole on failure).
+#' @noRd
+rs_write_atomic <- function(path, bytes) .Call(wrap__rs_write_atomic, path, bytes)
 
 

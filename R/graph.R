@@ -25,6 +25,10 @@
 #' ggml_graph_compute(ctx, g)
 #' ggml_get_f32(s)
 #' ggml_graph_n_nodes(g)
+#' cpu <- ggml_backend_cpu_init()
+#' ggml_backend_graph_compute(cpu, g)
+#' ggml_get_f32(s)
+#' ggml_backend_free(cpu)
 #' ggml_free(ctx)
 ggml_build_forward_expand <- function(ctx, tensor) {
   g <- .rs(rs_build_forward_expand(ctx, tensor))

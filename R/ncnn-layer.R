@@ -63,43 +63,82 @@ ncnn_datareader_empty <- function() {
   structure(list(kind = "empty"), class = "ncnn_datareader")
 }
 
-# Every call from Rust into R goes through here, so that an R error (or an
-# interrupt) in user code becomes a value, never an unwind through Rust.
-# Returns list(TRUE, value) or list(FALSE, message).
+# Every call from Rust into R goes through here, so that nothing in user code
+# leaves through Rust's frames: errors become list(FALSE, message); an
+# interrupt (Ctrl-C) or the "abort" restart becomes list(NA, "interrupt" /
+# "abort"), which the engine passes up unchanged and the R wrapper raises
+# again in the user's call (.rs()). Warnings and messages are muffled here
+# and queued; .ncnn_relay() signals them again in the user's call.
+# Returns list(TRUE, value) otherwise.
 .ncnn_invoke <- function(what, f, arg) {
-  tryCatch(
-    {
-      val <- switch(what,
-        create = {
-          v <- f()
-          if (!inherits(v, "ncnn_layer")) {
-            stop(sprintf(
-              "the creator returned %s, not an object made by ncnn_layer()",
-              .ncnn_describe(v)
-            ), call. = FALSE)
-          }
-          list(v, v$forward, isTRUE(v$one_blob_only))
+  withRestarts(
+    tryCatch(
+      withCallingHandlers(
+        list(TRUE, .ncnn_call(what, f, arg)),
+        warning = function(w) {
+          .ncnn_queue$conds[[length(.ncnn_queue$conds) + 1L]] <- w
+          invokeRestart("muffleWarning")
         },
-        destroy = {
-          f(arg)
-          NULL
-        },
-        forward1 = .ncnn_top(f(arg), "forward()"),
-        forward = {
-          v <- f(arg)
-          if (!is.list(v)) {
-            stop("forward() of a layer with one_blob_only = FALSE must return a list of arrays",
-              call. = FALSE
-            )
-          }
-          lapply(seq_along(v), function(i) .ncnn_top(v[[i]], sprintf("top %d of forward()", i)))
+        message = function(m) {
+          .ncnn_queue$conds[[length(.ncnn_queue$conds) + 1L]] <- m
+          invokeRestart("muffleMessage")
         }
-      )
-      list(TRUE, val)
-    },
-    error = function(e) list(FALSE, conditionMessage(e)),
-    interrupt = function(e) list(FALSE, "interrupted")
+      ),
+      error = function(e) list(FALSE, conditionMessage(e)),
+      interrupt = function(e) list(NA, "interrupt")
+    ),
+    abort = function() list(NA, "abort")
   )
+}
+
+.ncnn_call <- function(what, f, arg) {
+  switch(what,
+    create = {
+      v <- f()
+      if (!inherits(v, "ncnn_layer")) {
+        stop(sprintf(
+          "the creator returned %s, not an object made by ncnn_layer()",
+          .ncnn_describe(v)
+        ), call. = FALSE)
+      }
+      list(v, v$forward, isTRUE(v$one_blob_only))
+    },
+    destroy = {
+      f(arg)
+      NULL
+    },
+    forward1 = .ncnn_top(f(arg), "forward()"),
+    forward = {
+      v <- f(arg)
+      if (!is.list(v)) {
+        stop("forward() of a layer with one_blob_only = FALSE must return a list of arrays",
+          call. = FALSE
+        )
+      }
+      lapply(seq_along(v), function(i) .ncnn_top(v[[i]], sprintf("top %d of forward()", i)))
+    }
+  )
+}
+
+# Warnings and messages raised by custom layers while the engine ran.
+.ncnn_queue <- new.env(parent = emptyenv())
+.ncnn_queue$conds <- list()
+
+# Evaluate `x` (a call into the engine), then signal again, in the caller's
+# context, the warnings and messages its custom layers raised, so that
+# withCallingHandlers(), suppressWarnings() and tryCatch(warning =) around
+# the user's call see them. Returns `x`.
+.ncnn_relay <- function(x) {
+  from <- length(.ncnn_queue$conds)
+  x
+  q <- .ncnn_queue$conds
+  if (length(q) > from) {
+    .ncnn_queue$conds <- q[seq_len(from)]
+    for (cnd in q[seq.int(from + 1L, length(q))]) {
+      if (inherits(cnd, "warning")) warning(cnd) else message(cnd)
+    }
+  }
+  x
 }
 
 .ncnn_describe <- function(v) {

@@ -83,24 +83,28 @@ ncnn_net <- function(num_threads = NULL, light_mode = TRUE) {
     if (!is.null(destroyer) && !is.function(destroyer)) {
       .abort("`destroyer` must be NULL or a function of one argument", "ncnn_error")
     }
-    .rs(rs_ncnn_register(ptr, type, creator, destroyer))
+    .rs(.ncnn_relay(rs_ncnn_register(ptr, type, creator, destroyer)))
     invisible(self)
   }
   self$load_param <- function(path) {
     text <- .ncnn_read(path, "param", binary = FALSE)
-    .rs(rs_ncnn_load_param(ptr, text, FALSE))
+    .rs(.ncnn_relay(rs_ncnn_load_param(ptr, text, FALSE)))
     invisible(self)
   }
   self$load_param_mem <- function(text) {
     if (!is.character(text) || length(text) < 1L || anyNA(text)) {
       .abort("`text` must be the text of an ncnn param (a string)", "ncnn_error")
     }
-    .rs(rs_ncnn_load_param(ptr, paste(text, collapse = "\n"), FALSE))
+    if (!all(.is_text(text))) {
+      .abort("`text` is not valid UTF-8 text: an ncnn param is text; for a binary .param.bin use load_param_bin(), for weights load_model()", "ncnn_error")
+    }
+    text <- enc2utf8(text)
+    .rs(.ncnn_relay(rs_ncnn_load_param(ptr, paste(text, collapse = "\n"), FALSE)))
     invisible(self)
   }
   self$load_param_bin <- function(path) {
     bytes <- .ncnn_read(path, "binary param", binary = TRUE)
-    .rs(rs_ncnn_load_param(ptr, bytes, TRUE))
+    .rs(.ncnn_relay(rs_ncnn_load_param(ptr, bytes, TRUE)))
     invisible(self)
   }
   self$load_model <- function(source) {
@@ -112,15 +116,18 @@ ncnn_net <- function(num_threads = NULL, light_mode = TRUE) {
       if (!file.exists(source)) {
         .abort(sprintf("model file '%s' does not exist", source), "ncnn_error")
       }
+      if (dir.exists(source)) {
+        .abort(sprintf("'%s' is a folder, not a model (.bin) file", source), "ncnn_error")
+      }
       normalizePath(source)
     } else {
       .abort("`source` must be a .bin path, a raw vector or ncnn_datareader_empty()", "ncnn_error")
     }
-    .rs(rs_ncnn_load_model(ptr, src))
+    .rs(.ncnn_relay(rs_ncnn_load_model(ptr, src)))
     invisible(self)
   }
   self$clear <- function() {
-    .rs(rs_ncnn_clear(ptr))
+    .rs(.ncnn_relay(rs_ncnn_clear(ptr)))
     invisible(self)
   }
   self$input_names <- function() .rs(rs_ncnn_blob_names(ptr, "input"))
@@ -141,11 +148,25 @@ ncnn_net <- function(num_threads = NULL, light_mode = TRUE) {
   if (!file.exists(path)) {
     .abort(sprintf("%s file '%s' does not exist", what, path), "ncnn_error", call = sys.call(-2L))
   }
-  if (binary) {
-    readBin(path, "raw", file.size(path))
-  } else {
-    paste(readLines(path, warn = FALSE), collapse = "\n")
+  if (dir.exists(path)) {
+    .abort(sprintf("'%s' is a folder, not a %s file", path, what), "ncnn_error", call = sys.call(-2L))
   }
+  read <- tryCatch(readBin(path, "raw", file.size(path)), error = function(e) e, warning = function(w) w)
+  if (inherits(read, "condition")) {
+    .abort(sprintf("cannot read %s file '%s': %s", what, path, conditionMessage(read)),
+      "ncnn_error", call = sys.call(-2L))
+  }
+  if (binary) return(read)
+  # A text param is UTF-8 without control bytes; anything else is binary
+  # data (a .bin of weights, a .param.bin) given to the wrong method.
+  text <- if (any(read < as.raw(9L) | (read > as.raw(13L) & read < as.raw(32L)))) NA_character_ else rawToChar(read)
+  if (is.na(text) || !validUTF8(text)) {
+    .abort(sprintf(
+      "'%s' is not a text param file (it holds binary data); for a binary .param.bin use load_param_bin(), for a .bin weights file load_model()",
+      path), "ncnn_error", call = sys.call(-2L))
+  }
+  Encoding(text) <- "UTF-8"
+  text
 }
 
 .ncnn_extractor <- function(net, eptr) {
@@ -160,7 +181,7 @@ ncnn_net <- function(num_threads = NULL, light_mode = TRUE) {
   }
   ex$extract <- function(blob) {
     .ncnn_check_blob(blob)
-    .rs(rs_ncnn_ex_extract(eptr, blob))
+    .rs(.ncnn_relay(rs_ncnn_ex_extract(eptr, blob)))
   }
   class(ex) <- "ncnn_extractor"
   ex

@@ -30,6 +30,10 @@
 #' r <- ggml_scale(ctx, ggml_add(ctx, a, b), 0.5)
 #' ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, r))
 #' ggml_get_f32(r)
+#' d <- ggml_div(ctx, ggml_mul(ctx, a, a), ggml_sub(ctx, a, ggml_scale(ctx, a, 2)))
+#' e <- ggml_add1(ctx, d, ggml_set_f32(ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1), 100))
+#' ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, e))
+#' matrix(ggml_get_f32(e), 2)  # 100 - a
 #' ggml_free(ctx)
 ggml_add <- function(ctx, a, b) .op(ctx, "add", list(a, b))
 
@@ -75,6 +79,11 @@ ggml_scale <- function(ctx, a, s) .op(ctx, "scale", list(a), s)
 #' ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, r))
 #' matrix(ggml_get_f32(r), 2, 4)
 #' t(A) %*% B
+#' at <- ggml_cont(ctx, ggml_transpose(ctx, a))   # t(A), [2, 3]
+#' bt <- ggml_cont(ctx, ggml_transpose(ctx, b))   # t(B), [4, 3]
+#' o <- ggml_out_prod(ctx, at, bt)
+#' ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, o))
+#' matrix(ggml_get_f32(o), 2, 4)                 # t(A) %*% B again
 #' ggml_free(ctx)
 ggml_mul_mat <- function(ctx, a, b) .op(ctx, "mul_mat", list(a, b))
 
@@ -102,6 +111,11 @@ ggml_out_prod <- function(ctx, a, b) .op(ctx, "out_prod", list(a, b))
 #' ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, m))
 #' ggml_get_f32(s)
 #' ggml_get_i32(m)
+#' tot <- ggml_sum(ctx, a)
+#' avg <- ggml_mean(ctx, a)
+#' ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, tot))
+#' ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, avg))
+#' c(ggml_get_f32(tot), ggml_get_f32(avg))
 #' ggml_free(ctx)
 ggml_sum <- function(ctx, a) .op(ctx, "sum", list(a))
 

@@ -25,6 +25,16 @@
 #' r <- ggml_leaky_relu(ctx, ggml_tanh(ctx, a), 0.1)
 #' ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, r))
 #' ggml_get_f32(r)
+#' fns <- list(neg = ggml_neg, abs = ggml_abs, sqr = ggml_sqr, exp = ggml_exp, sin = ggml_sin,
+#'             cos = ggml_cos, relu = ggml_relu, gelu = ggml_gelu, silu = ggml_silu,
+#'             sigmoid = ggml_sigmoid, elu = ggml_elu, step = ggml_step,
+#'             hardswish = ggml_hardswish, hardsigmoid = ggml_hardsigmoid)
+#' outs <- lapply(fns, function(f) f(ctx, a))
+#' outs$sqrt_abs <- ggml_sqrt(ctx, ggml_abs(ctx, a))
+#' outs$log_exp <- ggml_log(ctx, ggml_exp(ctx, a))
+#' outs$clamp <- ggml_clamp(ctx, a, -1, 1)
+#' for (o in outs) ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, o))
+#' round(sapply(outs, ggml_get_f32), 3)
 #' ggml_free(ctx)
 ggml_neg <- function(ctx, a) .op(ctx, "neg", list(a))
 

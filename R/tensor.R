@@ -1,3 +1,15 @@
+# The sizes given as separate arguments, each a single number (the engine
+# checks the values); an error names the first that is not.
+.sizes <- function(...) {
+  v <- list(...)
+  for (nm in names(v)) {
+    if (!is.numeric(v[[nm]]) || length(v[[nm]]) != 1L) {
+      .abort(sprintf("`%s` must be a single size (a whole number), not %s", nm, .describe_value(v[[nm]])))
+    }
+  }
+  unlist(v, use.names = FALSE)
+}
+
 .new_tensor <- function(ptr) {
   class(ptr) <- "ggml_tensor"
   ptr
@@ -23,8 +35,18 @@
 #' b <- ggml_new_tensor(ctx, GGML_TYPE_F16, 3, c(2, 3, 4))
 #' ggml_tensor_shape(b)
 #' a
+#' v <- ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 5)
+#' c3 <- ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 2, 3, 4)
+#' c4 <- ggml_new_tensor_4d(ctx, GGML_TYPE_BF16, 2, 3, 4, 5)
+#' sapply(list(v, a, c3, c4), ggml_n_dims)
 #' ggml_free(ctx)
 ggml_new_tensor <- function(ctx, type = GGML_TYPE_F32, n_dims, ne) {
+  if (!is.numeric(n_dims) || length(n_dims) != 1L || is.na(n_dims) || !n_dims %in% 1:4) {
+    .abort(sprintf("`n_dims` must be 1, 2, 3 or 4, not %s", .describe_value(n_dims)))
+  }
+  if (!is.numeric(ne) || anyNA(ne)) {
+    .abort(sprintf("`ne` must be a numeric vector of sizes, not %s", .describe_value(ne)))
+  }
   if (length(ne) < n_dims) {
     .abort(sprintf("`ne` has %d size(s) but `n_dims` is %s.", length(ne), format(n_dims)))
   }
@@ -34,25 +56,25 @@ ggml_new_tensor <- function(ctx, type = GGML_TYPE_F32, n_dims, ne) {
 #' @rdname ggml_new_tensor
 #' @export
 ggml_new_tensor_1d <- function(ctx, type = GGML_TYPE_F32, ne0) {
-  .new_tensor(.rs(rs_new_tensor(ctx, type, ne0)))
+  .new_tensor(.rs(rs_new_tensor(ctx, type, .sizes(ne0 = ne0))))
 }
 
 #' @rdname ggml_new_tensor
 #' @export
 ggml_new_tensor_2d <- function(ctx, type = GGML_TYPE_F32, ne0, ne1) {
-  .new_tensor(.rs(rs_new_tensor(ctx, type, c(ne0, ne1))))
+  .new_tensor(.rs(rs_new_tensor(ctx, type, .sizes(ne0 = ne0, ne1 = ne1))))
 }
 
 #' @rdname ggml_new_tensor
 #' @export
 ggml_new_tensor_3d <- function(ctx, type = GGML_TYPE_F32, ne0, ne1, ne2) {
-  .new_tensor(.rs(rs_new_tensor(ctx, type, c(ne0, ne1, ne2))))
+  .new_tensor(.rs(rs_new_tensor(ctx, type, .sizes(ne0 = ne0, ne1 = ne1, ne2 = ne2))))
 }
 
 #' @rdname ggml_new_tensor
 #' @export
 ggml_new_tensor_4d <- function(ctx, type = GGML_TYPE_F32, ne0, ne1, ne2, ne3) {
-  .new_tensor(.rs(rs_new_tensor(ctx, type, c(ne0, ne1, ne2, ne3))))
+  .new_tensor(.rs(rs_new_tensor(ctx, type, .sizes(ne0 = ne0, ne1 = ne1, ne2 = ne2, ne3 = ne3))))
 }
 
 #' Tensor properties
@@ -71,6 +93,7 @@ ggml_new_tensor_4d <- function(ctx, type = GGML_TYPE_F32, ne0, ne1, ne2, ne3) {
 #' ggml_n_dims(a)
 #' ggml_tensor_shape(a)
 #' ggml_is_contiguous(ggml_transpose(ctx, a))
+#' ggml_tensor_type(a) == GGML_TYPE_F32
 #' ggml_free(ctx)
 ggml_nelements <- function(tensor) .rs(rs_tensor_info(tensor))$nelements
 
@@ -181,4 +204,61 @@ print.ggml_tensor <- function(x, ...) {
   cat(sprintf("<ggml_tensor%s> %s %s%s\n", name, i$type_name, shape, op))
   cat(sprintf("  data: %s\n", i$location))
   invisible(x)
+}
+
+#' Shape and values of a ggml tensor as R sees them
+#'
+#' `dim()` gives the sizes of the tensor's dimensions, `ne0` first (as
+#' [ggml_tensor_shape()], without the trailing sizes of 1 beyond
+#' [ggml_n_dims()]); since `ne0` is the fastest dimension, exactly as R's
+#' first, `as.array()` returns the values with that `dim`, so a tensor made
+#' from an R matrix `m` comes back as `m`. `as.array()` reads tensors with
+#' data in a context or in a backend buffer (f16 and bf16 are converted);
+#' `as.matrix()` does the same for tensors of at most two dimensions.
+#'
+#' @param x A `ggml_tensor`.
+#' @param ... Ignored.
+#' @return `dim()`: an integer vector; `as.array()`: a numeric array (an
+#'   integer array for `GGML_TYPE_I32`); `as.matrix()`: a matrix.
+#' @name ggml_tensor_values
+#' @examples
+#' ctx <- ggml_init(1024 * 1024)
+#' m <- matrix(1:6, 2, 3)
+#' a <- ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 2, 3)
+#' ggml_set_f32(a, m)
+#' dim(a)
+#' as.array(a)
+#' as.matrix(ggml_transpose(ctx, a))
+#' v <- ggml_new_tensor_3d(ctx, GGML_TYPE_F16, 2, 2, 2)
+#' ggml_set_f32(v, 1:8)
+#' as.array(v)[, , 2]
+#' ggml_free(ctx)
+NULL
+
+#' @rdname ggml_tensor_values
+#' @export
+dim.ggml_tensor <- function(x) {
+  i <- .rs(rs_tensor_info(x))
+  as.integer(i$ne[seq_len(i$n_dims)])
+}
+
+#' @rdname ggml_tensor_values
+#' @export
+as.array.ggml_tensor <- function(x, ...) {
+  i <- .rs(rs_tensor_info(x))
+  v <- .rs(rs_tensor_get(x, 0, NULL))
+  v <- if (i$type_code == GGML_TYPE_I32) as.integer(v) else as.double(v)
+  array(v, dim = as.integer(i$ne[seq_len(i$n_dims)]))
+}
+
+#' @rdname ggml_tensor_values
+#' @export
+as.matrix.ggml_tensor <- function(x, ...) {
+  a <- as.array.ggml_tensor(x)
+  d <- dim(a)
+  if (length(d) > 2L) {
+    .abort(sprintf("the tensor has %d dimensions [%s]: use as.array() for more than two",
+                   length(d), paste(d, collapse = ", ")))
+  }
+  matrix(a, nrow = d[1L], ncol = if (length(d) == 2L) d[2L] else 1L)
 }

@@ -9,6 +9,7 @@
 #' @examples
 #' ggml_type_size(GGML_TYPE_F16)
 #' ggml_type_name(GGML_TYPE_BF16)
+#' sapply(c(GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_I32), ggml_type_name)
 GGML_TYPE_F32 <- 0L
 
 #' @rdname GGML_TYPE_F32

@@ -1,6 +1,9 @@
 # Runs the testthat suite against the installed package and ends with the
 # line "N passed, N failed" (", N skipped" when any were skipped), counting
 # expectations. Exits non-zero when anything failed or errored.
+# Snapshot tests (expect_snapshot) run here; R CMD check runs them as CRAN
+# does, which skips them.
+if (!nzchar(Sys.getenv("NOT_CRAN"))) Sys.setenv(NOT_CRAN = "true")
 suppressPackageStartupMessages({
   library(testthat)
   library(ggmlR)

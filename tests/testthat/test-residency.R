@@ -125,9 +125,9 @@ test_that("the budget counts both pools and refuses before anything is allocated
   ctx <- ggml_init(4 * ggml_tensor_overhead(), no_alloc = TRUE)
   ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4096)
   expect_error(ggml_backend_alloc_ctx_tensors(ctx, st$backend), "budget exceeded")
-  # Only real allocation attempts count as refusals: the uploads were turned
-  # down by the budget check before they tried to allocate.
-  expect_identical(ag_memory_stats()$refusals, refusals + 1)
+  # Every refusal counts: the two uploads turned down by the budget check
+  # before they allocated anything, and the buffer.
+  expect_identical(ag_memory_stats()$refusals, refusals + 3)
   limit(Inf)
   expect_s3_class(ggml_backend_alloc_ctx_tensors(ctx, st$backend), "ggml_backend_buffer")
   ggml_free(ctx)
@@ -264,4 +264,41 @@ test_that("residency works on a Vulkan backend", {
   expect_equal(ggml_backend_tensor_get_data(w), as.numeric(1:6))
   reset()
   st$backend <- ggml_backend_cpu_init()
+})
+
+test_that("ag_memory_stats() prints a short summary and keeps every figure", {
+  ctx <- ggml_init(1024 * 1024)
+  on.exit(ggml_free(ctx))
+  s <- ag_memory_stats()
+  expect_s3_class(s, "ag_memory_stats")
+  expect_s3_class(s, "data.frame")
+  full <- as.data.frame(s)
+  expect_identical(class(full), "data.frame")
+  expect_identical(ncol(full), 22L)
+  expect_gte(s$user_bytes, 1024 * 1024)
+  out <- capture.output(print(s))
+  expect_match(out[1], sprintf("^<ag_memory_stats> live %s \\(", .ag_bytes(s$total_bytes)), fixed = FALSE)
+  expect_match(grep("^   user", out, value = TRUE), sprintf("user +%s", .ag_bytes(s$user_bytes)))
+  expect_true(any(grepl("\"cpu\" tensors are R heap memory, not in the ledger", out)))
+  expect_lte(max(nchar(out)), 80)
+  expect_identical(.ag_bytes(0), "0 B")
+  expect_identical(.ag_bytes(1536), "1.5 KiB")
+  expect_identical(.ag_bytes(3 * 1024^3), "3.0 GiB")
+})
+
+test_that("ag_memory_stats() print snapshot", {
+  s <- ag_memory_stats()
+  s[1, ] <- 0
+  s$pass_bytes <- 77612; s$pass_buffers <- 12; s$persistent_bytes <- 1740; s$persistent_buffers <- 12
+  s$user_bytes <- 1048576; s$user_buffers <- 1; s$total_bytes <- 77612 + 1740 + 1048576
+  s$total_buffers <- 25; s$peak_bytes <- 2e6; s$upload_bytes <- 10035; s$upload_calls <- 34
+  s$download_bytes <- 1843; s$download_calls <- 7; s$limit <- 512 * 1024^2; s$refusals <- 1
+  expect_snapshot(s)
+})
+
+test_that("a subset of ag_memory_stats() prints as a data frame", {
+  s <- ag_memory_stats()
+  sub <- s[, c("pass_bytes", "peak_bytes")]
+  expect_output(print(sub), "pass_bytes peak_bytes")
+  expect_output(print(rbind(s, s)), "pass_bytes")
 })

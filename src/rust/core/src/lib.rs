@@ -20,7 +20,8 @@
 //! - [`graph`]: forward graphs and their computation;
 //! - [`residency`]: the pass and persistent pools, generations, handles;
 //! - [`autograd`]: the tape, the backward rules, optimizers;
-//! - [`ncnn`]: ncnn model inference, beside the rest on [`base`] only.
+//! - [`ncnn`]: ncnn model inference, beside the rest on [`base`] only;
+//! - [`savefile`]: the saved-model file (plain values, checksummed), on [`base`].
 
 pub mod base;
 pub mod layout;
@@ -32,6 +33,7 @@ pub mod graph;
 pub mod residency;
 pub mod autograd;
 pub mod ncnn;
+pub mod savefile;
 
 pub use base::error::{Classed, Result};
 

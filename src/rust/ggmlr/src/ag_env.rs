@@ -211,7 +211,7 @@ fn rs_ag_make_env(h: Robj, id: Robj, rg: Robj, nr: Robj, nc: Robj, device: Robj,
             cols: num(&nc, "ncol")? as usize,
             device: device.get(),
             dtype: dtype.get(),
-            grad_fn: grad_fn.as_str().map(str::to_string),
+            grad_fn: crate::rstr::lossy(&grad_fn),
         };
         Ok(Robj::from_sexp(tensor_env(&f)?))
     })
@@ -296,7 +296,8 @@ fn rs_ag_op_host(name: Robj, inputs: Robj, params: Robj, idx: Robj, aux: Robj) -
             }
         }
         let (Some(device), Some(dtype)) = (device, dtype) else { return Ok(nil()) };
-        let name = name.as_str().ok_or_else(|| anyhow!("`name` must be a string"))?;
+        let name = crate::rstr::scalar(&name, "name")?;
+        let name = name.as_str();
         let idx = crate::autograd::indices(&idx)?;
         let op = Op::parse(name, &p, idx)?;
         let applied = apply(op, ins, false)?;

@@ -348,7 +348,9 @@ fn rs_ag_opt_step(opt: Robj, params: Robj, names: Robj, grads: Robj, lr: Robj) -
         let pl = params.as_list().ok_or_else(|| anyhow!("params must be a list"))?;
         let gl = grads.as_list().ok_or_else(|| anyhow!("grads must be a list"))?;
         let ps = pl.values().map(|p| handle(&p, "parameter")).collect::<anyhow::Result<Vec<_>>>()?;
-        let nm: Vec<String> = names.as_str_vector().map(|v| v.iter().map(|s| s.to_string()).collect()).unwrap_or_default();
+        let nm: Vec<String> = crate::rstr::strings(&names, "names")
+            .map(|v| v.into_iter().map(Option::unwrap_or_default).collect())
+            .unwrap_or_default();
         let gvals: Vec<Robj> = gl.values().collect();
         let mut gs: Vec<Option<GradIn>> = Vec::with_capacity(gvals.len());
         for (i, g) in gvals.iter().enumerate() {
@@ -376,7 +378,9 @@ fn rs_ag_opt_step_store(opt: Robj, params: Robj, names: Robj, store: Robj, lr: R
         let s: &GradStore = xptr(&store, "grads", STORE)?;
         let pl = params.as_list().ok_or_else(|| anyhow!("params must be a list"))?;
         let ps = pl.values().map(|p| handle(&p, "parameter")).collect::<anyhow::Result<Vec<_>>>()?;
-        let nm: Vec<String> = names.as_str_vector().map(|v| v.iter().map(|s| s.to_string()).collect()).unwrap_or_default();
+        let nm: Vec<String> = crate::rstr::strings(&names, "names")
+            .map(|v| v.into_iter().map(Option::unwrap_or_default).collect())
+            .unwrap_or_default();
         // The gradients are read where they are (no copy of host matrices).
         let cells: Vec<Option<GradCell>> = {
             let map = s.borrow();

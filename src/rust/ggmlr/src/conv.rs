@@ -23,12 +23,9 @@ pub fn scalar_i64(x: &Robj, what: &str) -> anyhow::Result<i64> {
     Err(anyhow!("`{what}` must be a number, not {:?}", x.rtype()))
 }
 
-/// A single string from `x`.
+/// A single string from `x`, checked to be text (see [`crate::rstr`]).
 pub fn scalar_str(x: &Robj, what: &str) -> anyhow::Result<String> {
-    match x.as_str() {
-        Some(s) if x.len() == 1 => Ok(s.to_string()),
-        _ => bail!("`{what}` must be a single string"),
-    }
+    crate::rstr::scalar(x, what)
 }
 
 /// A borrowed engine object held by an external pointer made with `ExternalPtr::new`.

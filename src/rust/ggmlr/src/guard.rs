@@ -20,6 +20,7 @@ static HOOK: Once = Once::new();
 /// the message for the error returned to R.
 fn install_quiet_panic_hook() {
     HOOK.call_once(|| {
+        crate::interrupt::install();
         std::panic::set_hook(Box::new(|info| {
             let msg = if let Some(s) = info.payload().downcast_ref::<&str>() {
                 (*s).to_string()
@@ -58,9 +59,17 @@ where
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
             let class = ggmlr_core::base::error::class_of(&e);
+            if class == Some(ggmlr_core::base::cancel::INTERRUPT_CLASS) {
+                // The engine stopped for a Ctrl-C: R signals it (see .rs()).
+                crate::interrupt::consume();
+            }
             error_robj(&format!("{e:#}"), class)
         }
-        Err(_) => {
+        Err(payload) => {
+            // An allocation refused deep in the engine (see base::alloc::Refused).
+            if let Some(r) = payload.downcast_ref::<ggmlr_core::base::alloc::Refused>() {
+                return error_robj(&r.0, None);
+            }
             let detail = LAST_PANIC
                 .with(|p| p.borrow_mut().take())
                 .unwrap_or_else(|| "unknown panic".into());

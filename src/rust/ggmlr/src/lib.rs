@@ -12,10 +12,13 @@ mod context;
 mod conv;
 mod graph;
 mod guard;
+mod interrupt;
 mod malloc;
 mod ops;
 mod ops_nn;
 mod residency;
+mod rstr;
+mod savefile;
 mod tensor;
 mod vulkan;
 mod vulkan_backend;
@@ -63,4 +66,5 @@ extendr_module! {
     use vulkan;
     use vulkan_backend;
     use ncnn;
+    use savefile;
 }

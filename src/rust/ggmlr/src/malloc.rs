@@ -34,7 +34,16 @@ fn rs_malloc_tune() -> Robj {
     guard(|| Ok(tune().into()))
 }
 
+/// The largest single allocation the engine grants (bytes): this machine's
+/// physical memory (see `ggmlr_core::base::alloc`).
+/// @noRd
+#[extendr]
+fn rs_alloc_limit() -> Robj {
+    guard(|| Ok((ggmlr_core::base::alloc::limit() as f64).into()))
+}
+
 extendr_module! {
     mod malloc;
     fn rs_malloc_tune;
+    fn rs_alloc_limit;
 }

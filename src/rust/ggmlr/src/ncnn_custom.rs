@@ -19,6 +19,21 @@ pub struct Invoker {
     pub helper: Robj,
 }
 
+/// What `Invoker::call` returns for R code that was interrupted (Ctrl-C)
+/// or that invoked the "abort" restart.
+const INTERRUPTED: &str = "\u{0}interrupt";
+const ABORTED: &str = "\u{0}abort";
+
+/// The error of a failed call into R: `prefix: message`, or the
+/// interruption (abort) itself, which must stay one.
+fn failed(prefix: &str, m: String) -> anyhow::Error {
+    match m.as_str() {
+        INTERRUPTED => ggmlr_core::base::cancel::interrupted(),
+        ABORTED => ggmlr_core::base::cancel::aborted(),
+        _ => err(format!("{prefix}: {m}")),
+    }
+}
+
 impl Invoker {
     /// `helper(what, f, arg)`; Ok(value) or Err(message from R).
     pub fn call(&self, what: &str, f: &Robj, arg: Robj) -> std::result::Result<Robj, String> {
@@ -26,18 +41,26 @@ impl Invoker {
             .helper
             .as_function()
             .ok_or_else(|| "internal: invoke helper is not a function".to_string())?;
-        let res = func
-            .call(pairlist!(what, f.clone(), arg))
-            .map_err(|e| format!("R call failed: {e}"))?;
+        // The helper catches errors, interrupts and the "abort" restart; what
+        // still leaves it is a jump to a restart established outside.
+        let res = func.call(pairlist!(what, f.clone(), arg)).map_err(|_| {
+            "its R code left through a jump to an outer restart (invokeRestart()); the pass was abandoned"
+                .to_string()
+        })?;
         let list = res
             .as_list()
             .ok_or_else(|| "internal: invoke helper returned no list".to_string())?;
-        let ok = list.elt(0).ok().and_then(|v| v.as_bool()).unwrap_or(false);
+        let flag = list.elt(0).ok().and_then(|v| v.as_logical_slice().and_then(|s| s.first().copied()));
+        if flag.is_some_and(|b| b.is_na()) {
+            let kind = list.elt(1).ok().and_then(|v| crate::rstr::lossy(&v)).unwrap_or_default();
+            return Err(if kind == "abort" { ABORTED } else { INTERRUPTED }.to_string());
+        }
+        let ok = flag.is_some_and(|b| b.is_true());
         let val = list.elt(1).unwrap_or_else(|_| Robj::from(()));
         if ok {
             Ok(val)
         } else {
-            Err(val.as_str().unwrap_or("unknown R error").to_string())
+            Err(crate::rstr::lossy(&val).unwrap_or_else(|| "unknown R error".to_string()))
         }
     }
 }
@@ -56,7 +79,7 @@ impl CustomFactory for RFactory {
         let made = self
             .invoker
             .call("create", &self.creator, Robj::from(()))
-            .map_err(|m| err(format!("the custom layer creator failed: {m}")))?;
+            .map_err(|m| failed("the custom layer creator failed", m))?;
         // (layer object, its forward function, one_blob_only), checked in R.
         let parts = made
             .as_list()
@@ -190,7 +213,7 @@ impl Layer for RLayer {
         };
         let top = inv
             .call(what, &self.forward, arg)
-            .map_err(|m| err(format!("the custom layer's forward() failed: {m}")))?;
+            .map_err(|m| failed("the custom layer's forward() failed", m))?;
         if self.one_blob_only {
             return Ok(vec![r_to_mat(&top, "the value of forward()")?]);
         }

@@ -59,9 +59,9 @@ fn rs_res_pool(scope: Robj) -> Robj {
 #[extendr]
 fn rs_res_reset(scopes: Robj, size_mb: Robj) -> Robj {
     guard(|| {
-        let names: Vec<String> = match scopes.as_str_vector() {
-            Some(v) => v.into_iter().map(String::from).collect(),
-            None => anyhow::bail!("`scope` must be \"all\", \"pass\" or \"persistent\""),
+        let names: Vec<String> = match crate::rstr::strings(&scopes, "scope") {
+            Ok(v) => v.into_iter().map(Option::unwrap_or_default).collect(),
+            Err(_) => anyhow::bail!("`scope` must be \"all\", \"pass\" or \"persistent\""),
         };
         let scopes = names.iter().map(|n| Scope::parse(n)).collect::<anyhow::Result<Vec<_>>>()?;
         let mb = if size_mb.is_null() { None } else { Some(f64_vec(&size_mb, "size_mb")?[0]) };
@@ -199,7 +199,7 @@ fn rs_ledger_check(extra: Robj) -> Robj {
             v.len() == 1 && v[0] >= 0.0 && v[0].is_finite(),
             "`extra_bytes` must be a single non-negative number"
         );
-        ledger::check_budget(v[0] as u64)?;
+        ledger::check_budget(v[0] as u64, "an autograd device tensor")?;
         Ok(().into())
     })
 }

@@ -39,6 +39,7 @@ fn rs_tensor_info(t: Robj) -> Robj {
         let t = tensor(&t, "tensor")?;
         let l = t.layout();
         Ok(list!(
+            id = t.id() as f64,
             type_code = t.dtype().code(),
             type_name = t.dtype().name(),
             ne = l.ne.iter().map(|&n| n as f64).collect::<Vec<_>>(),
@@ -61,6 +62,23 @@ fn rs_set_name(t: Robj, name: Robj) -> Robj {
     guard(|| {
         let t = tensor(&t, "tensor")?;
         t.set_name(&scalar_str(&name, "name")?);
+        Ok(().into())
+    })
+}
+
+/// Sets ggml's "input", "output" or "param" flag.
+/// @noRd
+#[extendr]
+fn rs_tensor_set_flag(t: Robj, flag: Robj) -> Robj {
+    guard(|| {
+        let t = tensor(&t, "tensor")?;
+        let f = match scalar_str(&flag, "flag")?.as_str() {
+            "input" => Tensor::INPUT,
+            "output" => Tensor::OUTPUT,
+            "param" => Tensor::PARAM,
+            other => anyhow::bail!("unknown tensor flag '{other}'"),
+        };
+        t.set_flag(f);
         Ok(().into())
     })
 }
@@ -98,6 +116,7 @@ extendr_module! {
     fn rs_new_tensor;
     fn rs_tensor_info;
     fn rs_set_name;
+    fn rs_tensor_set_flag;
     fn rs_tensor_set;
     fn rs_tensor_get;
 }

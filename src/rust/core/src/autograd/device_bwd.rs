@@ -11,6 +11,9 @@ use crate::tensor::Context;
 use crate::base::dtype::DType;
 use crate::op::{Op as G, UnaryOp};
 use anyhow::Result;
+use std::sync::Arc;
+
+type T = Arc<crate::tensor::Tensor>;
 
 /// Gradients of the inputs of one node (None where `need[i]` is false).
 #[allow(clippy::too_many_arguments)]
@@ -172,16 +175,7 @@ pub fn backward(
                 res[2] = dev(gsum, 2);
             }
         }
-        Op::Gather(idx) => {
-            // d W = g %*% t(onehot): onehot[v, k] = 1 when idx[k] == v.
-            let v = xs[0].cols;
-            let mut oh = vec![0.0; v * idx.len()];
-            for (k, &i) in idx.iter().enumerate() {
-                oh[i + k * v] = 1.0;
-            }
-            let oh = b.data(c, DType::F32, &[v, idx.len()], oh)?;
-            res[0] = dev(c.op(G::OutProd, &[gt, oh])?, 0);
-        }
+        Op::Gather(idx) => res[0] = dev(gather_grad(b, c, gt, idx, xs[0].rows, xs[0].cols)?, 0),
         Op::SliceRows(from, to) => {
             let (r, cc) = shape(0);
             let mut t = gt;
@@ -210,4 +204,61 @@ pub fn backward(
         }
     }
     Ok(res)
+}
+
+/// The gradient [rows, v] of a gather of columns `idx` of a [rows, v]
+/// matrix, from `g` [rows, idx.len()]: column j sums the columns of `g`
+/// that read column j. When no column is read more than `m` times with
+/// `m * rows < idx.len()` (the taps of a convolution's patches), it is the
+/// sum of `m` gathers of `g` with a zero column appended (memory m * rows * v);
+/// otherwise `g %*% t(onehot)` (memory v * idx.len()).
+fn gather_grad(b: &mut Builder, c: &Context, g: T, idx: &[usize], rows: usize, v: usize) -> Result<T> {
+    let mut hits = vec![0usize; v];
+    for &i in idx {
+        hits[i] += 1;
+    }
+    let m = hits.iter().copied().max().unwrap_or(0);
+    let n = idx.len();
+    if m == 0 {
+        return b.fill(c, rows, v, 0.0);
+    }
+    if m.saturating_mul(rows) >= n {
+        let mut oh = zeros_checked(v.saturating_mul(n))?;
+        for (k, &i) in idx.iter().enumerate() {
+            oh[i + k * v] = 1.0;
+        }
+        let oh = b.data(c, DType::F32, &[v, n], oh)?;
+        return c.op(G::OutProd, &[g, oh]);
+    }
+    // inv[j][col] = the j-th position reading `col`, or n (the zero column).
+    let mut inv = zeros_checked(m.saturating_mul(v))?;
+    inv.iter_mut().for_each(|x| *x = n as f64);
+    let mut seen = vec![0usize; v];
+    for (k, &i) in idx.iter().enumerate() {
+        inv[seen[i] * v + i] = k as f64;
+        seen[i] += 1;
+    }
+    let zero = b.fill(c, rows, 1, 0.0)?;
+    let ge = c.op(G::Concat { dim: 1 }, &[contig(c, &g)?, zero])?;
+    let mut acc: Option<T> = None;
+    for j in 0..m {
+        let ix = b.data(c, DType::I32, &[v], inv[j * v..(j + 1) * v].to_vec())?;
+        let part = c.op(G::GetRows, &[ge.clone(), ix])?;
+        acc = Some(match acc {
+            None => part,
+            Some(a) => bin(c, G::Add, &a, &part)?,
+        });
+    }
+    Ok(acc.expect("at least one gather"))
+}
+
+/// A zeroed vector of `len` values, or an error (not an abort) when the
+/// memory cannot be had.
+fn zeros_checked(len: usize) -> Result<Vec<f64>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| {
+        anyhow::anyhow!("the gradient of an embedding lookup needs {len} values of work space, more than this machine can give")
+    })?;
+    v.resize(len, 0.0);
+    Ok(v)
 }

@@ -41,7 +41,8 @@ pub fn broadcast(a: &Mat, b: &Mat, r: usize, c: usize, f: impl Fn(f64, f64) -> f
     if a.rows == r && a.cols == c && b.rows == r && b.cols == c {
         return a.zip(b, f);
     }
-    let mut out = Vec::with_capacity(r * c);
+    // The result can be much larger than either input ([n, 1] + [1, m]).
+    let mut out = crate::base::alloc::or_unwind(crate::base::alloc::try_with_capacity(r.saturating_mul(c), "an autograd matrix"));
     if a.rows == r && a.cols == c && b.cols == 1 && b.rows == r {
         // The common bias case: a [r, c] matrix and a [r, 1] column.
         for j in 0..c {

@@ -34,10 +34,12 @@ impl Mat {
         Ok(Mat { rows, cols, data })
     }
     pub fn zeros(rows: usize, cols: usize) -> Mat {
-        Mat { rows, cols, data: vec![0.0; rows * cols] }
+        Mat::filled(rows, cols, 0.0)
     }
+    /// Sizes come from the user's tensors: a refused allocation unwinds
+    /// (`base::alloc::Refused`) to the binding, which reports it as an error.
     pub fn filled(rows: usize, cols: usize, v: f64) -> Mat {
-        Mat { rows, cols, data: vec![v; rows * cols] }
+        Mat { rows, cols, data: checked_vec(rows, cols, v) }
     }
     pub fn scalar(v: f64) -> Mat {
         Mat { rows: 1, cols: 1, data: vec![v] }
@@ -85,7 +87,7 @@ impl Mat {
     }
     pub fn transpose(&self) -> Mat {
         let (r, c) = (self.rows, self.cols);
-        let mut out = vec![0.0; r * c];
+        let mut out = checked_vec(r, c, 0.0);
         for j in 0..c {
             for i in 0..r {
                 out[j + i * c] = self.data[i + j * r];
@@ -134,7 +136,7 @@ pub fn gemm_post(a: &Mat, ta: bool, b: &Mat, tb: bool, post: dgemm_par::Post) ->
     }
     let k = ka;
     if m == 0 || n == 0 || k == 0 {
-        let mut c = vec![0.0; m * n];
+        let mut c = checked_vec(m, n, 0.0);
         for j in 0..n {
             post(0, j, &mut c[j * m..(j + 1) * m]);
         }
@@ -152,7 +154,7 @@ pub fn gemm_post(a: &Mat, ta: bool, b: &Mat, tb: bool, post: dgemm_par::Post) ->
     };
     let big = m * n * k > PAR_GEMM_WORK && k >= PAR_GEMM_DEPTH && pool.n_threads > 1;
     // Not zeroed first: the product writes every element of C.
-    let mut c: Vec<f64> = Vec::with_capacity(m * n);
+    let mut c: Vec<f64> = crate::base::alloc::try_with_capacity(m.saturating_mul(n), "an autograd matrix")?;
     // SAFETY: the views address op(a) (m x k) and op(b) (k x n) inside their
     // matrices; C has room for m x n values, all of which the product
     // writes before the length is set.
@@ -252,4 +254,9 @@ mod tests {
         assert_eq!(m.col_sums().data, vec![3., 7., 11.]);
         assert_eq!(m.transpose().data, vec![1., 3., 5., 2., 4., 6.]);
     }
+}
+
+/// `rows x cols` copies of `v`, or a refusal that unwinds to the binding.
+fn checked_vec(rows: usize, cols: usize, v: f64) -> Vec<f64> {
+    crate::base::alloc::or_unwind(crate::base::alloc::try_vec(rows.saturating_mul(cols), v, "an autograd matrix"))
 }

@@ -142,15 +142,17 @@ impl Tape {
     /// is computed once at the end: the leaves' gradients stay on the device.
     /// Host nodes run their rules in f64 on the host.
     pub fn backward(&mut self, loss: &TensorRef) -> Result<Vec<(TensorRef, Storage)>> {
-        let nodes = std::mem::take(&mut self.nodes);
-        let produced: HashSet<u64> = nodes.iter().map(|n| n.out_id).collect();
-        if !produced.contains(&loss.id) {
+        // Checked before the tape is consumed: a wrong tensor leaves the
+        // tape as it was, for backward() of the right one.
+        if !self.nodes.iter().any(|n| n.out_id == loss.id) {
             bail!(
                 "backward(): the loss was not recorded on the tape. Compute it inside \
                  with_grad_tape({{ ... }}) from tensors that require gradients (ag_param), \
-                 and call backward() once per tape"
+                 and call backward() once per tape (the tape is kept)"
             );
         }
+        let nodes = std::mem::take(&mut self.nodes);
+        let produced: HashSet<u64> = nodes.iter().map(|n| n.out_id).collect();
         let mut b = Builder::new();
         let (r, c) = loss.shape();
         let seed = if loss.value().device().is_some() {

@@ -6,6 +6,7 @@
 //! layout (views already resolved to their base buffer, offset and strides).
 
 use crate::backend::{Backend, Node};
+use crate::memory::{Buffer, BufferTag};
 use crate::op::Op;
 use crate::tensor::Tensor;
 use anyhow::Context as _;
@@ -89,6 +90,13 @@ impl Graph {
             out.push(Node { op: t.op().clone(), srcs, dst, tensor: t.clone() });
         }
         Ok(out)
+    }
+
+    /// Give every tensor of the graph that has no memory yet (views aside:
+    /// they use their base's) a place in ONE new buffer on `backend`. `None`
+    /// when every tensor already has memory.
+    pub fn alloc(&self, backend: &Backend, tag: BufferTag) -> crate::Result<Option<Arc<Buffer>>> {
+        crate::tensor::alloc_group(self.leafs.iter().chain(self.nodes.iter()), backend, tag)
     }
 
     /// Compute the graph on `backend`.

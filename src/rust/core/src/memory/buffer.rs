@@ -42,6 +42,7 @@ pub trait DeviceMemory: std::fmt::Debug + Send + Sync {
 /// Host memory for a buffer: `bytes` zeroed, or an error (never an abort)
 /// when the memory is not there.
 pub fn host_memory(bytes: usize, tag: BufferTag) -> crate::Result<BufferMem> {
+    crate::base::alloc::check(bytes, 1, &format!("a {} buffer", tag.name()))?;
     let words = bytes.div_ceil(4);
     let mut v: Vec<u32> = Vec::new();
     if v.try_reserve_exact(words).is_err() {

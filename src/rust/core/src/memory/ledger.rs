@@ -80,35 +80,47 @@ fn lock() -> std::sync::MutexGuard<'static, Stats> {
     STATE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-const MB: f64 = 1024.0 * 1024.0;
+/// What asks for memory of a tag, for refusal messages.
+pub fn subsystem(tag: BufferTag) -> &'static str {
+    match tag {
+        BufferTag::Context => "context memory (ggml_init())",
+        BufferTag::User => "a backend buffer",
+        BufferTag::Pass => "the autograd pass pool (activations of one step)",
+        BufferTag::Persistent => "the autograd persistent pool (parameters and optimizer state)",
+    }
+}
 
-fn check_locked(s: &Stats, extra: u64) -> crate::Result<()> {
+fn check_locked(s: &Stats, extra: u64, what: &str) -> crate::Result<()> {
     let used = s.total_bytes();
     if (used as f64 + extra as f64) > s.limit {
+        let fmt = crate::base::fmt::fmt_bytes;
+        let limit = if s.limit >= usize::MAX as f64 { usize::MAX } else { s.limit as usize };
         anyhow::bail!(
-            "ggmlR: autograd tape memory budget exceeded ({:.1} MB used + {:.1} MB requested > {:.1} MB limit). \
-             Reset the tape, shorten it, or raise the limit with .ag_tape_mem_limit().",
-            used as f64 / MB,
-            extra as f64 / MB,
-            s.limit / MB
+            "memory budget exceeded: {} requested for {what}, {} in use, limit {}. \
+             Free tensors, buffers or contexts you no longer need, or raise the limit with \
+             ag_memory_limit() (Inf for none).",
+            fmt(extra.min(usize::MAX as u64) as usize),
+            fmt(used as usize),
+            fmt(limit)
         );
     }
     Ok(())
 }
 
-/// Check that `extra` more bytes fit in the budget.
-pub fn check_budget(extra: u64) -> crate::Result<()> {
-    check_locked(&lock(), extra)
-}
-
-/// Called before memory is taken; an error refuses the allocation.
-pub fn before_alloc(bytes: usize, _tag: BufferTag) -> crate::Result<()> {
+/// Check that `extra` more bytes for `what` (named in the refusal) fit in the
+/// budget; a refusal is counted.
+pub fn check_budget(extra: u64, what: &str) -> crate::Result<()> {
     let mut s = lock();
-    let r = check_locked(&s, bytes as u64);
+    let r = check_locked(&s, extra, what);
     if r.is_err() {
         s.refusals += 1;
     }
     r
+}
+
+/// Called before memory is taken; an error refuses the allocation.
+pub fn before_alloc(bytes: usize, tag: BufferTag) -> crate::Result<()> {
+    check_budget(bytes as u64, subsystem(tag))
 }
 
 /// Called once the memory of a buffer exists.
@@ -220,12 +232,13 @@ pub(crate) mod tests {
         let mut s = stats();
         s.bytes = [100, 200, 300, 400];
         s.limit = 1100.0;
-        assert!(check_locked(&s, 100).is_ok());
-        let err = check_locked(&s, 101).unwrap_err().to_string();
-        assert!(err.contains("budget exceeded"), "{err}");
-        assert!(err.contains(".ag_tape_mem_limit()"), "{err}");
+        assert!(check_locked(&s, 100, "a test").is_ok());
+        let err = check_locked(&s, 101, "a test").unwrap_err().to_string();
+        assert!(err.contains("budget exceeded: 101 B requested for a test"), "{err}");
+        assert!(err.contains("1000 B in use, limit 1.1 KiB"), "{err}");
+        assert!(err.contains("ag_memory_limit()") && !err.contains(".ag_tape"), "{err}");
         s.limit = f64::INFINITY;
-        assert!(check_locked(&s, u64::MAX).is_ok());
+        assert!(check_locked(&s, u64::MAX, "a test").is_ok());
         assert!(set_limit(-1.0).is_err());
         assert!(set_limit(f64::NAN).is_err());
         assert!(set_limit(0.0).is_err());

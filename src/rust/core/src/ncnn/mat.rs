@@ -49,7 +49,15 @@ pub fn take_vec(n: usize) -> Vec<f32> {
             }
         }
     }
-    Vec::with_capacity(n)
+    // Sizes come from params and inputs: a refusal unwinds to the layer
+    // that asked (see `alloc::Refused`), never aborts.
+    crate::base::alloc::or_unwind(crate::base::alloc::try_with_capacity(n, "a blob"))
+}
+
+/// Elements of a blob of these extents; a product that overflows unwinds as
+/// a refused allocation.
+fn elements(dims: &[usize]) -> usize {
+    crate::base::alloc::or_unwind(crate::base::alloc::product(dims, "a blob"))
 }
 
 /// `s` rounded to f32, in a vector from the reuse cache (vectorised: an
@@ -171,13 +179,13 @@ impl Mat {
             h,
             d,
             c,
-            data: Buf::filled(w * h * d * c, 0.0),
+            data: Buf::filled(elements(&[w, h, d, c]), 0.0),
         }
     }
     /// A 3-d Mat for a kernel that writes every value before anything reads
     /// it (no zero-filling pass over recycled memory).
     pub fn for_overwrite_3d(w: usize, h: usize, c: usize) -> Mat {
-        let n = w * h * c;
+        let n = elements(&[w, h, c]);
         let mut v = take_vec(n);
         // SAFETY: f32 has no invalid bit patterns, the capacity is at least
         // n, and callers overwrite all n values before reading any.
@@ -215,7 +223,7 @@ impl Mat {
             3 => (shape[0], shape[1], 1, shape[2]),
             _ => (shape[0], shape[1], shape[2], shape[3]),
         };
-        let n: usize = shape.iter().product();
+        let n = crate::base::alloc::product(shape, "a blob")?;
         if n != data.len() {
             crate::ncnn_bail!(
                 "blob shape {:?} needs {} values, got {}",

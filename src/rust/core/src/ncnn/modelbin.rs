@@ -1,5 +1,6 @@
 //! Weights: a data reader (bytes or zeros) and the tagged/untagged arrays of a `.bin`.
 
+use crate::ncnn::err;
 use crate::ncnn_bail;
 
 /// Where weights come from.
@@ -55,20 +56,21 @@ impl<'a> ModelBin<'a> {
         }
     }
 
-    fn f32s(bytes: Option<&[u8]>, n: usize) -> Vec<f32> {
+    /// `n` weights from `bytes` (zeros when the reader is empty), allocated
+    /// fallibly: `n` comes from the param.
+    fn f32s(bytes: Option<&[u8]>, n: usize, what: &str) -> anyhow::Result<Vec<f32>> {
+        let mut v = crate::base::alloc::try_with_capacity(n, what).map_err(|e| err(format!("{e:#}")))?;
         match bytes {
-            None => vec![0.0; n],
-            Some(s) => s
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-                .collect(),
+            None => v.resize(n, 0.0),
+            Some(s) => v.extend(s.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))),
         }
+        Ok(v)
     }
 
     /// An untagged fp32 array of `n` values.
     pub fn raw(&mut self, n: usize, what: &str) -> anyhow::Result<Vec<f32>> {
         let b = self.take(n.checked_mul(4).unwrap_or(usize::MAX), what)?;
-        Ok(Self::f32s(b, n))
+        Self::f32s(b, n, what)
     }
 
     /// A tagged array of `n` values (fp32 or fp16).
@@ -82,14 +84,12 @@ impl<'a> ModelBin<'a> {
             0 => self.raw(n, what),
             TAG_FP16 => {
                 let b = self.take(align4(n.checked_mul(2).unwrap_or(usize::MAX - 8)), what)?;
-                Ok(match b {
-                    None => vec![0.0; n],
-                    Some(s) => s
-                        .chunks_exact(2)
-                        .take(n)
-                        .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
-                        .collect(),
-                })
+                let mut v = crate::base::alloc::try_with_capacity(n, what).map_err(|e| err(format!("{e:#}")))?;
+                match b {
+                    None => v.resize(n, 0.0),
+                    Some(s) => v.extend(s.chunks_exact(2).take(n).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())),
+                }
+                Ok(v)
             }
             TAG_INT8 => ncnn_bail!(
                 "{what} at byte {at} is stored as int8, which this package does not support yet; export the model with fp32 or fp16 weights"

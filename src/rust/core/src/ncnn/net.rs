@@ -35,22 +35,17 @@ pub struct Net {
     pub light_mode: bool,
     /// Bumped whenever the layers change, so stale extractors are refused.
     generation: u64,
+    /// The worker threads of `opt`, started anew in a forked child.
+    threads: crate::base::threads::Pool,
 }
 
 impl Net {
     pub fn new(num_threads: usize, light_mode: bool) -> anyhow::Result<Net> {
         let n = num_threads.max(1);
         // One thread: layers run on the calling thread, loops sequentially.
-        let pool = if n == 1 {
-            None
-        } else {
-            let p = rayon::ThreadPoolBuilder::new()
-                .num_threads(n)
-                .thread_name(|i| format!("ncnn-worker-{i}"))
-                .build()
-                .map_err(|e| err(format!("could not start {n} worker threads: {e}")))?;
-            Some(Arc::new(p))
-        };
+        let threads = crate::base::threads::Pool::new(n, "ncnn-worker")
+            .map_err(|e| err(format!("{e:#}")))?;
+        let pool = threads.get().map_err(|e| err(format!("{e:#}")))?;
         Ok(Net {
             registry: Registry::default(),
             spec: NetSpec::default(),
@@ -62,6 +57,7 @@ impl Net {
             },
             light_mode,
             generation: 0,
+            threads,
         })
     }
 
@@ -302,21 +298,29 @@ impl Net {
     /// Runs `f` where builtin layers run: on the worker pool, or on this
     /// thread with sequential loops.
     pub(super) fn on_pool<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
-        match &self.opt.pool {
+        match self.pool() {
             Some(p) => p.install(f),
             None => crate::ncnn::par::run_sequential(f),
         }
     }
 
+    /// The worker pool in this process (a forked child starts its own
+    /// threads; none could start: the calling thread does the work).
+    fn pool(&self) -> Option<Arc<rayon::ThreadPool>> {
+        self.threads.get().ok().flatten()
+    }
+
+    /// Run layer `li`. An allocation a layer's sizes make impossible is
+    /// refused as this layer's error (see `alloc::Refused`).
     pub(super) fn run_layer(&self, li: usize, bottoms: Vec<Mat>, ntop: usize) -> anyhow::Result<Vec<Mat>> {
-        match &self.layers[li] {
-            Imp::Builtin(b) => {
+        match self.layers.get(li) {
+            Some(Imp::Builtin(b)) => {
                 let opt = &self.opt;
-                self.on_pool(|| b.forward(bottoms, ntop, opt))
+                crate::base::alloc::catch_refusal(|| self.on_pool(|| b.forward(bottoms, ntop, opt)))
             }
             // Custom layers run on the calling thread.
-            Imp::Custom(Some(c), _) => c.forward(bottoms, ntop, &self.opt),
-            Imp::Custom(None, _) => ncnn_bail!("layer was destroyed"),
+            Some(Imp::Custom(Some(c), _)) => crate::base::alloc::catch_refusal(|| c.forward(bottoms, ntop, &self.opt)),
+            Some(Imp::Custom(None, _)) | None => ncnn_bail!("layer was destroyed"),
         }
     }
 }
@@ -362,20 +366,34 @@ impl Extractor {
         self.light_mode = on;
     }
 
+    /// Set input `blob`. Everything computed so far came from the earlier
+    /// inputs, so it is dropped; the other given inputs stay.
     pub fn input(&mut self, net: &Net, blob: usize, m: Mat) -> anyhow::Result<()> {
         self.check(net)?;
+        if blob >= self.blobs.len() {
+            ncnn_bail!("blob index {blob} is out of range: this net has {} blobs", self.blobs.len());
+        }
+        for (b, given) in self.blobs.iter_mut().zip(&self.given) {
+            if !given {
+                *b = None;
+            }
+        }
         self.blobs[blob] = Some(m);
         self.given[blob] = true;
         Ok(())
     }
 
+    /// Compute `blob` (and what it needs). A stop requested through
+    /// [`crate::base::cancel`] ends the pass between layers.
     pub fn extract(&mut self, net: &Net, blob: usize) -> anyhow::Result<Mat> {
         self.check(net)?;
-        if let Some(m) = &self.blobs[blob] {
-            return Ok(m.clone());
+        match self.blobs.get(blob) {
+            None => ncnn_bail!("blob index {blob} is out of range: this net has {} blobs", self.blobs.len()),
+            Some(Some(m)) => return Ok(m.clone()),
+            Some(None) => {}
         }
         let has_custom = net.layers.iter().any(|l| matches!(l, Imp::Custom(..)));
-        match &net.opt.pool {
+        match &net.pool() {
             // Without custom layers the whole pass runs on the pool: one
             // hand-over instead of one per layer.
             Some(pool) if !has_custom => {
@@ -407,6 +425,7 @@ impl Extractor {
                 stack.pop();
                 continue;
             }
+            crate::base::cancel::check()?;
             state[li] = 1;
             let l = &spec.layers[li];
             // A channel Concat of convolutions runs them itself, into its
@@ -459,10 +478,11 @@ impl Extractor {
                 continue;
             }
             if let Some(convs) = fused {
-                let xs: Vec<Mat> = needs.iter().map(|&(b, _)| self.blobs[b].take().unwrap()).collect();
+                let blobs: Vec<usize> = needs.iter().map(|&(b, _)| b).collect();
+                let xs = self.take_bottoms(net, &blobs)?;
                 let clock = self.timings.as_ref().map(|t| t.1);
                 let mut times = Vec::new();
-                let top = super::fuse_concat::run(net, li, &convs, xs, clock, &mut times)?;
+                let top = crate::base::alloc::catch_refusal(|| super::fuse_concat::run(net, li, &convs, xs, clock, &mut times))?;
                 if let Some(t) = self.timings.as_mut() {
                     t.0.extend(times);
                 }
@@ -484,22 +504,15 @@ impl Extractor {
                     names.join(", ")
                 );
             }
-            let bottoms: Vec<Mat> = l
-                .bottoms
-                .iter()
-                .map(|&b| {
-                    // Light mode releases every blob once its consumer has run.
-                    if self.light_mode {
-                        self.blobs[b].take().unwrap()
-                    } else {
-                        self.blobs[b].clone().unwrap()
-                    }
-                })
-                .collect();
+            let bottoms = self.take_bottoms(net, &l.bottoms)?;
             let t0 = self.timings.as_ref().map(|t| (t.1)());
-            let tops = net
-                .run_layer(li, bottoms, l.tops.len())
-                .map_err(|e| err(format!("{}: {e:#}", l.describe())))?;
+            let tops = net.run_layer(li, bottoms, l.tops.len()).map_err(|e| {
+                if crate::base::cancel::is_interrupt(&e) {
+                    e
+                } else {
+                    err(format!("{}: {e:#}", l.describe()))
+                }
+            })?;
             if let (Some(t), Some(t0)) = (self.timings.as_mut(), t0) {
                 let now = (t.1)();
                 t.0.push((li, now - t0));
@@ -524,6 +537,26 @@ impl Extractor {
                 describe_blob(net, blob)
             ))
         })
+    }
+}
+
+impl Extractor {
+    /// The bottoms of a layer, in order. Light mode releases every blob
+    /// once its consumer has run: the last mention of a blob takes it, an
+    /// earlier one (a layer listing the same bottom twice) copies it.
+    fn take_bottoms(&mut self, net: &Net, list: &[usize]) -> anyhow::Result<Vec<Mat>> {
+        let mut out = Vec::with_capacity(list.len());
+        for (j, &b) in list.iter().enumerate() {
+            let last = !list[j + 1..].contains(&b);
+            let slot = self.blobs.get_mut(b);
+            let m = match slot {
+                Some(s) if self.light_mode && last => s.take(),
+                Some(s) => s.clone(),
+                None => None,
+            };
+            out.push(m.ok_or_else(|| err(format!("blob {} is missing", describe_blob(net, b))))?);
+        }
+        Ok(out)
     }
 }
 

@@ -248,7 +248,8 @@ impl Residency {
             data.len()
         );
         self.require_backend()?;
-        crate::memory::ledger::check_budget((nrow * ncol * dtype.size()) as u64)?;
+        let bytes = crate::base::alloc::check(nrow.saturating_mul(ncol), dtype.size(), "an autograd device tensor")?;
+        crate::memory::ledger::check_budget(bytes as u64, "an autograd device tensor")?;
         let ctx = self.ctx_ensure(1, scope)?;
         let t = ctx.new_tensor(dtype, &[nrow, ncol])?;
         self.ctx_flush(&ctx, scope)?;

@@ -88,6 +88,21 @@ impl Context {
         a.check_live().with_context(what)?;
         ensure!(nb.len() + 1 == ne.len(), "internal: view strides");
         let es = a.dtype().size();
+        // Elements start at whole multiples of their size: another byte
+        // offset or stride would read the bytes of two elements as one.
+        ensure!(
+            offset % es == 0,
+            "{}: the byte offset {offset} is not a multiple of the {} element size ({es} bytes); give offset = k * {es}",
+            what(),
+            a.dtype().name()
+        );
+        if let Some(b) = nb.iter().find(|&&b| b % es != 0) {
+            anyhow::bail!(
+                "{}: the byte stride {b} is not a multiple of the {} element size ({es} bytes)",
+                what(),
+                a.dtype().name()
+            );
+        }
         let mut full_ne = [1usize; 4];
         full_ne[..ne.len()].copy_from_slice(ne);
         let mut full_nb = [es; 4];

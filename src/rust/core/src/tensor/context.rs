@@ -171,23 +171,34 @@ impl Context {
     ) -> crate::Result<Option<Arc<Buffer>>> {
         self.check_live()?;
         let g = self.lock();
-        let todo: Vec<&Arc<Tensor>> =
-            g.tensors.iter().filter(|t| t.view_base().is_none() && !t.has_data()).collect();
-        if todo.is_empty() {
-            return Ok(None);
-        }
-        let mut offsets = Vec::with_capacity(todo.len());
-        let mut size = 0usize;
-        for t in &todo {
-            offsets.push(size);
-            size = align_up(size + t.nbytes().max(1));
-        }
-        let buf = Arc::new(Buffer::allocate(alloc, size, tag)?);
-        for (t, off) in todo.iter().zip(offsets) {
-            t.set_storage(DataSlot { buf: buf.clone(), offset: off });
-        }
-        Ok(Some(buf))
+        alloc_group(g.tensors.iter(), alloc, tag)
     }
+}
+
+/// Back every tensor of `tensors` that has no memory yet (views aside: they
+/// use their base's) with one new buffer from `alloc`. `None` when there is
+/// nothing to allocate.
+pub fn alloc_group<'a>(
+    tensors: impl Iterator<Item = &'a Arc<Tensor>>,
+    alloc: &dyn Allocator,
+    tag: BufferTag,
+) -> crate::Result<Option<Arc<Buffer>>> {
+    let todo: Vec<&Arc<Tensor>> = tensors.filter(|t| t.view_base().is_none() && !t.has_data()).collect();
+    if todo.is_empty() {
+        return Ok(None);
+    }
+    let mut offsets = Vec::with_capacity(todo.len());
+    let mut size = 0usize;
+    for t in &todo {
+        t.check_live()?;
+        offsets.push(size);
+        size = align_up(size + t.nbytes().max(1));
+    }
+    let buf = Arc::new(Buffer::allocate(alloc, size, tag)?);
+    for (t, off) in todo.iter().zip(offsets) {
+        t.set_storage(DataSlot { buf: buf.clone(), offset: off });
+    }
+    Ok(Some(buf))
 }
 
 #[cfg(test)]

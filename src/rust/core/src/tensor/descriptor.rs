@@ -12,7 +12,7 @@ use crate::memory::tag::{self, BufferTag};
 use crate::memory::Buffer;
 use crate::op::Op;
 use anyhow::bail;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Liveness of a context, shared by the context and its tensors.
@@ -71,6 +71,29 @@ pub struct Tensor {
     view: Option<(Arc<Tensor>, usize)>,
     name: Mutex<String>,
     storage: Mutex<Option<DataSlot>>,
+    /// ggml's tensor flags: [`Tensor::INPUT`], [`Tensor::OUTPUT`], [`Tensor::PARAM`].
+    flags: AtomicU8,
+}
+
+impl Drop for Tensor {
+    /// A tensor owns its sources, so a long chain (`y <- op(y)` a hundred
+    /// thousand times) would drop recursively, one stack frame per tensor,
+    /// and overflow the stack. Unlink it iteratively instead: every source
+    /// whose last owner this is gives up its own sources before it goes.
+    fn drop(&mut self) {
+        let mut stack: Vec<Arc<Tensor>> = std::mem::take(&mut self.srcs);
+        if let Some((base, _)) = self.view.take() {
+            stack.push(base);
+        }
+        while let Some(t) = stack.pop() {
+            if let Some(mut inner) = Arc::into_inner(t) {
+                stack.append(&mut inner.srcs);
+                if let Some((base, _)) = inner.view.take() {
+                    stack.push(base);
+                }
+            }
+        }
+    }
 }
 
 impl Tensor {
@@ -96,7 +119,22 @@ impl Tensor {
             view,
             name: Mutex::new(String::new()),
             storage: Mutex::new(storage),
+            flags: AtomicU8::new(0),
         }
+    }
+
+    /// Flag of a graph input (`ggml_set_input`).
+    pub const INPUT: u8 = 1;
+    /// Flag of a graph output (`ggml_set_output`).
+    pub const OUTPUT: u8 = 2;
+    /// Flag of a trainable parameter (`ggml_set_param`).
+    pub const PARAM: u8 = 4;
+
+    pub fn flags(&self) -> u8 {
+        self.flags.load(Ordering::Relaxed)
+    }
+    pub fn set_flag(&self, flag: u8) {
+        self.flags.fetch_or(flag, Ordering::Relaxed);
     }
 
     pub fn id(&self) -> u64 {
@@ -182,8 +220,15 @@ impl Tensor {
         Ok(())
     }
 
+    /// Whether the tensor has memory of its own that is still there (a
+    /// freed buffer's tensors have none: allocating the context again gives
+    /// them new memory, as the freed-buffer error tells the user to do).
     pub(crate) fn has_own_storage(&self) -> bool {
-        self.storage.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+        self.storage
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_some_and(|s| !s.buf.is_freed())
     }
 
     pub(crate) fn set_storage(&self, s: DataSlot) {

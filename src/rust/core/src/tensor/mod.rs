@@ -8,5 +8,5 @@ pub mod context;
 pub mod descriptor;
 pub mod io;
 
-pub use context::{Context, GRAPH_OVERHEAD, TENSOR_OVERHEAD};
+pub use context::{alloc_group, Context, GRAPH_OVERHEAD, TENSOR_OVERHEAD};
 pub use descriptor::{CtxState, DataRef, DataSlot, Tensor};

@@ -59,16 +59,6 @@ pub(super) fn bias_act<T: Float>(col: &mut [T], bias: &[T], act: Option<UnaryOp>
     }
 }
 
-/// sgemm with strides in elements (see `matrixmultiply::sgemm`).
-///
-/// # Safety
-/// Every element addressed through `a`, `b` and `c` with the given sizes and
-/// strides must be valid; the elements of C written by nothing else.
-#[allow(clippy::too_many_arguments)]
-unsafe fn sgemm(m: usize, k: usize, n: usize, a: *const f32, rsa: isize, csa: isize, b: *const f32, rsb: isize, csb: isize, c: *mut f32, rsc: isize, csc: isize) {
-    matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc)
-}
-
 /// Row-major strides of one operand.
 #[derive(Clone, Copy)]
 struct Mat<'a> {
@@ -77,6 +67,12 @@ struct Mat<'a> {
     cs: usize,
 }
 
+/// Multiply-adds of one sgemm call at most, when a product is split for
+/// Ctrl-C (about a quarter second on one core)...
+const SLAB_WORK: usize = 1 << 31;
+/// ... in whole multiples of this depth (sgemm's own blocking of k).
+const SLAB_DEPTH: usize = 256;
+
 /// C (m x n, row-major, contiguous rows of n) = A (m x k) * B (k x n), rows of C
 /// split across the pool.
 fn gemm(pool: &Pool, m: usize, k: usize, n: usize, a: Mat<'_>, b: Mat<'_>, c: &mut [f32]) {
@@ -84,6 +80,9 @@ fn gemm(pool: &Pool, m: usize, k: usize, n: usize, a: Mat<'_>, b: Mat<'_>, c: &m
     if m == 0 || n == 0 {
         return;
     }
+    // A large block is summed over slabs of k (whole multiples of sgemm's
+    // own depth blocking, so nothing is packed twice), so that a requested
+    // stop (Ctrl-C) is seen between slabs, within a fraction of a second.
     let run = |row0: usize, c_rows: &mut [f32]| {
         let rows = c_rows.len() / n;
         if k == 0 {
@@ -93,24 +92,37 @@ fn gemm(pool: &Pool, m: usize, k: usize, n: usize, a: Mat<'_>, b: Mat<'_>, c: &m
         let a_last = (row0 + rows - 1) * a.rs + (k - 1) * a.cs;
         let b_last = (k - 1) * b.rs + (n - 1) * b.cs;
         assert!(a_last < a.d.len() && b_last < b.d.len(), "gemm operand bounds");
-        // SAFETY: every element the product reads lies within `a.d` / `b.d`
-        // (checked above: strides are non-negative, the last element is in
-        // bounds), and it writes exactly the `rows x n` elements of `c_rows`.
-        unsafe {
-            sgemm(
-                rows,
-                k,
-                n,
-                a.d.as_ptr().add(row0 * a.rs),
-                a.rs as isize,
-                a.cs as isize,
-                b.d.as_ptr(),
-                b.rs as isize,
-                b.cs as isize,
-                c_rows.as_mut_ptr(),
-                n as isize,
-                1,
-            );
+        let depth = (SLAB_WORK / rows.saturating_mul(n).max(1)).max(1).div_ceil(SLAB_DEPTH) * SLAB_DEPTH;
+        let mut k0 = 0;
+        while k0 < k {
+            if crate::base::cancel::requested() {
+                return;
+            }
+            let kk = depth.min(k - k0);
+            // SAFETY: every element sgemm reads lies within `a.d` / `b.d`
+            // (checked above: strides are non-negative, the last element of
+            // the whole product is in bounds, and this slab's columns of A and
+            // rows of B are within it), and it writes exactly the `rows x n`
+            // elements of `c_rows`.
+            unsafe {
+                matrixmultiply::sgemm(
+                    rows,
+                    kk,
+                    n,
+                    1.0,
+                    a.d.as_ptr().add(row0 * a.rs + k0 * a.cs),
+                    a.rs as isize,
+                    a.cs as isize,
+                    b.d.as_ptr().add(k0 * b.rs),
+                    b.rs as isize,
+                    b.cs as isize,
+                    if k0 == 0 { 0.0 } else { 1.0 },
+                    c_rows.as_mut_ptr(),
+                    n as isize,
+                    1,
+                );
+            }
+            k0 += kk;
         }
     };
     let work = m * n * k;

@@ -39,7 +39,7 @@ pub struct CpuBackend {
 
 impl CpuBackend {
     pub fn new() -> CpuBackend {
-        let pool = Pool::new(default_threads()).unwrap_or(Pool { n_threads: 1, rayon: None });
+        let pool = Pool::new(default_threads()).unwrap_or_else(|_| Pool::single());
         CpuBackend { pool: Mutex::new(Arc::new(pool)) }
     }
 
@@ -63,11 +63,14 @@ impl CpuBackend {
 
     pub fn compute(&self, nodes: &[Node]) -> crate::Result<()> {
         let pool = self.pool();
+        // A stop requested through `base::cancel` (Ctrl-C) ends the
+        // computation between nodes (large kernels also stop between chunks).
         for n in nodes {
+            crate::base::cancel::check()?;
             driver::run(n, &pool)
                 .with_context(|| format!("computing {}", n.tensor.describe()))?;
         }
-        Ok(())
+        crate::base::cancel::check()
     }
 }
 

@@ -46,7 +46,7 @@ pub fn get_rows<T: Float>(a: &Src<'_, T>, idx: &Src<'_, T>, out: &mut [T], ne: [
                 let r = idx.at(i10, i11, i12, 0).to_f64();
                 ensure!(
                     r >= 0.0 && (r as usize) < a.ne[1],
-                    "get_rows: row index {r} is out of range: the tensor has {} rows (indices \
+                    "get_rows: row index {r:.0} is out of range: the tensor has {} rows (indices \
                      start at 0)",
                     a.ne[1]
                 );

@@ -3,34 +3,33 @@
 use anyhow::Context as _;
 use rayon::prelude::*;
 
-/// A thread pool and its size.
+/// A thread pool and its size; it starts new threads when first used in a
+/// forked child (see [`crate::base::threads`]).
 #[derive(Debug)]
 pub struct Pool {
     pub n_threads: usize,
-    pub rayon: Option<rayon::ThreadPool>,
+    threads: crate::base::threads::Pool,
 }
 
 impl Pool {
     pub fn new(n_threads: usize) -> crate::Result<Pool> {
-        let rayon = if n_threads > 1 {
-            Some(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(n_threads)
-                    .thread_name(|i| format!("ggmlr-cpu-{i}"))
-                    .build()
-                    .context("could not start the CPU backend's threads")?,
-            )
-        } else {
-            None
-        };
-        Ok(Pool { n_threads, rayon })
+        let threads = crate::base::threads::Pool::new(n_threads, "ggmlr-cpu")
+            .context("could not start the CPU backend's threads")?;
+        Ok(Pool { n_threads, threads })
+    }
+
+    /// A pool of one thread (the caller's).
+    pub fn single() -> Pool {
+        Pool { n_threads: 1, threads: crate::base::threads::Pool::single() }
     }
 
     /// Run `f` inside the pool (so rayon's parallel iterators use its threads).
     pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
-        match &self.rayon {
-            Some(p) => p.install(f),
-            None => f(),
+        match self.threads.get() {
+            Ok(Some(p)) => p.install(f),
+            // One thread, or no threads could start in this process: the
+            // caller's thread does the work.
+            _ => f(),
         }
     }
 }
@@ -60,6 +59,12 @@ pub fn par_rows<T: Send>(
     pool.install(|| {
         out.par_chunks_mut(rows_per * row_len)
             .enumerate()
-            .for_each(|(c, chunk)| f(c * rows_per, chunk));
+            .for_each(|(c, chunk)| {
+                // A requested stop skips the remaining chunks; the node
+                // loop then reports the interruption.
+                if !crate::base::cancel::requested() {
+                    f(c * rows_per, chunk)
+                }
+            });
     });
 }

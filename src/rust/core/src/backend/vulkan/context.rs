@@ -16,6 +16,25 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 static CONTEXTS: OnceLock<Mutex<HashMap<usize, Weak<VkContext>>>> = OnceLock::new();
 
+/// The process that first opened a Vulkan device (0: none yet). A forked
+/// child inherits the driver's state but not its threads, so it must not
+/// use a device its parent opened, nor open a new one on that driver.
+static OPENED_BY: AtomicU32 = AtomicU32::new(0);
+
+fn forked_message() -> String {
+    "Vulkan was started in the parent R process before it forked (parallel::mclapply() \
+     and similar); a forked child cannot use the Vulkan driver. Use the CPU backend in \
+     the child, or workers that start fresh (parallel::makeCluster(), type \"PSOCK\")"
+        .to_string()
+}
+
+/// An error when this process is a fork of one that opened a Vulkan device.
+pub(crate) fn check_not_forked() -> crate::Result<()> {
+    let by = OPENED_BY.load(Ordering::SeqCst);
+    anyhow::ensure!(by == 0 || by == crate::base::threads::pid(), "{}", forked_message());
+    Ok(())
+}
+
 /// What recording needs exclusive use of: the command buffer and its fence.
 pub(crate) struct Submitter {
     pub pool: vk::CommandPool,
@@ -37,6 +56,8 @@ pub struct VkContext {
     submissions: AtomicU64,
     barriers: AtomicU64,
     lost: AtomicBool,
+    /// The process that created the device (see [`check_not_forked`]).
+    pid: u32,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -46,6 +67,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl VkContext {
     /// The context of device `device`, created on first use and shared after.
     pub fn get(device: usize) -> crate::Result<Arc<VkContext>> {
+        check_not_forked()?;
         let info = device::device_info(device)?.clone();
         let map = CONTEXTS.get_or_init(|| Mutex::new(HashMap::new()));
         let mut map = lock(map);
@@ -73,6 +95,8 @@ impl VkContext {
     }
 
     fn create(info: DeviceInfo) -> crate::Result<VkContext> {
+        check_not_forked()?;
+        let _ = OPENED_BY.compare_exchange(0, crate::base::threads::pid(), Ordering::SeqCst, Ordering::SeqCst);
         let name = info.name.clone();
         let fail = |what: &str, e: vk::Result| {
             anyhow::anyhow!("Vulkan device '{name}': {what} failed ({e}); use the CPU backend")
@@ -167,6 +191,7 @@ impl VkContext {
             submissions: AtomicU64::new(0),
             barriers: AtomicU64::new(0),
             lost: AtomicBool::new(false),
+            pid: crate::base::threads::pid(),
         })
     }
 
@@ -242,6 +267,7 @@ impl VkContext {
     }
 
     pub(crate) fn check_live(&self) -> crate::Result<()> {
+        anyhow::ensure!(self.pid == crate::base::threads::pid(), "{}", forked_message());
         anyhow::ensure!(
             !self.is_lost(),
             "Vulkan device '{}' was lost earlier (driver reset or crash); its buffers are gone. \
@@ -277,6 +303,7 @@ impl VkContext {
 
     /// Submit the recorded command buffer once and wait for it.
     pub(crate) fn submit_and_wait(&self, s: &Submitter, what: &str) -> crate::Result<()> {
+        self.check_live()?;
         let cmds = [s.cmd];
         let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
         // SAFETY: the command buffer is fully recorded, the fence unsignalled,
@@ -312,8 +339,20 @@ impl Drop for InstanceGuard {
     }
 }
 
+impl VkContext {
+    /// True in the process that created the device (false in a forked child).
+    pub(crate) fn in_owner_process(&self) -> bool {
+        self.pid == crate::base::threads::pid()
+    }
+}
+
 impl Drop for VkContext {
     fn drop(&mut self) {
+        if !self.in_owner_process() {
+            // The parent's device: the driver's threads are not here, so
+            // its objects are left to the parent (this process only forgets them).
+            return;
+        }
         // SAFETY: no buffer holds the context any more (they keep it alive),
         // so nothing created from the device is in use; wait for idle first.
         unsafe {

@@ -62,6 +62,13 @@ impl VkBuffer {
 
 impl Drop for VkBuffer {
     fn drop(&mut self) {
+        if !self.ctx.in_owner_process() {
+            // A forked child's copy of its parent's buffer (see VkContext's drop).
+            if let Some(a) = self.alloc.take() {
+                std::mem::forget(a);
+            }
+            return;
+        }
         let dev = &self.ctx.device;
         // SAFETY: graph runs wait for completion, so the buffer is idle.
         unsafe { dev.destroy_buffer(self.buffer, None) };

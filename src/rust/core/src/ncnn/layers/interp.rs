@@ -108,6 +108,11 @@ impl Layer for Interp {
                 x.describe()
             );
         }
+        // The output size comes from the param's scales: checked before
+        // anything of that size (taps, output) is made.
+        let n = crate::base::alloc::product(&[ow, oh, c], "the Interp output")?;
+        crate::base::alloc::check(n, 4, "the Interp output")?;
+        crate::base::alloc::check(ow.saturating_add(oh), 64, "the Interp taps")?;
         let tx = self.taps(w, ow, self.ws, fixed);
         let ty = self.taps(h, oh, self.hs, fixed);
         let mut out = Mat::new_3d(ow, oh, c);

@@ -105,11 +105,14 @@ impl Layer for Padding {
             (0, 0)
         };
         let (w, h, c) = (
-            x.w + self.left + self.right,
-            x.h + top + bottom,
-            x.c + front + behind,
+            x.w.saturating_add(self.left).saturating_add(self.right),
+            x.h.saturating_add(top).saturating_add(bottom),
+            x.c.saturating_add(front).saturating_add(behind),
         );
-        let mut data = crate::ncnn::mat::Buf::filled(w * h * c, 0.0);
+        // The sizes come from the param: checked before the allocation.
+        let n = crate::base::alloc::product(&[w, h, c], "the Padding output")?;
+        crate::base::alloc::check(n, 4, "the Padding output")?;
+        let mut data = crate::ncnn::mat::Buf::filled(n, 0.0);
         for q in 0..c {
             let sq = q as i64 - front as i64;
             let fill = if self.per_channel > 0 {

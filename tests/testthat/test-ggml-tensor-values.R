@@ -1,0 +1,57 @@
+# dim(), as.array() and as.matrix() of ggml tensors: R's own layout, since
+# ne0 (the fastest dimension) is R's first.
+
+test_that("dim() and as.array() give back the R array a tensor was made from", {
+  ctx <- ggml_init(1024 * 1024)
+  on.exit(ggml_free(ctx))
+  m <- matrix(rnorm(6), 2, 3)
+  a <- ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 2, 3)
+  ggml_set_f32(a, m)
+  expect_identical(dim(a), c(2L, 3L))
+  expect_equal(as.array(a), m, tolerance = 1e-6)
+  expect_equal(as.matrix(a), m, tolerance = 1e-6)
+  expect_identical(nrow(a), 2L)
+  arr <- array(as.double(1:24), c(2, 3, 4))
+  b <- ggml_new_tensor_3d(ctx, GGML_TYPE_F16, 2, 3, 4)
+  ggml_set_f32(b, arr)
+  expect_identical(dim(b), c(2L, 3L, 4L))
+  expect_identical(as.array(b), arr)
+  expect_error(as.matrix(b), "3 dimensions \\[2, 3, 4\\]: use as.array", class = "ggmlR_error")
+  v <- ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 3)
+  ggml_set_i32(v, c(5L, -1L, 2L))
+  expect_identical(dim(v), 3L)
+  expect_identical(as.array(v), array(c(5L, -1L, 2L), 3L))
+  expect_identical(as.matrix(v), matrix(c(5L, -1L, 2L), 3L, 1L))
+  # a computed transpose reads back as R's t()
+  tt <- ggml_cont(ctx, ggml_transpose(ctx, a))
+  ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, tt))
+  expect_equal(as.matrix(tt), t(m), tolerance = 1e-6)
+})
+
+test_that("as.array() reads tensors in backend buffers, on the CPU and on Vulkan", {
+  backends <- list(ggml_backend_cpu_init())
+  if (ggml_vulkan_available()) backends <- c(backends, list(ggml_vulkan_init(0L)))
+  for (be in backends) {
+    ctx <- ggml_init(8 * ggml_tensor_overhead(), no_alloc = TRUE)
+    x <- ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 3, 2)
+    y <- ggml_scale(ctx, x, 2)
+    buf <- ggml_backend_alloc_ctx_tensors(ctx, be)
+    m <- matrix(1:6, 3, 2)
+    ggml_backend_tensor_set_data(x, m)
+    ggml_backend_graph_compute(be, ggml_build_forward_expand(ctx, y))
+    expect_identical(dim(y), c(3L, 2L))
+    expect_identical(as.array(y), 2 * m + 0, info = ggml_backend_name(be))
+    ggml_backend_buffer_free(buf)
+    expect_error(as.array(y), class = "ggmlR_error")
+    ggml_free(ctx)
+    ggml_backend_free(be)
+  }
+})
+
+test_that("a tensor of a freed context keeps its shape; reading its values is a clear error", {
+  ctx <- ggml_init(1024 * 1024)
+  a <- ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4)
+  ggml_free(ctx)
+  expect_identical(dim(a), 4L)
+  expect_error(as.array(a), "freed", class = "ggmlR_error")
+})

@@ -36,6 +36,11 @@
 #' o <- ggml_flash_attn_ext(ctx, q, k, v, NULL, 1 / sqrt(4))
 #' ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, o))
 #' ggml_tensor_shape(o) # 4 values, 2 heads, 3 queries
+#' # the gradients of q, k and v for a gradient of ones on the result
+#' d <- ggml_set_f32(ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 4, 2, 3), 1)
+#' g <- ggml_flash_attn_back(ctx, q, k, v, d, masked = FALSE)
+#' ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, g))
+#' length(ggml_get_f32(g)) # 24 + 40 + 40 values
 #' ggml_free(ctx)
 ggml_flash_attn_ext <- function(ctx, q, k, v, mask = NULL, scale, max_bias = 0.0,
                                 logit_softcap = 0.0) {

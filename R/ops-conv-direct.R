@@ -39,6 +39,25 @@
 #' ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, p))
 #' ggml_get_f32(y)
 #' ggml_get_f32(p)
+#' run <- function(r) {
+#'   ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, r))
+#'   ggml_get_f32(r)
+#' }
+#' run(ggml_conv_1d_ph(ctx, k, x)) # padded: 6 outputs
+#' # depthwise: one kernel per channel of a 2-channel input
+#' x2 <- ggml_set_f32(ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 6, 2), 1:12)
+#' kd <- ggml_set_f32(ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 3, 1, 2), c(1, 0, -1, 0, 1, 0))
+#' run(ggml_conv_1d_dw(ctx, kd, x2))
+#' run(ggml_conv_1d_dw_ph(ctx, kd, x2))
+#' run(ggml_conv_transpose_1d(ctx, k, x)) # 8 outputs
+#' # 2-D: a 4 x 4 image, 3 x 3 kernels
+#' img <- ggml_set_f32(ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 4, 4, 1, 1), 1:16)
+#' k2 <- ggml_set_f32(ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 3, 3, 1, 1), 1 / 9)
+#' matrix(run(ggml_conv_2d_direct(ctx, k2, img)), 2) # 3 x 3 means
+#' matrix(run(ggml_conv_2d_dw(ctx, k2, img, p0 = 1, p1 = 1)), 4)
+#' matrix(run(ggml_conv_2d_dw_direct(ctx, k2, img)), 2)
+#' up <- ggml_set_f32(ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 2, 2, 1, 1), 1)
+#' matrix(run(ggml_conv_transpose_2d_p0(ctx, up, img, 2)), 8) # each pixel to 2 x 2
 #' ggml_free(ctx)
 ggml_conv_1d <- function(ctx, a, b, s0 = 1L, p0 = 0L, d0 = 1L) {
   .conv_1d(ctx, a, b, c(s0, p0, d0), FALSE)

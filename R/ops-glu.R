@@ -27,6 +27,27 @@
 #' r <- ggml_reglu(ctx, a)
 #' ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, r))
 #' ggml_get_f32(r) # relu(c(-2, 3)) * c(1, 2)
+#'
+#' # The generic form with each op code, beside the named forms.
+#' run <- function(r) {
+#'   ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, r))
+#'   ggml_get_f32(r)
+#' }
+#' codes <- c(reglu = GGML_GLU_OP_REGLU, geglu = GGML_GLU_OP_GEGLU,
+#'            swiglu = GGML_GLU_OP_SWIGLU, swiglu_oai = GGML_GLU_OP_SWIGLU_OAI,
+#'            geglu_erf = GGML_GLU_OP_GEGLU_ERF,
+#'            geglu_quick = GGML_GLU_OP_GEGLU_QUICK)
+#' sapply(codes, function(op) run(ggml_glu(ctx, a, op)))
+#' named <- list(ggml_geglu, ggml_swiglu, ggml_geglu_erf, ggml_geglu_quick,
+#'               ggml_swiglu_oai)
+#' sapply(named, function(f) run(f(ctx, a)))
+#' # values and gates as two tensors
+#' x <- ggml_set_f32(ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 2), c(-2, 3))
+#' g <- ggml_set_f32(ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 2), c(1, 2))
+#' run(ggml_glu_split(ctx, x, g, GGML_GLU_OP_SWIGLU))
+#' split <- list(ggml_reglu_split, ggml_geglu_split, ggml_swiglu_split,
+#'               ggml_geglu_erf_split, ggml_geglu_quick_split)
+#' sapply(split, function(f) run(f(ctx, x, g)))
 #' ggml_free(ctx)
 ggml_glu <- function(ctx, a, op, swapped = FALSE) {
   .glu(ctx, op, list(a), swapped)

@@ -56,6 +56,53 @@
 #' ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, d))
 #' ggml_get_f32(r)
 #' matrix(ggml_get_f32(d), 4)
+#' run <- function(r) {
+#'   ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, r))
+#'   ggml_get_f32(r)
+#' }
+#' run(ggml_pad_reflect_1d(ctx, a, 2, 2)) # 3 2 1 2 3 4 3 2
+#' run(ggml_arange(ctx, 0, 1, 0.25))
+#' t <- ggml_arange(ctx, 0, 3)
+#' matrix(run(ggml_timestep_embedding(ctx, t, 4, 100)), 4)
+#' # causal masks: entries above the diagonal set to 0
+#' m <- function() ggml_set_f32(ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 3, 3), 1)
+#' matrix(run(ggml_diag_mask_zero(ctx, m(), 0)), 3)
+#' matrix(run(ggml_diag_mask_zero_inplace(ctx, m(), 1)), 3)
+#' # writing a 2-vector into a copy of a 4 x 3 matrix (offsets in bytes)
+#' big <- function() ggml_set_f32(ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 4, 3), 0)
+#' two <- ggml_set_f32(ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 2), c(7, 8))
+#' matrix(run(ggml_set_1d(ctx, big(), two, 4)), 4)
+#' matrix(run(ggml_set_1d_inplace(ctx, big(), two, 8)), 4)
+#' col <- ggml_set_f32(ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 1, 3), 1:3)
+#' matrix(run(ggml_set_2d(ctx, big(), col, 16, 12)), 4) # the 4th value of each row
+#' matrix(run(ggml_set_2d_inplace(ctx, big(), col, 16, 0)), 4)
+#' matrix(run(ggml_set(ctx, big(), two, 16, 48, 48, 4)), 4)
+#' matrix(run(ggml_set_inplace(ctx, big(), two, 16, 48, 48, 0)), 4)
+#' # gradients of get_rows and repeat
+#' rows <- ggml_set_i32(ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 2), c(2, 2))
+#' g <- ggml_set_f32(ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 4, 2), 1)
+#' matrix(run(ggml_get_rows_back(ctx, g, rows, big())), 4) # row 2 gets both
+#' run(ggml_repeat_back(ctx, g, ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4)))
+#' # windows of a [C, W, H] map and back
+#' img <- ggml_set_f32(ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 1, 3, 3), 1:9)
+#' w <- ggml_win_part(ctx, img, 2)
+#' ggml_tensor_shape(w) # 1 channel, 2 x 2 windows, 4 of them
+#' run(ggml_win_unpart(ctx, w, 3, 3, 2))
+#' # relative positions for a 2 x 2 window, added to attention scores
+#' tab <- ggml_set_f32(ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 2, 3), 1:6)
+#' rel <- ggml_get_rel_pos(ctx, tab, 2, 2)
+#' ggml_tensor_shape(rel)
+#' s <- function() ggml_set_f32(ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 4, 4, 1), 0)
+#' pw <- ggml_set_f32(ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 2, 2, 2, 1), 1:8)
+#' ph <- ggml_set_f32(ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 2, 2, 2, 1), 0)
+#' matrix(run(ggml_add_rel_pos(ctx, s(), pw, ph)), 4)
+#' matrix(run(ggml_add_rel_pos_inplace(ctx, s(), ph, pw)), 4)
+#' # a mixture of two experts: token 1 goes to expert 1, token 2 to expert 0
+#' experts <- ggml_set_f32(ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 2, 2, 2),
+#'                         c(1, 0, 0, 1, 2, 0, 0, 2))
+#' xs <- ggml_set_f32(ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 2, 1, 2), c(1, 2, 3, 4))
+#' ids <- ggml_set_i32(ggml_new_tensor_2d(ctx, GGML_TYPE_I32, 1, 2), c(1, 0))
+#' run(ggml_mul_mat_id(ctx, experts, xs, ids)) # 2 4 3 4
 #' ggml_free(ctx)
 ggml_roll <- function(ctx, a, shift0 = 0L, shift1 = 0L, shift2 = 0L, shift3 = 0L) {
   .op(ctx, "roll", list(a), c(shift0, shift1, shift2, shift3))

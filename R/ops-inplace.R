@@ -16,11 +16,41 @@
 #'   `_inplace` functions documented beside their ops.
 #' @export
 #' @examples
-#' ctx <- ggml_init(1024 * 1024)
+#' ctx <- ggml_init(16 * 1024 * 1024)
 #' a <- ggml_set_f32(ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4), c(-1, 2, -3, 4))
 #' r <- ggml_abs_inplace(ctx, a)
 #' ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, r))
 #' ggml_get_f32(a) # a itself now holds the result
+#'
+#' # Each in-place op, on a fresh 2 x 3 input, gives what its plain form gives.
+#' x <- function() ggml_set_f32(ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 3, 2),
+#'                              c(0.5, 1.5, 2.5, 3, 4, 5))
+#' run <- function(r) {
+#'   ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, r))
+#'   ggml_get_f32(r)
+#' }
+#' unary <- list(
+#'   ggml_neg_inplace, ggml_sqr_inplace, ggml_sqrt_inplace, ggml_exp_inplace,
+#'   ggml_log_inplace, ggml_sin_inplace, ggml_cos_inplace, ggml_sgn_inplace,
+#'   ggml_step_inplace, ggml_ceil_inplace, ggml_floor_inplace,
+#'   ggml_round_inplace, ggml_relu_inplace, ggml_gelu_inplace,
+#'   ggml_gelu_quick_inplace, ggml_gelu_erf_inplace, ggml_silu_inplace,
+#'   ggml_sigmoid_inplace, ggml_tanh_inplace, ggml_softplus_inplace,
+#'   ggml_elu_inplace, ggml_hardswish_inplace, ggml_hardsigmoid_inplace,
+#'   ggml_dup_inplace, ggml_norm_inplace, ggml_rms_norm_inplace,
+#'   ggml_l2_norm_inplace, ggml_soft_max_inplace, ggml_soft_max_ext_inplace
+#' )
+#' sapply(unary, function(f) run(f(ctx, x())))
+#' binary <- list(ggml_add_inplace, ggml_sub_inplace, ggml_mul_inplace,
+#'                ggml_div_inplace)
+#' sapply(binary, function(f) run(f(ctx, x(), x())))
+#' one <- ggml_set_f32(ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1), 10)
+#' run(ggml_add1_inplace(ctx, x(), one))
+#' run(ggml_scale_inplace(ctx, x(), 2))
+#' run(ggml_group_norm_inplace(ctx, x(), n_groups = 1))
+#' run(ggml_diag_mask_inf_inplace(ctx, x(), n_past = 0))
+#' # the backward pass of soft_max: gradient a, soft_max output b
+#' run(ggml_soft_max_ext_back_inplace(ctx, x(), ggml_soft_max(ctx, x())))
 #' ggml_free(ctx)
 ggml_abs_inplace <- function(ctx, a) .op(ctx, "abs", list(a), inplace = TRUE)
 

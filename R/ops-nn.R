@@ -175,6 +175,11 @@ GGML_OP_POOL_AVG <- 1L
 #' n <- ggml_upscale(ctx, a, 2, mode = GGML_SCALE_MODE_NEAREST)
 #' ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, n))
 #' identical(ggml_get_f32(n), ggml_get_f32(u))
+#' for (m in c(GGML_SCALE_MODE_BILINEAR, GGML_SCALE_MODE_BICUBIC)) {
+#'   s <- ggml_upscale(ctx, a, 2, mode = m)
+#'   ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, s))
+#'   print(matrix(ggml_get_f32(s), 4))
+#' }
 #' ggml_free(ctx)
 ggml_pad <- function(ctx, a, p0 = 0L, p1 = 0L, p2 = 0L, p3 = 0L) {
   .op(ctx, "pad", list(a), c(p0, p1, p2, p3))

@@ -39,6 +39,23 @@
 #' r <- ggml_rope(ctx, q, pos, 4, GGML_ROPE_TYPE_NORM)
 #' ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, r))
 #' matrix(ggml_get_f32(r), 4) # token 0 unchanged, token 1 rotated
+#'
+#' run <- function(r) {
+#'   ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, r))
+#'   matrix(ggml_get_f32(r), 4)
+#' }
+#' x <- function() ggml_set_f32(ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 4, 1, 2), 1:8)
+#' # NeoX pairing and YaRN-style parameters; the back pass undoes the rotation
+#' e <- ggml_rope_ext(ctx, x(), pos, NULL, 4, GGML_ROPE_TYPE_NEOX, freq_base = 100)
+#' run(ggml_rope_ext_back(ctx, e, pos, NULL, 4, GGML_ROPE_TYPE_NEOX, freq_base = 100))
+#' run(ggml_rope_inplace(ctx, x(), pos, 4))
+#' run(ggml_rope_ext_inplace(ctx, x(), pos, NULL, 4, freq_scale = 0.5))
+#' # M-RoPE: four positions per token (time, height, width, extra)
+#' pos4 <- ggml_set_i32(ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 8), c(0, 1, 2, 3, 0, 0, 0, 0))
+#' m <- ggml_rope_multi(ctx, x(), pos4, NULL, 4, c(1, 1, 0, 0), GGML_ROPE_TYPE_MROPE)
+#' run(m)
+#' run(ggml_rope_multi_back(ctx, m, pos4, NULL, 4, c(1, 1, 0, 0), GGML_ROPE_TYPE_MROPE))
+#' run(ggml_rope_multi_inplace(ctx, x(), pos4, NULL, 2, c(1, 1, 0, 0), GGML_ROPE_TYPE_VISION))
 #' ggml_free(ctx)
 ggml_rope <- function(ctx, a, b, n_dims, mode = 0L) {
   .rope(ctx, a, b, NULL, n_dims, mode)

@@ -30,6 +30,22 @@
 #' ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, n))
 #' ggml_get_i32(i)
 #' sum(ggml_get_f32(n)^2)
+#' run <- function(r) {
+#'   ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, r))
+#'   if (ggml_tensor_type(r) == GGML_TYPE_I32) ggml_get_i32(r) else ggml_get_f32(r)
+#' }
+#' run(ggml_argsort(ctx, a, GGML_SORT_ORDER_ASC))
+#' run(ggml_top_k(ctx, a, 2)) # the positions of 5 and 4
+#' run(ggml_count_equal(ctx, a, ggml_sqr(ctx, a))) # only 1 == 1^2, twice
+#' # two channels of 2 values in one group, then in two groups
+#' x <- ggml_set_f32(ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 2, 1, 2), c(1, 2, 3, 5))
+#' run(ggml_group_norm(ctx, x, 1))
+#' run(ggml_group_norm(ctx, x, 2))
+#' # gradients, given the gradient g of each result
+#' g <- ggml_set_f32(ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 5), c(1, 0, 0, 0, 0))
+#' run(ggml_rms_norm_back(ctx, g, a))
+#' run(ggml_silu_back(ctx, g, a))
+#' run(ggml_soft_max_ext_back(ctx, g, ggml_soft_max(ctx, a)))
 #' ggml_free(ctx)
 ggml_l2_norm <- function(ctx, a, eps = 1e-5) .op(ctx, "l2_norm", list(a), eps)
 

@@ -28,7 +28,10 @@
 #' fns <- list(neg = ggml_neg, abs = ggml_abs, sqr = ggml_sqr, exp = ggml_exp, sin = ggml_sin,
 #'             cos = ggml_cos, relu = ggml_relu, gelu = ggml_gelu, silu = ggml_silu,
 #'             sigmoid = ggml_sigmoid, elu = ggml_elu, step = ggml_step,
-#'             hardswish = ggml_hardswish, hardsigmoid = ggml_hardsigmoid)
+#'             hardswish = ggml_hardswish, hardsigmoid = ggml_hardsigmoid,
+#'             ceil = ggml_ceil, floor = ggml_floor, round = ggml_round,
+#'             sgn = ggml_sgn, softplus = ggml_softplus, gelu_erf = ggml_gelu_erf,
+#'             gelu_quick = ggml_gelu_quick)
 #' outs <- lapply(fns, function(f) f(ctx, a))
 #' outs$sqrt_abs <- ggml_sqrt(ctx, ggml_abs(ctx, a))
 #' outs$log_exp <- ggml_log(ctx, ggml_exp(ctx, a))

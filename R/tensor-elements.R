@@ -24,8 +24,17 @@
 #' ggml_get_f32_nd(m, 2, 1) # column 2 of the R matrix, row 3
 #' ggml_set_f32_nd(m, 0, 1, value = -1)
 #' matrix(ggml_get_f32(m), 3)
+#' ggml_set_f32_1d(m, 5, 60) # the last element in ggml order
+#' ggml_get_f32_1d(m, 5)
 #' ggml_set_zero(m)
 #' ggml_get_f32(m)
+#' n <- ggml_new_i32(ctx, 7L)
+#' ggml_get_i32_1d(n, 0)
+#' v <- ggml_set_i32(ggml_new_tensor_2d(ctx, GGML_TYPE_I32, 2, 2), 1:4)
+#' ggml_set_i32_nd(v, 1, 1, value = 40L)
+#' ggml_get_i32_nd(v, 1, 1)
+#' ggml_set_i32_1d(v, 0, -1L)
+#' ggml_get_i32(v)
 #' ggml_free(ctx)
 ggml_new_f32 <- function(ctx, value) {
   t <- ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1)
@@ -96,7 +105,8 @@ ggml_set_i32_1d <- function(tensor, i, value) {
   invisible(tensor)
 }
 
-.int_value <- function(value, call = sys.call(-1L)) {
+.int_value <- function(value, call = .user_call()) {
+  force(call)
   if (!is.numeric(value) || length(value) != 1L || is.na(value) || value != round(value)) {
     .abort("`value` must be a single whole number.", call = call)
   }
@@ -104,7 +114,8 @@ ggml_set_i32_1d <- function(tensor, i, value) {
 }
 
 # The ggml-order position of 0-based coordinates `idx` (one or four), checked.
-.flat <- function(tensor, idx, call = sys.call(-1L)) {
+.flat <- function(tensor, idx, call = .user_call()) {
+  force(call)
   ne <- .rs(rs_tensor_info(tensor), call = call)$ne
   if (!is.numeric(idx) || anyNA(idx) || any(idx != round(idx))) {
     .abort("element coordinates must be whole numbers.", call = call)
@@ -125,7 +136,8 @@ ggml_set_i32_1d <- function(tensor, i, value) {
 }
 
 # Read (value missing) or write one element at ggml-order position `pos`.
-.element <- function(tensor, pos, value, call = sys.call(-1L)) {
+.element <- function(tensor, pos, value, call = .user_call()) {
+  force(call)
   if (missing(value)) return(.rs(rs_tensor_get(tensor, pos, 1), call = call))
   if (!is.numeric(value) || length(value) != 1L) {
     .abort("`value` must be a single number.", call = call)

@@ -114,8 +114,33 @@ ggml_callback_early_stopping <- function(monitor = "val_loss", patience = 5, min
 #' @family callbacks
 #' @export
 #' @examples
-#' sched <- ggml_schedule_step_decay(step_size = 2, gamma = 0.5)
-#' names(sched)
+#' set.seed(1)
+#' x <- matrix(runif(80), 40, 2)
+#' y <- x %*% c(1, -1)
+#' model <- ggml_model_sequential() |>
+#'   ggml_layer_dense(1, input_shape = 2) |>
+#'   ggml_compile(optimizer = "sgd", loss = "mse", learning_rate = 0.1, backend = "cpu")
+#' lrs <- numeric(0)
+#' record <- list(on_epoch_end = function(epoch, logs, state) {
+#'   lrs[epoch] <<- ggml_opt_get_lr(state$lr_ud)[["sgd"]]
+#' })
+#' # halve the rate every two epochs
+#' step <- ggml_schedule_step_decay(step_size = 2, gamma = 0.5)
+#' model <- ggml_fit(model, x, y, epochs = 6, batch_size = 10, verbose = 0,
+#'                   callbacks = list(step, record))
+#' lrs
+#' # a cosine from 0.1 down to 0.01 over the six epochs
+#' lrs <- numeric(0)
+#' model <- ggml_compile(model, optimizer = "sgd", loss = "mse", learning_rate = 0.1,
+#'                       backend = "cpu")
+#' cosine <- ggml_schedule_cosine_decay(eta_min = 0.01)
+#' model <- ggml_fit(model, x, y, epochs = 6, batch_size = 10, verbose = 0,
+#'                   callbacks = list(cosine, record))
+#' round(lrs, 4)
+#' # halve it when the validation loss stops improving
+#' plateau <- ggml_schedule_reduce_on_plateau(patience = 1, factor = 0.5)
+#' model <- ggml_fit(model, x, y, epochs = 3, batch_size = 10, verbose = 0,
+#'                   validation_split = 0.25, callbacks = list(plateau))
 ggml_schedule_step_decay <- function(step_size = 10, gamma = 0.1, verbose = FALSE) {
   step_size <- .nn_int(step_size, "step_size")
   gamma <- .nn_nonneg(gamma, "gamma")

@@ -107,6 +107,8 @@ ggml_model <- function(inputs, outputs) {
 #' h <- ggml_layer_dense(x, 8, activation = "relu")
 #' r <- ggml_layer_add(list(x, h))
 #' r$node_type
+#' cat_xh <- ggml_layer_concatenate(list(x, h), axis = -1)
+#' cat_xh$node_type
 ggml_layer_add <- function(tensors, name = NULL) {
   tensors <- .nn_check_nodes(tensors, "ggml_layer_add")
   name <- .nn_check_name(name)
@@ -154,6 +156,11 @@ ggml_layer_concatenate <- function(tensors, axis = 0L, name = NULL) {
 #' ha <- ggml_apply(a, enc)
 #' hb <- ggml_apply(b, enc)
 #' identical(ha$layer_id, hb$layer_id)
+#' ggml_batch_norm(eps = 1e-3)
+#' ggml_embedding(vocab_size = 100, dim = 8)
+#' seq <- ggml_input(shape = c(10, 3))
+#' ggml_apply(seq, ggml_lstm(16))$node_type
+#' ggml_apply(seq, ggml_gru(16, return_sequences = TRUE))$node_type
 ggml_dense <- function(units, activation = NULL, name = NULL, trainable = TRUE) {
   .nn_layer_object("dense", list(units = .nn_int(units, "units"),
                                  activation = .nn_check_activation(activation)), name, trainable)

@@ -2,27 +2,22 @@
 # compile(), fit() and evaluate() from the 'generics' package (re-exported),
 # and stats::predict().
 
-#' @importFrom generics compile
-#' @export
-generics::compile
-
-#' @importFrom generics fit
-#' @export
-generics::fit
-
-#' @importFrom generics evaluate
-#' @export
-generics::evaluate
-
 #' Generic verbs for Keras-style models
 #'
 #' `compile()`, `fit()`, `evaluate()` and `predict()` call [ggml_compile()],
-#' [ggml_fit()], [ggml_evaluate()] and [ggml_predict()].
+#' [ggml_fit()], [ggml_evaluate()] and [ggml_predict()]. The generics
+#' `compile()`, `fit()` and `evaluate()` are those of the 'generics' package,
+#' re-exported so that they work after `library(ggmlR)` alone.
 #'
 #' @param object,x A `ggml_sequential_model` or `ggml_functional_model`.
 #' @param ... Arguments of the `ggml_*()` function.
 #' @return As the `ggml_*()` function.
 #' @name ggml_model_generics
+#' @aliases compile fit evaluate
+#' @importFrom generics compile fit evaluate
+#' @rawNamespace export(compile)
+#' @rawNamespace export(evaluate)
+#' @rawNamespace export(fit)
 #' @examples
 #' model <- ggml_model_sequential() |>
 #'   ggml_layer_dense(2, activation = "softmax", input_shape = 3)

@@ -164,6 +164,11 @@ ggml_layer_dense <- function(model, units, activation = NULL, input_shape = NULL
 #'   ggml_layer_flatten() |>
 #'   ggml_layer_dense(10, activation = "softmax")
 #' model
+#' # sequences of 20 steps with 3 channels
+#' ggml_model_sequential() |>
+#'   ggml_layer_conv_1d(4, 3, activation = "relu", input_shape = c(20, 3)) |>
+#'   ggml_layer_flatten() |>
+#'   ggml_layer_dense(2, activation = "softmax")
 ggml_layer_conv_2d <- function(model, filters, kernel_size, activation = NULL,
                                input_shape = NULL, strides = c(1L, 1L),
                                padding = "valid", name = NULL, trainable = TRUE) {
@@ -201,6 +206,10 @@ ggml_layer_conv_1d <- function(model, filters, kernel_size, activation = NULL,
 #' @family layers
 #' @export
 #' @examples
+#' ggml_model_sequential() |>
+#'   ggml_layer_conv_2d(4, c(3, 3), input_shape = c(8, 8, 1)) |>
+#'   ggml_layer_max_pooling_2d(c(2, 2)) |>
+#'   ggml_layer_global_max_pooling_2d()
 #' x <- ggml_input(shape = c(8, 8, 4))
 #' y <- ggml_layer_global_average_pooling_2d(x)
 #' y$node_type
@@ -339,6 +348,10 @@ ggml_layer_embedding <- function(model, vocab_size, dim, name = NULL, trainable 
 #' ggml_model_sequential() |>
 #'   ggml_layer_lstm(16, input_shape = c(10, 3)) |>
 #'   ggml_layer_dense(2, activation = "softmax")
+#' ggml_model_sequential() |>
+#'   ggml_layer_gru(8, return_sequences = TRUE, input_shape = c(10, 3)) |>
+#'   ggml_layer_gru(4) |>
+#'   ggml_layer_dense(1)
 ggml_layer_lstm <- function(model, units, return_sequences = FALSE, activation = "tanh",
                             recurrent_activation = "sigmoid", input_shape = NULL,
                             name = NULL, trainable = TRUE) {

@@ -116,6 +116,8 @@ ggml_pop_layer <- function(model) {
 #'   ggml_layer_dense(2)
 #' model <- ggml_freeze_weights(model, from = 1, to = 1)
 #' vapply(model$layers, function(l) l$trainable, TRUE)
+#' model <- ggml_unfreeze_weights(model)
+#' vapply(model$layers, function(l) l$trainable, TRUE)
 ggml_freeze_weights <- function(model, ...) UseMethod("ggml_freeze_weights")
 
 #' @rdname ggml_freeze_weights

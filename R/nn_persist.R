@@ -133,6 +133,16 @@
 #' model2 <- ggml_load_model(f)
 #' x <- matrix(runif(6), 2, 3)
 #' all.equal(ggml_predict(model, x), ggml_predict(model2, x))
+#' # the weights alone, into a model of the same architecture
+#' fw <- tempfile(fileext = ".ggml")
+#' ggml_save_weights(model, fw)
+#' model3 <- ggml_model_sequential() |>
+#'   ggml_layer_dense(4, activation = "relu", input_shape = 3) |>
+#'   ggml_layer_dense(2, activation = "softmax") |>
+#'   ggml_compile(loss = "categorical_crossentropy", backend = "cpu")
+#' model3 <- ggml_load_weights(model3, fw)
+#' all.equal(ggml_predict(model, x), ggml_predict(model3, x))
+#' unlink(c(f, fw))
 ggml_save_model <- function(model, path, ...) UseMethod("ggml_save_model")
 
 #' @rdname ggml_save_model

@@ -75,7 +75,26 @@ ggml_opt_default_params <- function(sched, loss_type) {
 #' r <- ggml_opt_result_init()
 #' for (i in 1:200) ggml_opt_eval(opt, r)
 #' ggml_backend_tensor_get_data(w)
+#' ggml_opt_static_graphs(opt)
+#' ggml_opt_optimizer_name(ggml_opt_context_optimizer_type(opt))
+#' identical(ggml_opt_inputs(opt), x)
+#' identical(ggml_opt_outputs(opt), out)
+#' ggml_backend_tensor_get_data(ggml_opt_loss(opt))
+#' ggml_backend_tensor_get_data(ggml_opt_pred(opt))
+#' ggml_backend_tensor_get_data(ggml_opt_ncorrect(opt))
+#' ggml_opt_reset(opt, optimizer = TRUE)
 #' ggml_opt_free(opt)
+#'
+#' # Without a graph at initialisation: give it with ggml_opt_prepare_alloc().
+#' # With opt_period = 2, the first step only accumulates the gradient.
+#' opt2 <- ggml_opt_init(sched, ggml_opt_loss_type_mse(), opt_period = 2)
+#' ggml_opt_static_graphs(opt2)
+#' ggml_opt_prepare_alloc(opt2, ctx, ggml_build_forward_expand(ctx, out), x, out)
+#' ggml_opt_alloc(opt2, backward = TRUE)
+#' ggml_backend_tensor_set_data(ggml_opt_labels(opt2), c(1, 2, 3, 2))
+#' ggml_opt_eval(opt2)
+#' ggml_backend_tensor_get_data(ggml_opt_grad_acc(opt2, w))
+#' ggml_opt_free(opt2)
 ggml_opt_init <- function(sched, loss_type, optimizer = ggml_opt_optimizer_type_adamw(), opt_period = 1L,
                           ctx_compute = NULL, inputs = NULL, outputs = NULL) {
   .check_sched(sched)
@@ -407,6 +426,18 @@ ggml_opt_eval <- function(opt_ctx, result = NULL) {
 #'                   silent = TRUE)
 #' tail(h, 2)
 #' ggml_backend_tensor_get_data(w)
+#' ggml_opt_fit(sched, ctx, x, out, ds, nepoch = 2, nbatch_logical = 10,
+#'              silent = TRUE)
+#'
+#' # One epoch at a time: 80 datapoints train, 20 evaluate
+#' fit_ctx <- ggml_opt_init_for_fit(sched, ggml_opt_loss_type_mse(),
+#'                                  ctx_compute = ctx, inputs = x, outputs = out)
+#' train <- ggml_opt_result_init()
+#' eval <- ggml_opt_result_init()
+#' ggml_opt_epoch(fit_ctx$opt_ctx, ds, train, eval, idata_split = 80,
+#'                callback_train = FALSE, callback_eval = FALSE)
+#' ggml_opt_result_loss(eval)
+#' ggml_opt_free(fit_ctx$opt_ctx)
 ggml_opt_epoch <- function(opt_ctx, dataset, result_train = NULL, result_eval = NULL, idata_split,
                            callback_train = TRUE, callback_eval = TRUE) {
   oc <- .opt_check_ctx(opt_ctx)

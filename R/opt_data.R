@@ -11,7 +11,11 @@
 #' @family optimization
 #' @export
 #' @examples
+#' ggml_opt_loss_type_mean()
+#' ggml_opt_loss_type_sum()
 #' ggml_opt_loss_type_cross_entropy()
+#' ggml_opt_loss_type_mse()
+#' ggml_opt_optimizer_name(ggml_opt_optimizer_type_adamw())
 #' ggml_opt_optimizer_name(ggml_opt_optimizer_type_sgd())
 ggml_opt_loss_type_mean <- function() 0L
 
@@ -88,7 +92,24 @@ ggml_opt_optimizer_name <- function(optimizer_type) {
 #' ds <- ggml_opt_dataset_init(GGML_TYPE_F32, GGML_TYPE_F32, ne_datapoint = 3,
 #'                             ne_label = 1, ndata = 4)
 #' ggml_backend_tensor_set_data(ggml_opt_dataset_data(ds), 1:12)
+#' ggml_backend_tensor_set_data(ggml_opt_dataset_labels(ds), c(10, 20, 30, 40))
 #' ggml_opt_dataset_ndata(ds)
+#' # batches of two datapoints
+#' cpu <- ggml_backend_cpu_init()
+#' ctx <- ggml_init(4 * ggml_tensor_overhead(), no_alloc = TRUE)
+#' xb <- ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 3, 2)
+#' yb <- ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 1, 2)
+#' buf <- ggml_backend_alloc_ctx_tensors(ctx, cpu)
+#' ggml_opt_dataset_get_batch(ds, xb, yb, ibatch = 1)
+#' ggml_backend_tensor_get_data(xb)
+#' ggml_backend_tensor_get_data(yb)
+#' set.seed(1)
+#' ggml_opt_dataset_shuffle(NULL, ds)
+#' ggml_opt_dataset_get_batch(ds, xb, yb, ibatch = 0)
+#' ggml_backend_tensor_get_data(yb)
+#' ggml_backend_buffer_free(buf)
+#' ggml_free(ctx)
+#' ggml_backend_free(cpu)
 #' ggml_opt_dataset_free(ds)
 ggml_opt_dataset_init <- function(type_data, type_label, ne_datapoint, ne_label, ndata,
                                   ndata_shard = 1) {
@@ -227,9 +248,31 @@ print.ggml_opt_dataset <- function(x, ...) {
 #' @family optimization
 #' @export
 #' @examples
+#' # a two-class linear model, evaluated once on four datapoints
+#' cpu <- ggml_backend_cpu_init()
+#' sched <- ggml_backend_sched_new(list(cpu))
+#' ctx <- ggml_init(16 * 1024 * 1024, no_alloc = TRUE)
+#' x <- ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 2, 4)
+#' w <- ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 2, 2)
+#' ggml_set_param(w)
+#' out <- ggml_mul_mat(ctx, w, x)
+#' buf <- ggml_backend_alloc_ctx_tensors(ctx, cpu)
+#' ggml_backend_tensor_set_data(w, c(1, 0, 0, 1))
+#' opt <- ggml_opt_init(sched, ggml_opt_loss_type_cross_entropy(),
+#'                      ctx_compute = ctx, inputs = x, outputs = out)
+#' ggml_opt_alloc(opt, backward = FALSE)
+#' ggml_backend_tensor_set_data(x, c(2, 0, 0, 2, 1, 3, 3, 1))
+#' ggml_backend_tensor_set_data(ggml_opt_labels(opt), c(1, 0, 0, 1, 1, 0, 1, 0))
 #' r <- ggml_opt_result_init()
+#' ggml_opt_eval(opt, r)
+#' ggml_opt_result_ndata(r)
 #' ggml_opt_result_loss(r)
+#' ggml_opt_result_accuracy(r)
+#' ggml_opt_result_pred(r)
+#' ggml_opt_result_reset(r)
+#' ggml_opt_result_ndata(r)
 #' ggml_opt_result_free(r)
+#' ggml_opt_free(opt)
 ggml_opt_result_init <- function() {
   env <- new.env(parent = emptyenv())
   class(env) <- "ggml_opt_result"

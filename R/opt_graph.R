@@ -15,8 +15,12 @@
 #' @export
 #' @examples
 #' ctx <- ggml_init(1024 * 1024)
+#' x <- ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 3, 4)
 #' w <- ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 3, 2)
+#' ggml_set_input(x)
 #' ggml_set_param(w)
+#' y <- ggml_set_output(ggml_mul_mat(ctx, w, x))
+#' ggml_tensor_shape(y)
 #' ggml_free(ctx)
 ggml_set_param <- function(tensor) {
   .rs(rs_tensor_set_flag(tensor, "param"))

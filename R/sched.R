@@ -27,6 +27,7 @@
 #' cpu <- ggml_backend_cpu_init()
 #' sched <- ggml_backend_sched_new(list(cpu))
 #' ggml_backend_sched_get_n_backends(sched)
+#' ggml_backend_sched_get_backend(sched, 0)
 #' ctx <- ggml_init(1024 * 1024, no_alloc = TRUE)
 #' a <- ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4)
 #' b <- ggml_add(ctx, a, a)
@@ -35,6 +36,7 @@
 #' ggml_backend_tensor_set_data(a, 1:4)
 #' ggml_backend_sched_graph_compute(sched, g)
 #' ggml_backend_tensor_get_data(b)
+#' ggml_backend_sched_reset(sched)
 #' ggml_backend_sched_free(sched)
 #' ggml_backend_free(cpu)
 ggml_backend_sched_new <- function(backends, parallel = FALSE, graph_size = 2048L, op_offload = TRUE) {

@@ -6,6 +6,8 @@ mask <- function(x) {
   x <- gsub("#[0-9]+", "#<n>", x)
   x <- gsub("id [0-9]+", "id <n>", x)
   x <- gsub("saved [0-9-]+ [0-9:]+", "saved <date>", x)
+  x <- gsub("created [0-9-]+ [0-9:.]+( [A-Za-z0-9+-]+)?", "created <date>", x)
+  x <- gsub("ggmlR [0-9]+(\\.[0-9]+)+", "ggmlR <version>", x)
   x <- gsub("generation [0-9]+", "generation <n>", x)
   gsub("Vulkan device [0-9]+, [^\n]*", "Vulkan device <name>", x)
 }
@@ -28,9 +30,44 @@ printable <- function() {
   net$load_model(ncnn_datareader_empty())
   sgd <- optimizer_sgd(list(w = w), lr = 0.1)
   buf <- ggml_backend_alloc_ctx_tensors(bctx, cpu)
+  # ggml's optimisation API: a two-class linear model evaluated once
+  sched <- ggml_backend_sched_new(list(cpu))
+  octx <- ggml_init(16 * 1024 * 1024, no_alloc = TRUE)
+  ox <- ggml_new_tensor_2d(octx, GGML_TYPE_F32, 2, 4)
+  ow <- ggml_set_param(ggml_new_tensor_2d(octx, GGML_TYPE_F32, 2, 2))
+  oout <- ggml_mul_mat(octx, ow, ox)
+  obuf <- ggml_backend_alloc_ctx_tensors(octx, cpu)
+  ggml_backend_tensor_set_data(ow, c(1, 0, 0, 1))
+  ggml_backend_tensor_set_data(ox, c(2, 0, 0, 2, 1, 3, 3, 1))
+  for_fit <- ggml_opt_init_for_fit(sched, ggml_opt_loss_type_cross_entropy(),
+                                   ctx_compute = octx, inputs = ox, outputs = oout)
+  opt <- for_fit$opt_ctx
+  ggml_opt_alloc(opt, backward = FALSE)
+  ggml_backend_tensor_set_data(ggml_opt_labels(opt), c(1, 0, 0, 1, 1, 0, 1, 0))
+  res <- ggml_opt_result_init()
+  ggml_opt_eval(opt, res)
+  ds <- ggml_opt_dataset_init(GGML_TYPE_F32, GGML_TYPE_F32, ne_datapoint = 2, ne_label = 2, ndata = 8)
+  # the Keras-style API (explicit names: automatic ones count across the session)
+  set.seed(3)
+  kx <- matrix(seq(0, 1, length.out = 24), 8, 3, byrow = TRUE)
+  ky <- cbind(kx[, 1] > 0.5, kx[, 1] <= 0.5) * 1
+  seq_model <- ggml_model_sequential() |>
+    ggml_layer_dense(4, activation = "relu", input_shape = 3) |>
+    ggml_layer_dense(2, activation = "softmax") |>
+    ggml_compile(loss = "categorical_crossentropy", learning_rate = 0.05, backend = "cpu")
+  seq_model <- ggml_fit(seq_model, kx, ky, epochs = 3, batch_size = 4, verbose = 0, shuffle = FALSE)
+  fx <- ggml_input(shape = 3, name = "x")
+  fh <- ggml_layer_dense(fx, 4, activation = "relu", name = "hidden")
+  fo <- ggml_layer_dense(fh, 2, activation = "softmax", name = "probs")
   # what holds ledger memory is freed by the caller (free()), not left to
   # the garbage collector in the middle of another test
   free <- function() {
+    ggml_opt_free(opt)
+    ggml_opt_result_free(res)
+    ggml_opt_dataset_free(ds)
+    ggml_backend_buffer_free(obuf)
+    ggml_free(octx)
+    ggml_backend_sched_free(sched)
     ggml_backend_buffer_free(buf)
     ggml_free(bctx)
     ggml_free(ctx)
@@ -53,9 +90,20 @@ printable <- function() {
     ag_tensor = w,
     ggml_backend = cpu,
     ggml_backend_buffer = buf,
+    ggml_backend_sched = sched,
     ggml_cgraph = ggml_build_forward_expand(ctx, ggml_relu(ctx, a)),
     ggml_context = ctx,
+    ggml_functional_model = ggml_model(fx, fo),
+    ggml_history = seq_model$history,
+    ggml_layer = ggml_dense(8, activation = "relu", name = "encoder"),
+    ggml_opt_context = opt,
+    ggml_opt_dataset = ds,
+    ggml_opt_lr = for_fit$lr_ud,
+    ggml_opt_result = res,
+    ggml_sequential_model = seq_model,
     ggml_tensor = a,
+    ggml_tensor_node = fo,
+    ggmlR_marshaled = ggml_marshal_model(seq_model),
     ncnn_extractor = net$create_extractor(),
     ncnn_layer = ncnn_layer(function(x) x),
     ncnn_net = net,

@@ -74,6 +74,25 @@ test_each_backend("rope_inplace writes into its input; rope_ext_back is the grad
   expect_close(got, want, 1e-4)
 })
 
+test_each_backend("rope_multi_back is the gradient of rope_multi (M-RoPE and vision)", {
+  set.seed(63)
+  x <- rarray(8, 2, 3)
+  pos <- c(0L, 2L, 5L, 1L, 1L, 4L, 3L, 0L, 2L, 0L, 0L, 0L)  # time, height, width, extra
+  dy <- rarray(8, 2, 3)
+  for (cfg in list(list(n = 8, s = c(2L, 1L, 1L, 0L), mode = GGML_ROPE_TYPE_MROPE),
+                   list(n = 4, s = c(1L, 1L, 0L, 0L), mode = GGML_ROPE_TYPE_VISION))) {
+    fwd <- function(ctx, t) ggml_rope_multi(ctx, t$x, t$pos, NULL, cfg$n, cfg$s, cfg$mode, 0L, 100)
+    want <- fd_vjp(list(x = x, pos = pos), "x", fwd, dy, types = list(pos = GGML_TYPE_I32))
+    got <- run_graph(make_backend, list(dy = dy, pos = pos), function(ctx, t)
+      ggml_rope_multi_back(ctx, t$dy, t$pos, NULL, cfg$n, cfg$s, cfg$mode, 0L, 100),
+      types = list(pos = GGML_TYPE_I32))
+    expect_close(got, want, 1e-4)
+    # the forward op is a rotation: lengths of the rotated pairs are kept
+    y <- run_graph(make_backend, list(x = x, pos = pos), fwd, types = list(pos = GGML_TYPE_I32))
+    expect_equal(sum(y^2), sum(x^2), tolerance = 1e-5)
+  }
+})
+
 # q [D, N, H], k [D, M, Hk], v [Dv, M, Hk] -> [Dv, H, N], scores written out.
 attn_ref <- function(q, k, v, scale, mask = NULL, softcap = 0) {
   dq <- dim(q); dk <- dim(k)

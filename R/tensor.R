@@ -188,7 +188,7 @@ ggml_get_i32 <- function(tensor) as.integer(.rs(rs_tensor_get(tensor, 0, NULL)))
   if (length(data) == 1L && n != 1) data <- rep(data, n)
   if (length(data) != n) {
     .abort(sprintf(
-      "`data` has %d value(s) but the tensor has %s elements: the lengths do not match; give one value per element (or one for all).",
+      "`data` has %d value(s) but the tensor has %s elements: the number of values does not match; give one value per element (or one for all).",
       length(data), format(n)), call = call)
   }
   .rs(rs_tensor_set(tensor, data, 0), call = call)

@@ -51,12 +51,12 @@ impl Context {
         );
         let op = Op::Index(IndexOp::Set { nb: nb.map(|x| x / es), offset: offset / es });
         let srcs = [a.clone(), b.clone()];
+        // The op's own errors already name ggml_set and its sources.
         if inplace {
             self.op_inplace(op, &srcs)
         } else {
             self.op(op, &srcs)
         }
-        .with_context(what)
     }
 
     /// ggml's conv_1d: kernel a [K, Cin, Cout], input b [L, Cin, N] -> [OL, Cout, N],

@@ -160,34 +160,3 @@ ggml_with_temp_ctx <- function(mem_size, expr) {
   on.exit(ggml_free(ctx), add = TRUE)
   eval(substitute(expr), envir = list(ctx = ctx), enclos = parent.frame())
 }
-
-#' Element-wise sums and products, computed at once
-#'
-#' `ggml_cpu_add(a, b)` and `ggml_cpu_mul(a, b)` compute `a + b` and `a * b`
-#' of two tensors with data (the same sizes) on the CPU and return the
-#' values, without a graph of the user's.
-#'
-#' @param a,b `ggml_tensor`s with data.
-#' @return A numeric vector.
-#' @export
-#' @examples
-#' ctx <- ggml_init(1024 * 1024)
-#' a <- ggml_set_f32(ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 3), 1:3)
-#' b <- ggml_set_f32(ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 3), 4:6)
-#' ggml_cpu_add(a, b)
-#' ggml_cpu_mul(a, b)
-#' ggml_free(ctx)
-ggml_cpu_add <- function(a, b) .cpu_binary(ggml_add, a, b)
-
-#' @rdname ggml_cpu_add
-#' @export
-ggml_cpu_mul <- function(a, b) .cpu_binary(ggml_mul, a, b)
-
-.cpu_binary <- function(op, a, b, call = sys.call(-1L)) {
-  if (!ggml_are_same_shape(a, b)) .abort("`a` and `b` must have the same sizes.", call = call)
-  ctx <- ggml_init(4 * ggml_tensor_overhead() + ggml_nelements(a) * 4 + 1024)
-  on.exit(ggml_free(ctx), add = TRUE)
-  r <- op(ctx, a, b)
-  ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, r))
-  ggml_get_f32(r)
-}

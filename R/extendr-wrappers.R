@@ -315,6 +315,20 @@ rs_gguf_free <- function(x) .Call(wrap__rs_gguf_free, x)
 #' list(name, type, ne, data) with data raw bytes or numbers to encode).
 #' @noRd
 rs_gguf_write <- function(path, metadata, types, tensors, alignment) .Call(wrap__rs_gguf_write, path, metadata, types, tensors, alignment)
+#' A computing op by ggml name, written into the first source's memory.
+#' @noRd
+rs_op_inplace <- function(c, name, src, params) .Call(wrap__rs_op_inplace, c, name, src, params)
+
+#' nb: byte strides of dimensions 2 to 4; offset in bytes.
+#' @noRd
+rs_set <- function(c, a, b, nb, offset, inplace) .Call(wrap__rs_set, c, a, b, nb, offset, inplace)
+
+#' params: s0, p0, d0; `depthwise` selects conv_1d_dw.
+#' @noRd
+rs_conv_1d <- function(c, a, b, params, depthwise) .Call(wrap__rs_conv_1d, c, a, b, params, depthwise)
+
+#' @noRd
+rs_tensor_zero <- function(t) .Call(wrap__rs_tensor_zero, t)
 
 #' Seconds taken by `n` ledger check/record/release cycles (benchmarks).
 #' @noRd

@@ -1,11 +1,14 @@
 # Every computing op goes through .op(): the engine checks shapes and types
 # and names the tensors involved in its errors.
-.op <- function(ctx, name, srcs, params = numeric(), call = sys.call(-1L)) {
+# With `inplace = TRUE` the result is written into the first source's memory
+# and is a view of it (ggml's *_inplace functions).
+.op <- function(ctx, name, srcs, params = numeric(), call = sys.call(-1L), inplace = FALSE) {
   if (!(is.numeric(params) || is.logical(params)) || anyNA(params)) {
     .abort(sprintf("the parameters of ggml_%s must be numbers, not %s.", name,
       paste(format(params), collapse = ", ")), call = call)
   }
-  .new_tensor(.rs(rs_op(ctx, name, srcs, as.numeric(params)), call = call))
+  f <- if (isTRUE(inplace)) rs_op_inplace else rs_op
+  .new_tensor(.rs(f(ctx, name, srcs, as.numeric(params)), call = call))
 }
 
 #' Arithmetic

@@ -151,9 +151,10 @@ GGML_OP_POOL_AVG <- 1L
 #' Padding and upscaling
 #'
 #' `ggml_pad()` appends `p0..p3` zeros at the end of each dimension.
-#' `ggml_upscale()` repeats each element `scale_factor` times along the first
-#' two dimensions (nearest neighbour, `mode = GGML_SCALE_MODE_NEAREST`, the
-#' only mode supported).
+#' `ggml_upscale()` scales the first two dimensions by `scale_factor`:
+#' `GGML_SCALE_MODE_NEAREST` repeats each element, `GGML_SCALE_MODE_BILINEAR`
+#' and `GGML_SCALE_MODE_BICUBIC` interpolate at pixel centres (cubic
+#' convolution with a = -0.75), clamping at the edges, as ggml.
 #'
 #' @param a A `ggml_tensor`.
 #' @inheritParams ggml_add
@@ -174,6 +175,11 @@ GGML_OP_POOL_AVG <- 1L
 #' n <- ggml_upscale(ctx, a, 2, mode = GGML_SCALE_MODE_NEAREST)
 #' ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, n))
 #' identical(ggml_get_f32(n), ggml_get_f32(u))
+#' for (m in c(GGML_SCALE_MODE_BILINEAR, GGML_SCALE_MODE_BICUBIC)) {
+#'   s <- ggml_upscale(ctx, a, 2, mode = m)
+#'   ggml_graph_compute(ctx, ggml_build_forward_expand(ctx, s))
+#'   print(matrix(ggml_get_f32(s), 4))
+#' }
 #' ggml_free(ctx)
 ggml_pad <- function(ctx, a, p0 = 0L, p1 = 0L, p2 = 0L, p3 = 0L) {
   .op(ctx, "pad", list(a), c(p0, p1, p2, p3))
@@ -182,12 +188,20 @@ ggml_pad <- function(ctx, a, p0 = 0L, p1 = 0L, p2 = 0L, p3 = 0L) {
 #' @rdname ggml_pad
 #' @export
 ggml_upscale <- function(ctx, a, scale_factor, mode = 0L) {
-  if (!identical(as.integer(mode), 0L)) {
-    .abort("ggml_upscale supports only mode = GGML_SCALE_MODE_NEAREST (0).")
-  }
-  .op(ctx, "upscale", list(a), scale_factor)
+  name <- switch(as.character(mode), "0" = "upscale", "1" = "upscale_bilinear", "2" = "upscale_bicubic",
+    .abort(sprintf("`mode` must be GGML_SCALE_MODE_NEAREST (0), BILINEAR (1) or BICUBIC (2), not %s.",
+      format(mode))))
+  .op(ctx, name, list(a), scale_factor)
 }
 
 #' @rdname ggml_pad
 #' @export
 GGML_SCALE_MODE_NEAREST <- 0L
+
+#' @rdname ggml_pad
+#' @export
+GGML_SCALE_MODE_BILINEAR <- 1L
+
+#' @rdname ggml_pad
+#' @export
+GGML_SCALE_MODE_BICUBIC <- 2L

@@ -149,10 +149,6 @@ ggml_tensor_copy <- function(dst, src) invisible(.rs(rs_tensor_copy(dst, src)))
 
 #' @rdname ggml_dup_tensor
 #' @export
-ggml_set_zero <- function(tensor) ggml_set_f32(tensor, 0)
-
-#' @rdname ggml_dup_tensor
-#' @export
 ggml_tensor_set_f32_scalar <- function(tensor, value) {
   if (!is.numeric(value) || length(value) != 1L) .abort("`value` must be a single number.")
   ggml_set_f32(tensor, value)

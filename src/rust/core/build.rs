@@ -31,11 +31,12 @@ fn compile(name: &str, src: &str) -> Result<Vec<u32>, String> {
 
 /// (shader, [(op, number of sub-operations)])
 fn variants() -> Vec<(&'static str, Vec<(u32, u32)>)> {
-    let eltwise = (0..14u32)
+    let eltwise = (0..17u32)
         .map(|op| match op {
-            1 => (op, 17), // unary functions
-            5 => (op, 4),  // add, sub, mul, div
-            13 => (op, 2), // max and average pooling
+            1 => (op, 24),       // unary functions
+            5 => (op, 4),        // add, sub, mul, div
+            13 => (op, 2),       // max and average pooling
+            14 | 15 => (op, 6),  // the GLU kinds
             _ => (op, 1),
         })
         .collect();
@@ -47,6 +48,14 @@ fn variants() -> Vec<(&'static str, Vec<(u32, u32)>)> {
         ("reduce", (0..7).map(|op| (op, if op == 6 { 1 } else { 2 })).collect()),
         // map, binary, gather_axis, pad_ex, scatter_flat, reduce_rows, scan_rows
         ("extended", (0..7).map(|op| (op, 1)).collect()),
+        ("rope", vec![(0, 1)]),
+        // flash_attn_ext, flash_attn_back
+        ("attn", vec![(0, 1), (1, 1)]),
+        // sub 1 of op 10: bicubic upscale
+        ("index", (0..13).map(|op| (op, if op == 10 { 2 } else { 1 })).collect()),
+        // sub 1 of op 4: average pooling
+        ("conv_direct", (0..6).map(|op| (op, if op == 4 { 2 } else { 1 })).collect()),
+        ("rows", (0..7).map(|op| (op, 1)).collect()),
     ]
 }
 

@@ -4,17 +4,20 @@
 // (operation), SUBC (sub-operation) and ALL_F32 (every tensor is f32), so a
 // driver's compiler removes the code a dispatch cannot reach.
 //
-// Binding 0 holds this dispatch's parameter block (64 words). Words 16*t ..
-// 16*t+9 describe tensor t (0 = first source, 1 = second source, 2 = result):
-// element type code, element offset, four sizes (ne) and four element strides.
-// Words 48.. hold the operation and its parameters. Tensors are read and
-// written as 32-bit words whatever their element type, so 16-bit types need
-// no device feature; 16-bit results are merged into their word atomically.
+// Binding 0 holds this dispatch's parameter block (128 words). Words tb(t) ..
+// tb(t)+9 describe tensor t (0 = first source, 1 = second source, 2 = result,
+// 3 = third source, 4 = fourth source): element type code, element offset,
+// four sizes (ne) and four element strides. Words 48..63 and 96..127 hold the
+// operation and its parameters. Tensors are read and written as 32-bit words
+// whatever their element type, so 16-bit types need no device feature;
+// 16-bit results are merged into their word atomically.
 
 @group(0) @binding(0) var<storage, read> P: array<u32>;
 @group(0) @binding(1) var<storage, read> S0: array<u32>;
 @group(0) @binding(2) var<storage, read> S1: array<u32>;
 @group(0) @binding(3) var<storage, read_write> D: array<atomic<u32>>;
+@group(0) @binding(4) var<storage, read> S2: array<u32>;
+@group(0) @binding(5) var<storage, read> S3: array<u32>;
 
 const DT_F32: u32 = 0u;
 const DT_F16: u32 = 1u;
@@ -24,16 +27,18 @@ const OPW: u32 = 48u;
 
 fn pf(i: u32) -> f32 { return bitcast<f32>(P[i]); }
 fn pi(i: u32) -> i32 { return bitcast<i32>(P[i]); }
+// First word of tensor t's description.
+fn tb(t: u32) -> u32 { return select(t * 16u, t * 16u + 16u, t >= 3u); }
 fn dt(t: u32) -> u32 {
     if (ALL_F32) { return DT_F32; }
-    return P[t * 16u];
+    return P[tb(t)];
 }
-fn ne(t: u32, d: u32) -> u32 { return P[t * 16u + 2u + d]; }
+fn ne(t: u32, d: u32) -> u32 { return P[tb(t) + 2u + d]; }
 fn nel(t: u32) -> u32 { return ne(t, 0u) * ne(t, 1u) * ne(t, 2u) * ne(t, 3u); }
 
 // Element index of coordinates c in tensor t.
 fn idx(t: u32, c: vec4<u32>) -> u32 {
-    let b = t * 16u;
+    let b = tb(t);
     return P[b + 1u] + c.x * P[b + 6u] + c.y * P[b + 7u] + c.z * P[b + 8u] + c.w * P[b + 9u];
 }
 
@@ -81,8 +86,28 @@ fn raw1(e: u32) -> u32 {
     if (is16(dt(1u))) { return half_of(S1[e >> 1u], e); }
     return S1[e];
 }
+fn raw2(e: u32) -> u32 {
+    if (is16(dt(3u))) { return half_of(S2[e >> 1u], e); }
+    return S2[e];
+}
+fn raw3(e: u32) -> u32 {
+    if (is16(dt(4u))) { return half_of(S3[e >> 1u], e); }
+    return S3[e];
+}
 fn ld0(e: u32) -> f32 { return to_f32(raw0(e), dt(0u)); }
 fn ld1(e: u32) -> f32 { return to_f32(raw1(e), dt(1u)); }
+fn ld2(e: u32) -> f32 { return to_f32(raw2(e), dt(3u)); }
+fn ld3(e: u32) -> f32 { return to_f32(raw3(e), dt(4u)); }
+// Value of tensor t (0, 1, 3 or 4: a source) at coordinates c.
+fn ldt(t: u32, c: vec4<u32>) -> f32 {
+    let e = idx(t, c);
+    switch t {
+        case 0u: { return ld0(e); }
+        case 1u: { return ld1(e); }
+        case 3u: { return ld2(e); }
+        default: { return ld3(e); }
+    }
+}
 
 // Loads with the element type given (hoisted out of hot loops).
 fn ld0t(e: u32, d: u32) -> f32 {

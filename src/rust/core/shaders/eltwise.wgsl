@@ -12,6 +12,13 @@ fn safe_tanh(x: f32) -> f32 {
     return sign(x) * (1.0 - t) / (1.0 + t);
 }
 
+// erf (Abramowitz and Stegun 7.1.26, absolute error below 1.5e-7).
+fn erf_f(x: f32) -> f32 {
+    let t = 1.0 / (1.0 + 0.3275911 * abs(x));
+    let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp(-x * x);
+    return sign(x) * y;
+}
+
 // Unary functions, numbered in the order of the engine's UnaryOp::ALL.
 fn unary(code: u32, x: f32) -> f32 {
     switch code {
@@ -40,6 +47,14 @@ fn unary(code: u32, x: f32) -> f32 {
         }
         case 15u: { return x * clamp(x + 3.0, 0.0, 6.0) / 6.0; }
         case 16u: { return clamp((x + 3.0) / 6.0, 0.0, 1.0); }
+        case 17u: { return sign(x); }
+        case 18u: { return ceil(x); }
+        case 19u: { return floor(x); }
+        // half away from zero (WGSL's round() goes to even)
+        case 20u: { return sign(x) * floor(abs(x) + 0.5); }
+        case 21u: { return max(x, 0.0) + log(1.0 + exp(-abs(x))); }
+        case 22u: { return 0.5 * x * (1.0 + erf_f(x * 0.70710678)); }
+        case 23u: { return x / (1.0 + exp(-1.702 * x)); }
         default: { return x; }
     }
 }
@@ -59,6 +74,24 @@ fn copy0(de: u32, se: u32) {
 }
 fn copy1(de: u32, se: u32) {
     if (dt(1u) == dt(2u)) { st_raw(de, raw1(se)); } else { st(de, ld1(se)); }
+}
+
+// act(x) * g of GLU kind `kind` (ggml's GGML_GLU_OP_* order); the clamped
+// SwiGLU takes alpha and limit from words 50 and 51.
+fn glu_apply(kind: u32, x: f32, g: f32) -> f32 {
+    switch kind {
+        case 0u: { return unary(8u, x) * g; }
+        case 1u: { return unary(9u, x) * g; }
+        case 2u: { return unary(10u, x) * g; }
+        case 3u: {
+            let lim = pf(51u);
+            let xc = min(x, lim);
+            let gc = clamp(g, -lim, lim);
+            return xc / (1.0 + exp(-pf(50u) * xc)) * (gc + 1.0);
+        }
+        case 4u: { return unary(22u, x) * g; }
+        default: { return unary(23u, x) * g; }
+    }
 }
 
 fn im2col(de: u32, c: vec4<u32>) {
@@ -227,6 +260,24 @@ fn apply(i: u32) {
         }
         case 12u: { im2col(de, c); }
         case 13u: { pool2d(de, c); }
+        // GLU over the halves of each row; word 56: the gates come first
+        case 14u: {
+            let n = ne(2u, 0u);
+            var xo = 0u;
+            var go = n;
+            if (P[56u] != 0u) { xo = n; go = 0u; }
+            let x = ld0(idx(0u, vec4<u32>(c.x + xo, c.y, c.z, c.w)));
+            let g = ld0(idx(0u, vec4<u32>(c.x + go, c.y, c.z, c.w)));
+            st(de, glu_apply(SUBC, x, g));
+        }
+        // GLU of values (source 0) and gates (source 1)
+        case 15u: { st(de, glu_apply(SUBC, ld0(idx(0u, c)), ld1(idx(1u, c)))); }
+        // silu gradient: dy (source 0) and x (source 1)
+        case 16u: {
+            let x = ld1(idx(1u, c));
+            let s = 1.0 / (1.0 + exp(-x));
+            st(de, ld0(idx(0u, c)) * s * (1.0 + x * (1.0 - s)));
+        }
         default: {}
     }
 }

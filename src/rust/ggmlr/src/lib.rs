@@ -25,6 +25,7 @@ mod meta;
 mod ops;
 mod quant;
 mod gguf;
+mod ops_nn;
 mod residency;
 mod rstr;
 mod savefile;
@@ -77,6 +78,7 @@ extendr_module! {
     use ops;
     use quant;
     use gguf;
+    use ops_nn;
     use residency;
     use vulkan;
     use vulkan_backend;

@@ -52,6 +52,14 @@ pub trait Float:
     fn tanh(self) -> Self;
     fn abs(self) -> Self;
     fn round(self) -> Self;
+    fn floor(self) -> Self;
+    fn ceil(self) -> Self;
+    /// The error function.
+    fn erf(self) -> Self;
+    /// ln(1 + self), accurate near 0.
+    fn ln_1p(self) -> Self;
+    fn powf(self, e: Self) -> Self;
+    fn is_finite(self) -> bool;
     /// The larger of the two; the other one when one is NaN (as `f32::max`).
     fn max(self, o: Self) -> Self;
     fn min(self, o: Self) -> Self;
@@ -61,7 +69,7 @@ pub trait Float:
 }
 
 macro_rules! float_impl {
-    ($t:ty, $dt:expr, $f16:path, $bf16:path) => {
+    ($t:ty, $dt:expr, $f16:path, $bf16:path, $erf:path) => {
         impl Float for $t {
             const DTYPE: DType = $dt;
             const ZERO: Self = 0.0;
@@ -130,6 +138,30 @@ macro_rules! float_impl {
                 <$t>::round(self)
             }
             #[inline(always)]
+            fn floor(self) -> Self {
+                <$t>::floor(self)
+            }
+            #[inline(always)]
+            fn ceil(self) -> Self {
+                <$t>::ceil(self)
+            }
+            #[inline(always)]
+            fn erf(self) -> Self {
+                $erf(self)
+            }
+            #[inline(always)]
+            fn ln_1p(self) -> Self {
+                <$t>::ln_1p(self)
+            }
+            #[inline(always)]
+            fn powf(self, e: Self) -> Self {
+                <$t>::powf(self, e)
+            }
+            #[inline(always)]
+            fn is_finite(self) -> bool {
+                <$t>::is_finite(self)
+            }
+            #[inline(always)]
             fn max(self, o: Self) -> Self {
                 <$t>::max(self, o)
             }
@@ -149,8 +181,8 @@ macro_rules! float_impl {
     };
 }
 
-float_impl!(f32, DType::F32, f16::from_f32, bf16::from_f32);
-float_impl!(f64, DType::F64, f16::from_f64, bf16::from_f64);
+float_impl!(f32, DType::F32, f16::from_f32, bf16::from_f32, libm::erff);
+float_impl!(f64, DType::F64, f16::from_f64, bf16::from_f64, libm::erf);
 
 #[cfg(test)]
 mod tests {
@@ -164,5 +196,8 @@ mod tests {
         assert_eq!(<f32 as Float>::DTYPE, DType::F32);
         assert_eq!(<f64 as Float>::from_f32(0.1f32), 0.1f32 as f64);
         assert!(Float::max(f64::NAN, 1.0) == 1.0);
+        // erf against a tabulated value (erf(0.5) = 0.5204998778130465)
+        assert!((Float::erf(0.5f64) - 0.520_499_877_813_046_5).abs() < 1e-15);
+        assert!((Float::erf(0.5f32) - 0.520_499_9).abs() < 1e-6);
     }
 }

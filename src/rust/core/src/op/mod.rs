@@ -9,7 +9,15 @@
 
 pub mod codes;
 pub mod extended;
+pub mod attn;
+pub mod conv;
+pub mod glu;
+pub mod index;
 pub mod names;
+mod names_ext;
+pub mod rope;
+pub mod rows;
+mod rules;
 pub mod shape;
 
 use crate::base::float::Float;
@@ -35,6 +43,18 @@ pub enum UnaryOp {
     Step,
     Hardswish,
     Hardsigmoid,
+    /// -1, 0 or 1.
+    Sgn,
+    Ceil,
+    Floor,
+    /// Half away from zero.
+    Round,
+    /// ln(1 + exp(x)).
+    Softplus,
+    /// The exact GELU, 0.5 x (1 + erf(x / sqrt 2)).
+    GeluErf,
+    /// x * sigmoid(1.702 x).
+    GeluQuick,
 }
 
 impl UnaryOp {
@@ -59,14 +79,21 @@ impl UnaryOp {
             Step => "step",
             Hardswish => "hardswish",
             Hardsigmoid => "hardsigmoid",
+            Sgn => "sgn",
+            Ceil => "ceil",
+            Floor => "floor",
+            Round => "round",
+            Softplus => "softplus",
+            GeluErf => "gelu_erf",
+            GeluQuick => "gelu_quick",
         }
     }
 
-    pub const ALL: [UnaryOp; 17] = {
+    pub const ALL: [UnaryOp; 24] = {
         use UnaryOp::*;
         [
             Neg, Abs, Sqr, Sqrt, Exp, Log, Sin, Cos, Relu, Gelu, Silu, Sigmoid, Tanh, Elu, Step,
-            Hardswish, Hardsigmoid,
+            Hardswish, Hardsigmoid, Sgn, Ceil, Floor, Round, Softplus, GeluErf, GeluQuick,
         ]
     };
 
@@ -109,16 +136,27 @@ impl UnaryOp {
             }
             Hardswish => x * (x + c(3.0)).clamp(F::ZERO, c(6.0)) / c(6.0),
             Hardsigmoid => ((x + c(3.0)) / c(6.0)).clamp(F::ZERO, F::ONE),
+            Sgn => {
+                if x > F::ZERO {
+                    F::ONE
+                } else if x < F::ZERO {
+                    -F::ONE
+                } else {
+                    x
+                }
+            }
+            Ceil => x.ceil(),
+            Floor => x.floor(),
+            Round => x.round(),
+            // max(x, 0) + ln(1 + exp(-|x|)): no overflow for large x
+            Softplus => x.max(F::ZERO) + (-x.abs()).exp().ln_1p(),
+            GeluErf => c(0.5) * x * (F::ONE + (x * c(std::f64::consts::FRAC_1_SQRT_2)).erf()),
+            GeluQuick => x / (F::ONE + (c(-1.702) * x).exp()),
         }
     }
 }
 
-/// Pooling kind of `pool_2d`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PoolOp {
-    Max,
-    Avg,
-}
+pub use conv::PoolOp;
 
 /// A graph node's operation. `srcs` of the node are listed per variant.
 #[derive(Debug, Clone, PartialEq)]
@@ -232,6 +270,23 @@ pub enum Op {
     ScatterFlat { reduce: ScatterReduce },
     /// srcs [a]: `lo[i]` elements before and `hi[i]` after each dimension.
     PadEx { lo: [usize; 4], hi: [usize; 4], mode: PadMode, value: f32 },
+    /// Gated linear units ([`glu`]).
+    Glu(glu::Glu),
+    /// srcs [dy, x]: the gradient of silu at x.
+    SiluBack,
+    /// Rotary position embedding and its backward pass ([`rope`]).
+    Rope(rope::Rope),
+    /// Fused attention and its backward pass ([`attn`]).
+    Attn(attn::Attn),
+    /// Direct convolutions and 1-D pooling ([`conv`]).
+    Conv(conv::Conv),
+    /// Row-wise norms, gradients, sorting and counting ([`rows`]).
+    Rows(rows::RowOp),
+    /// Ops that place values by index ([`index`]).
+    Index(index::IndexOp),
+    /// srcs [as [K, M, E], b [K, nb1, T], ids i32 [n, T]] -> [M, n, T]:
+    /// column (i, t) is as[.., .., ids[i, t]]^T b[.., i % nb1, t] (mixture of experts).
+    MulMatId,
 }
 
 impl Op {
@@ -285,6 +340,20 @@ impl Op {
             Op::GatherAxis { .. } => "GATHER_AXIS",
             Op::ScatterFlat { .. } => "SCATTER_FLAT",
             Op::PadEx { .. } => "PAD_EX",
+            Op::Glu(_) => "GLU",
+            Op::SiluBack => "SILU_BACK",
+            Op::Rope(r) => {
+                if r.forward {
+                    "ROPE"
+                } else {
+                    "ROPE_BACK"
+                }
+            }
+            Op::Attn(a) => a.name(),
+            Op::Conv(c) => c.name(),
+            Op::Rows(r) => r.name(),
+            Op::Index(i) => i.name(),
+            Op::MulMatId => "MUL_MAT_ID",
         }
     }
 
@@ -314,6 +383,15 @@ mod tests {
         let want = 0.5 * 1.3 * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * 1.3 * (1.0 + 0.044715 * 1.69)).tanh());
         assert!((g - want).abs() < 1e-15, "{g} {want}");
         assert_eq!(UnaryOp::Gelu.apply(1.3f32), 0.5 * 1.3 * (1.0 + (0.797_884_6f32 * 1.3 * (1.0 + 0.044_715 * 1.3 * 1.3)).tanh()));
-        assert_eq!(UnaryOp::ALL.len(), 17);
+        assert_eq!(UnaryOp::ALL.len(), 24);
+        assert_eq!(UnaryOp::Round.apply(2.5f32), 3.0);
+        assert_eq!(UnaryOp::Round.apply(-2.5f64), -3.0);
+        assert_eq!(UnaryOp::Sgn.apply(-0.3f32), -1.0);
+        assert_eq!(UnaryOp::Sgn.apply(0.0f32), 0.0);
+        assert!((UnaryOp::Softplus.apply(1.0f64) - (1.0f64 + 1f64.exp()).ln()).abs() < 1e-15);
+        assert_eq!(UnaryOp::Softplus.apply(1000.0f32), 1000.0);
+        // exact GELU: 0.5 x (1 + erf(x / sqrt 2)) at x = 1 is 0.8413447460685429
+        assert!((UnaryOp::GeluErf.apply(1.0f64) - 0.841_344_746_068_542_9).abs() < 1e-15);
+        assert!((UnaryOp::GeluQuick.apply(1.0f64) - 1.0 / (1.0 + (-1.702f64).exp())).abs() < 1e-15);
     }
 }

@@ -10,6 +10,7 @@ pub fn fn_name(op: &Op) -> String {
     match op {
         Op::Unary(u) => format!("ggml_{}", u.name()),
         Op::SoftMax { .. } => "ggml_soft_max".into(),
+        Op::Glu(g) => format!("ggml_{}", g.kind.name()),
         _ => format!("ggml_{}", op.name().to_lowercase()),
     }
 }
@@ -95,6 +96,6 @@ pub fn op_from_name(name: &str, p: &[f64]) -> crate::Result<Op> {
             need(1)?;
             Op::Upscale { factor: int(0) }
         }
-        other => bail!("unknown op '{other}'"),
+        other => return super::names_ext::op_from_name(other, p),
     })
 }

@@ -4,44 +4,13 @@
 //! sizes of its result, or an error that shows the offending shapes. View-like
 //! ops and `cpy` take extra arguments and are shaped by the graph builder.
 
-use super::{Op, UnaryOp};
+pub use super::rules::{can_repeat, Out};
+pub(crate) use super::rules::{f32_or_f64, float, out_size, sh};
+use super::Op;
+use super::UnaryOp;
 use crate::base::dtype::DType;
-use crate::layout::{fmt_shape, Layout};
+use crate::layout::Layout;
 use anyhow::{bail, ensure};
-
-/// Type and sizes of a node's result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Out {
-    pub dtype: DType,
-    pub ne: [usize; 4],
-}
-
-fn sh(l: &Layout) -> String {
-    format!("{} {}", l.dtype.name(), fmt_shape(&l.ne))
-}
-
-/// ggml's `can_repeat`: `b` tiles `a` when every size of `a` is a multiple of `b`'s.
-pub fn can_repeat(b: &[usize; 4], a: &[usize; 4]) -> bool {
-    (0..4).all(|i| b[i] > 0 && a[i] % b[i] == 0)
-}
-
-fn float(l: &Layout, what: &str) -> crate::Result<()> {
-    ensure!(
-        l.dtype.is_float(),
-        "{what} must be a floating-point tensor (f32, f16, bf16 or f64), not {}",
-        sh(l)
-    );
-    Ok(())
-}
-
-/// The type of a result ggml computes in f32: f64 when a source is f64.
-fn f32_or_f64(srcs: &[&Layout]) -> DType {
-    if srcs.iter().any(|l| l.dtype == DType::F64) {
-        DType::F64
-    } else {
-        DType::F32
-    }
-}
 
 /// Number of sources each computing op takes: (min, max).
 pub fn arity(op: &Op) -> (usize, usize) {
@@ -56,20 +25,16 @@ pub fn arity(op: &Op) -> (usize, usize) {
         Op::CrossEntropyLossBack => (3, 3),
         Op::AdamStep { .. } => (4, 4),
         Op::SgdStep { .. } => (2, 3),
+        Op::Glu(_) => (1, 2),
+        Op::SiluBack => (2, 2),
+        Op::Rope(_) => (2, 3),
+        Op::MulMatId => (3, 3),
+        Op::Attn(a) => a.arity(),
+        Op::Conv(c) => c.arity(),
+        Op::Rows(r) => r.arity(),
+        Op::Index(i) => i.arity(),
         _ => (1, 1),
     }
-}
-
-fn out_size(what: &str, input: usize, k: usize, s: i32, p: i64, d: i32) -> crate::Result<usize> {
-    ensure!(s > 0 && d > 0, "{what}: stride and dilation must be positive (got {s} and {d})");
-    let span = d as i64 * (k as i64 - 1) + 1;
-    let n = input as i64 + 2 * p - span;
-    ensure!(
-        n >= 0,
-        "{what}: the window ({k} wide, dilation {d}) does not fit an input of size {input} \
-         with padding {p}"
-    );
-    Ok((n / s as i64 + 1) as usize)
 }
 
 /// The result of `op` on sources with layouts `s`.
@@ -85,9 +50,20 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
     if let Some(r) = super::extended::infer(op, s) {
         return r;
     }
+    if let Op::Index(i) = op {
+        return i.infer(s);
+    }
     let a = &s[0];
     let same = Out { dtype: a.dtype, ne: a.ne };
     Ok(match op {
+        Op::Index(_) => unreachable!("index ops are shaped above"),
+        Op::Glu(g) => g.infer(s)?,
+        Op::SiluBack => super::glu::infer_silu_back(s)?,
+        Op::Rope(r) => r.infer(s)?,
+        Op::Attn(t) => t.infer(s)?,
+        Op::Conv(c) => c.infer(s)?,
+        Op::Rows(r) => r.infer(s)?,
+        Op::MulMatId => mul_mat_id(s)?,
         Op::None => bail!("a leaf tensor has no sources"),
         Op::Reshape | Op::View | Op::Transpose | Op::Permute { .. } | Op::Cpy => {
             bail!("{} is shaped by the graph builder", op.name())
@@ -348,6 +324,27 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
             Out { dtype: a.dtype, ne: [a.ne[0] * f, a.ne[1] * f, a.ne[2], a.ne[3]] }
         }
     })
+}
+
+/// mul_mat_id: as [K, M, E], b [K, nb1, T], ids i32 [n, T] -> [M, n, T].
+fn mul_mat_id(s: &[Layout]) -> crate::Result<Out> {
+    let (w, b, ids) = (&s[0], &s[1], &s[2]);
+    float(w, "the experts as")?;
+    float(b, "b")?;
+    ensure!(ids.dtype == DType::I32, "mul_mat_id: the expert ids must be an i32 tensor, not {}", sh(ids));
+    ensure!(
+        w.ne[0] == b.ne[0] && w.ne[3] == 1 && b.ne[3] == 1,
+        "mul_mat_id: the experts ({}, [K, M, E]) and b ({}, [K, n, T]) need the same first size K",
+        sh(w),
+        sh(b)
+    );
+    ensure!(
+        ids.ne[1] == b.ne[2] && ids.ne[2] * ids.ne[3] == 1 && b.ne[1] > 0 && ids.ne[0] % b.ne[1] == 0,
+        "mul_mat_id: the ids ({}) must be [n, T] with T the third size of b ({}) and n a multiple of its second",
+        sh(ids),
+        sh(b)
+    );
+    Ok(Out { dtype: f32_or_f64(&[w, b]), ne: [w.ne[1], ids.ne[0], b.ne[2], 1] })
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use crate::op::{shape, Op};
 use anyhow::{ensure, Context as _};
 use std::sync::Arc;
 
-fn args(srcs: &[&Arc<Tensor>]) -> String {
+pub(super) fn args(srcs: &[&Arc<Tensor>]) -> String {
     let names = ["a", "b", "c"];
     srcs.iter()
         .enumerate()

@@ -52,6 +52,20 @@ pub fn set_values(t: &Tensor, vals: &[f64], first: usize) -> crate::Result<()> {
     r.buf.write_bytes(r.offset, &bytes, &what)
 }
 
+/// Set every element of `t` to zero (all-zero bits, which is 0 in every type).
+pub fn set_zero(t: &Tensor) -> crate::Result<()> {
+    let r = t.resolve()?;
+    let what = t.describe();
+    let es = r.layout.dtype.size();
+    if r.layout.is_contiguous() {
+        return r.buf.write_bytes(r.offset, &vec![0u8; r.layout.nelements() * es], &what);
+    }
+    let mut bytes = vec![0u8; r.layout.span_bytes()];
+    r.buf.read_bytes(r.offset, &mut bytes, &what)?;
+    for_each_offset(&r.layout, 0, |_, o| bytes[o..o + es].fill(0));
+    r.buf.write_bytes(r.offset, &bytes, &what)
+}
+
 /// `n` values of `t` from element `first` (all when `n` is None).
 pub fn get_values(t: &Tensor, first: usize, n: Option<usize>) -> crate::Result<Vec<f64>> {
     let r = t.resolve()?;

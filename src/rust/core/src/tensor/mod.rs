@@ -3,6 +3,7 @@
 //! results in a context, and moving values in and out.
 
 pub mod construct;
+pub mod construct_nn;
 pub mod context;
 pub mod descriptor;
 pub mod io;

@@ -13,10 +13,11 @@
 use super::access::{self, Src};
 use super::matmul::Gemm;
 use super::par::Pool;
-use super::{conv, elementwise, movement, reduce};
+use super::{attn, conv, conv_direct, elementwise, glu, index, movement, mul_mat_id, reduce, rope, rows};
 use crate::backend::Node;
 use crate::base::dtype::DType;
 use crate::memory::BufferLocks;
+use crate::op::rows::RowOp;
 use crate::op::Op;
 use anyhow::ensure;
 
@@ -39,12 +40,19 @@ pub fn run(node: &Node, pool: &Pool) -> crate::Result<()> {
         let mut g = dst.buf.write("the result")?;
         return access::scatter_bytes(&mut g, dst, &bytes);
     }
-    let wide = dst.layout.dtype == DType::F64 || node.srcs.iter().any(|s| s.layout.dtype == DType::F64);
+    let wide = dst.layout.dtype == DType::F64
+        || node.srcs.iter().any(|s| s.layout.dtype == DType::F64)
+        || exact_counts(&node.op);
     if wide {
         run_as::<f64>(node, pool)
     } else {
         run_as::<f32>(node, pool)
     }
+}
+
+/// Ops whose integer results must be exact beyond f32's 2^24: computed in f64.
+fn exact_counts(op: &Op) -> bool {
+    matches!(op, Op::Rows(RowOp::CountEqual))
 }
 
 /// Whether source `i` of `op` may be read with its own strides.
@@ -142,6 +150,22 @@ pub(super) fn kernel<T: Gemm>(op: &Op, s: &[Src<'_, T>], out: &mut [T], ne: [usi
         | Op::GatherAxis { .. }
         | Op::ScatterFlat { .. }
         | Op::PadEx { .. } => T::extended(op, s, out, ne, pool)?,
+        Op::Glu(g) => match s.get(1) {
+            Some(b) => elementwise::zip(&s[0], b, out, pool, |x, y| glu::apply(g, x, y)),
+            None => glu::glu_halves(g, &s[0], out, pool),
+        },
+        Op::SiluBack => elementwise::zip(&s[0], &s[1], out, pool, crate::op::glu::silu_back),
+        Op::Rope(r) => rope::rope(r, &s[0], &s[1], s.get(2), out, pool),
+        Op::Attn(crate::op::attn::Attn::FlashExt { scale, max_bias, softcap }) => {
+            attn::flash_attn_ext(&s[0], &s[1], &s[2], s.get(3), *scale, *max_bias, *softcap, out, pool)
+        }
+        Op::Attn(crate::op::attn::Attn::FlashBack { masked }) => {
+            attn::flash_attn_back(&s[0], &s[1], &s[2], &s[3], *masked, out)?
+        }
+        Op::Conv(c) => conv_direct::run(c, s, out, ne, pool)?,
+        Op::Rows(r) => rows::run(r, s, out, pool),
+        Op::Index(i) => index::run(i, s, out, ne, pool)?,
+        Op::MulMatId => mul_mat_id::mul_mat_id(&s[0], &s[1], &s[2], out, ne, pool)?,
     }
     Ok(())
 }

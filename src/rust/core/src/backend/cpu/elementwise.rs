@@ -31,6 +31,18 @@ pub fn unary<T: Float>(u: UnaryOp, a: &Src<'_, T>, out: &mut [T], pool: &Pool) {
     each!(Neg, Abs, Sqr, Sqrt, Exp, Log, Sin, Cos, Relu, Gelu, Silu, Sigmoid, Tanh, Elu, Step, Hardswish, Hardsigmoid)
 }
 
+/// out[i] = f(a[i], b[i]) for a and b of one shape.
+pub fn zip<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, out: &mut [T], pool: &Pool, f: impl Fn(T, T) -> T + Sync + Send) {
+    let (x, y) = (&a.d, &b.d);
+    par_rows(pool, out, 1024, |r0, chunk| {
+        let start = r0 * 1024;
+        let n = chunk.len();
+        for ((o, u), v) in chunk.iter_mut().zip(&x[start..start + n]).zip(&y[start..start + n]) {
+            *o = f(*u, *v);
+        }
+    });
+}
+
 fn apply_row<T: Float>(op: &Op, a: &[T], b: &[T], out: &mut [T]) {
     // b is either a full row or repeats along the row.
     macro_rules! go {

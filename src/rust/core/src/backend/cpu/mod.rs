@@ -4,22 +4,31 @@
 //! families.
 
 pub mod access;
+mod attn;
 mod conv;
+mod conv_direct;
 pub mod dgemm;
 pub mod dgemm_par;
 pub mod driver;
 mod elementwise;
 mod extended;
+mod glu;
+mod index;
 mod matmul;
 mod matmul_f64;
 mod movement;
+mod mul_mat_id;
 mod optstep;
 pub mod par;
 mod quantized;
 mod reduce;
+mod rope;
+mod rows;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_nn;
 
 use super::Node;
 pub use par::{default_threads, Pool};

@@ -7,7 +7,7 @@ use crate::base::float::Float;
 use anyhow::ensure;
 
 /// out[i0, i1, i2, i3] = f(i0, i1, i2, i3) for sizes `ne`, rows split across the pool.
-fn fill<T: Float>(pool: &Pool, out: &mut [T], ne: [usize; 4], f: impl Fn(usize, usize, usize, usize) -> T + Sync + Send) {
+pub(super) fn fill<T: Float>(pool: &Pool, out: &mut [T], ne: [usize; 4], f: impl Fn(usize, usize, usize, usize) -> T + Sync + Send) {
     let (n0, n1, n2) = (ne[0], ne[1], ne[2]);
     par_rows(pool, out, n0, |r0, chunk| {
         for (k, row) in chunk.chunks_mut(n0.max(1)).enumerate() {

@@ -4,6 +4,7 @@
 use super::access::Src;
 use super::par::{par_rows, Pool};
 use crate::base::float::Float;
+use crate::op::attn::alibi_slope;
 
 pub fn sum<T: Float>(a: &Src<'_, T>, out: &mut [T]) {
     out[0] = T::from_f64(a.d.iter().map(|&x| x.to_f64()).sum::<f64>());
@@ -64,21 +65,6 @@ pub fn argmax<T: Float>(a: &Src<'_, T>, out: &mut [T]) {
             }
         }
         *o = T::from_f64(best as f64);
-    }
-}
-
-/// ALiBi slope of head `h` of `n_head` (1 when `max_bias` is 0), as ggml.
-fn alibi_slope(h: usize, n_head: usize, max_bias: f32) -> f32 {
-    if max_bias <= 0.0 {
-        return 1.0;
-    }
-    let n_log2 = 1usize << (31 - (n_head.max(1) as u32).leading_zeros());
-    let m0 = 2f32.powf(-max_bias / n_log2 as f32);
-    let m1 = 2f32.powf(-(max_bias / 2.0) / n_log2 as f32);
-    if h < n_log2 {
-        m0.powi(h as i32 + 1)
-    } else {
-        m1.powi(2 * (h - n_log2) as i32 + 1)
     }
 }
 
@@ -197,17 +183,4 @@ pub fn norm<T: Float>(a: &Src<'_, T>, eps: f32, rms: bool, out: &mut [T], pool: 
             }
         }
     });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn alibi_slopes() {
-        assert_eq!(alibi_slope(3, 8, 0.0), 1.0);
-        // 8 heads, max_bias 8: slopes 2^-1, 2^-2, ...
-        assert!((alibi_slope(0, 8, 8.0) - 0.5).abs() < 1e-6);
-        assert!((alibi_slope(2, 8, 8.0) - 0.125).abs() < 1e-6);
-    }
 }

@@ -30,8 +30,19 @@ pub struct VkNode<'a> {
 }
 
 /// Words per parameter block.
-pub const PARAM_WORDS: usize = 64;
-const OPW: usize = 48;
+pub const PARAM_WORDS: usize = 128;
+pub(super) const OPW: usize = 48;
+/// Source and result slots of a dispatch: sources 0 and 1, the result, sources 2 and 3.
+pub const SLOTS: usize = 5;
+
+/// First parameter word of tensor slot `slot` (see `shaders/common.wgsl`).
+pub(super) fn slot_word(slot: usize) -> usize {
+    if slot < 3 {
+        slot * 16
+    } else {
+        slot * 16 + 16
+    }
+}
 
 /// A buffer range bound to one binding.
 #[derive(Debug, Clone, Copy)]
@@ -47,8 +58,8 @@ pub(crate) struct Bind {
 pub(crate) struct Dispatch {
     pub variant: Variant,
     pub params: [u32; PARAM_WORDS],
-    /// Source 0, source 1, result.
-    pub binds: [Bind; 3],
+    /// Source 0, source 1, result, source 2, source 3 (bindings 1 to 5).
+    pub binds: [Bind; SLOTS],
     pub groups: [u32; 3],
 }
 
@@ -69,16 +80,16 @@ fn unary_code(u: UnaryOp) -> u32 {
     UnaryOp::ALL.iter().position(|&x| x == u).unwrap_or(0) as u32
 }
 
-struct Enc<'c> {
-    ctx: &'c VkContext,
-    op: &'static str,
-    params: [u32; PARAM_WORDS],
-    binds: Vec<Bind>,
+pub(super) struct Enc<'c> {
+    pub ctx: &'c VkContext,
+    pub op: &'static str,
+    pub params: [u32; PARAM_WORDS],
+    pub binds: Vec<Bind>,
 }
 
 impl<'c> Enc<'c> {
-    /// Describe tensor `t` in slot `slot` (0, 1 = sources, 2 = result).
-    fn tensor(&mut self, slot: usize, t: &VkTensorRef, role: &str) -> crate::Result<()> {
+    /// Describe tensor `t` in slot `slot` (0, 1 = sources, 2 = result, 3, 4 = sources).
+    pub fn tensor(&mut self, slot: usize, t: &VkTensorRef, role: &str) -> crate::Result<()> {
         let name = &self.ctx.info.name;
         let op = self.op;
         anyhow::ensure!(
@@ -118,7 +129,7 @@ impl<'c> Enc<'c> {
             range,
             max_range
         );
-        let w = slot * 16;
+        let w = slot_word(slot);
         self.params[w] = code;
         self.params[w + 1] = u32::try_from(rem / es)?;
         for d in 0..4 {
@@ -136,17 +147,17 @@ impl<'c> Enc<'c> {
         Ok(())
     }
 
-    fn f(&mut self, word: usize, v: f32) {
+    pub fn f(&mut self, word: usize, v: f32) {
         self.params[word] = v.to_bits();
     }
 
-    fn i(&mut self, word: usize, v: i64) -> crate::Result<()> {
+    pub fn i(&mut self, word: usize, v: i64) -> crate::Result<()> {
         self.params[word] = i32::try_from(v).map_err(|_| anyhow::anyhow!("{}: parameter {v} is out of range", self.op))? as u32;
         Ok(())
     }
 }
 
-fn need_srcs(node: &VkNode, n: usize) -> crate::Result<()> {
+pub(super) fn need_srcs(node: &VkNode, n: usize) -> crate::Result<()> {
     anyhow::ensure!(
         node.srcs.len() >= n,
         "{}: expected {n} source tensor(s), got {}",
@@ -170,23 +181,45 @@ fn barrier_free(ctx: &VkContext) -> bool {
     ctx.info().device_type == "cpu" && !GPU_PATHS_ON_CPU.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-fn groups_1d(ctx: &VkContext, n: usize, per_group: usize) -> [u32; 3] {
+pub(super) fn groups_1d(ctx: &VkContext, n: usize, per_group: usize) -> [u32; 3] {
     [n.div_ceil(per_group).clamp(1, ctx.max_groups(0)) as u32, 1, 1]
 }
 
-/// The dispatch of one node, or None when it has nothing to compute.
-pub(crate) fn encode(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dispatch>> {
+/// A parameter block for `node` with its result described, or None when the
+/// node has nothing to compute.
+pub(super) fn new_enc<'c>(ctx: &'c VkContext, node: &VkNode) -> crate::Result<Option<Enc<'c>>> {
     let op = node.op;
-    if matches!(op, Op::None) || op.is_view() {
-        return Ok(None);
-    }
-    let dst = &node.dst;
-    if dst.layout.nelements() == 0 {
+    if matches!(op, Op::None) || op.is_view() || node.dst.layout.nelements() == 0 {
         return Ok(None);
     }
     let empty = Bind { buffer: vk::Buffer::null(), offset: 0, range: 0, touched: (0, 0) };
-    let mut e = Enc { ctx, op: op.name(), params: [0; PARAM_WORDS], binds: vec![empty; 3] };
-    e.tensor(2, dst, "result")?;
+    let mut e = Enc { ctx, op: op.name(), params: [0; PARAM_WORDS], binds: vec![empty; SLOTS] };
+    e.tensor(2, &node.dst, "result")?;
+    Ok(Some(e))
+}
+
+/// The dispatch of a filled parameter block: unused source slots repeat the
+/// result's binding (never read); the variant has the operation codes as
+/// constants and is f32-only when every tensor is.
+pub(super) fn finish(mut e: Enc, node: &VkNode, shader: Shader, op: u32, sub: u32, groups: [u32; 3]) -> Dispatch {
+    let dst_bind = e.binds[2];
+    for (i, b) in e.binds.iter_mut().enumerate() {
+        if i != 2 && b.buffer == vk::Buffer::null() {
+            *b = Bind { touched: (0, 0), ..dst_bind };
+        }
+    }
+    let all_f32 = node.srcs.iter().chain(std::iter::once(&node.dst)).all(|t| t.layout.dtype == DType::F32);
+    let variant = Variant { shader, op, sub, all_f32 };
+    let binds = [e.binds[0], e.binds[1], e.binds[2], e.binds[3], e.binds[4]];
+    Dispatch { variant, params: e.params, binds, groups }
+}
+
+/// The single dispatch of one node of the ops encoded here, or None when it
+/// has nothing to compute.
+pub(super) fn encode_one(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dispatch>> {
+    let op = node.op;
+    let dst = &node.dst;
+    let Some(mut e) = new_enc(ctx, node)? else { return Ok(None) };
     let n = dst.layout.nelements();
     let mut shader = Shader::Eltwise;
     let mut groups = groups_1d(ctx, n, 256);
@@ -503,24 +536,14 @@ pub(crate) fn encode(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dis
             e.params[60] = b_scalar as u32;
         }
     }
-    // Unused source slots repeat the result's binding (never read).
-    let dst_bind = e.binds[2];
-    for b in e.binds.iter_mut().take(2) {
-        if b.buffer == vk::Buffer::null() {
-            *b = Bind { touched: (0, 0), ..dst_bind };
-        }
-    }
-    // The variant: operation codes as constants, f32-only when every tensor is.
-    let all_f32 = node.srcs.iter().chain(std::iter::once(dst)).all(|t| t.layout.dtype == DType::F32);
     let (op_code, sub) = match shader {
         Shader::Matmul => (0, register_blocks as u32),
         Shader::Reduce => (e.params[OPW], serial_rows as u32),
         Shader::Extended => (e.params[OPW], 0),
-        Shader::Eltwise => {
+        _ => {
             let op = e.params[OPW];
             (op, if matches!(op, 1 | 5 | 13) { e.params[49] } else { 0 })
         }
     };
-    let variant = Variant { shader, op: op_code, sub, all_f32 };
-    Ok(Some(Dispatch { variant, params: e.params, binds: [e.binds[0], e.binds[1], e.binds[2]], groups }))
+    Ok(Some(finish(e, node, shader, op_code, sub, groups)))
 }

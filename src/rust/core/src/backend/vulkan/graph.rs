@@ -4,7 +4,9 @@
 //! the whole graph is submitted once.
 
 use super::context::VkContext;
-use super::encode::{encode, Bind, Dispatch, VkNode, PARAM_WORDS};
+use super::encode::{Bind, Dispatch, VkNode, PARAM_WORDS, SLOTS};
+use super::encode_nn::encode_node;
+use super::shaders::BINDINGS;
 use ash::vk;
 use gpu_allocator::MemoryLocation;
 
@@ -23,13 +25,13 @@ fn overlaps(list: &[(vk::Buffer, u64, u64)], b: &Bind) -> bool {
 impl Hazards {
     /// True when `d` must wait for earlier dispatches.
     fn conflicts(&self, d: &Dispatch) -> bool {
-        d.binds[..2].iter().any(|b| overlaps(&self.written, b))
+        sources(d).any(|b| overlaps(&self.written, b))
             || overlaps(&self.written, &d.binds[2])
             || overlaps(&self.read, &d.binds[2])
     }
 
     fn add(&mut self, d: &Dispatch) {
-        for b in &d.binds[..2] {
+        for b in sources(d) {
             if b.touched.0 < b.touched.1 {
                 self.read.push((b.buffer, b.touched.0, b.touched.1));
             }
@@ -42,6 +44,11 @@ impl Hazards {
         self.written.clear();
         self.read.clear();
     }
+}
+
+/// The source bindings of a dispatch (every slot but the result's).
+fn sources(d: &Dispatch) -> impl Iterator<Item = &Bind> {
+    d.binds.iter().enumerate().filter(|(i, _)| *i != 2).map(|(_, b)| b)
 }
 
 /// Destroys the per-run descriptor pool on every path.
@@ -64,7 +71,7 @@ impl VkContext {
         self.check_live()?;
         let mut dispatches = Vec::with_capacity(nodes.len());
         for (i, n) in nodes.iter().enumerate() {
-            let d = encode(self, n).map_err(|e| e.context(format!("graph node {} ({})", i + 1, n.op.name())))?;
+            let d = encode_node(self, n).map_err(|e| e.context(format!("graph node {} ({})", i + 1, n.op.name())))?;
             dispatches.extend(d);
         }
         let Some(first) = nodes.iter().find(|n| std::ptr::eq(std::sync::Arc::as_ptr(n.dst.buf.context()), self))
@@ -95,7 +102,7 @@ impl VkContext {
         self.write(&params, 0, &bytes)?;
 
         let n = dispatches.len() as u32;
-        let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 4 * n }];
+        let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: BINDINGS * n }];
         let pinfo = vk::DescriptorPoolCreateInfo::default().max_sets(n).pool_sizes(&sizes);
         // SAFETY: valid device; the guard destroys the pool.
         let pool = unsafe { dev.create_descriptor_pool(&pinfo, None) }.map_err(vkerr("creating descriptor pools"))?;
@@ -104,24 +111,24 @@ impl VkContext {
         let ainfo = vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts);
         // SAFETY: `pool` was sized for one set per dispatch; `layouts` outlives the call.
         let sets = unsafe { dev.allocate_descriptor_sets(&ainfo) }.map_err(vkerr("allocating descriptor sets"))?;
-        let infos: Vec<[vk::DescriptorBufferInfo; 4]> = dispatches
+        let infos: Vec<[vk::DescriptorBufferInfo; 1 + SLOTS]> = dispatches
             .iter()
             .enumerate()
             .map(|(i, d)| {
                 let bi = |b: &Bind| vk::DescriptorBufferInfo { buffer: b.buffer, offset: b.offset, range: b.range };
-                [
-                    vk::DescriptorBufferInfo { buffer: params.buffer, offset: (i * stride) as u64, range: (PARAM_WORDS * 4) as u64 },
-                    bi(&d.binds[0]),
-                    bi(&d.binds[1]),
-                    bi(&d.binds[2]),
-                ]
+                // binding 0: parameters; bindings 1 to 5: the slots in order
+                let mut info = [vk::DescriptorBufferInfo { buffer: params.buffer, offset: (i * stride) as u64, range: (PARAM_WORDS * 4) as u64 }; 1 + SLOTS];
+                for (k, b) in d.binds.iter().enumerate() {
+                    info[1 + k] = bi(b);
+                }
+                info
             })
             .collect();
         let writes: Vec<vk::WriteDescriptorSet> = sets
             .iter()
             .zip(&infos)
             .flat_map(|(&set, info)| {
-                (0..4).map(move |b| {
+                (0..1 + SLOTS).map(move |b| {
                     vk::WriteDescriptorSet::default()
                         .dst_set(set)
                         .dst_binding(b as u32)

@@ -22,6 +22,7 @@ pub mod compute;
 mod context;
 mod device;
 mod encode;
+mod encode_nn;
 mod graph;
 mod memory;
 mod shaders;
@@ -45,5 +46,7 @@ mod tests_layout;
 mod tests_limits;
 #[cfg(test)]
 mod tests_mem;
+#[cfg(test)]
+mod tests_nn;
 #[cfg(test)]
 mod tests_ops;

@@ -3,7 +3,8 @@
 //! cached per variant.
 //!
 //! Every shader has the same interface: binding 0 is the parameter block,
-//! bindings 1 and 2 the sources, binding 3 the result, all storage buffers.
+//! bindings 1 and 2 the first two sources, binding 3 the result, bindings 4
+//! and 5 the third and fourth sources, all storage buffers.
 
 use ash::vk;
 use std::collections::HashMap;
@@ -24,6 +25,19 @@ pub enum Shader {
     /// gathers, padding, scatters (per element), row reductions and scans
     /// (per row).
     Extended,
+    /// Rotary position embedding, one invocation per rotated pair.
+    Rope,
+    /// flash_attn_ext and flash_attn_back, one invocation per result element.
+    Attn,
+    /// roll, reflection padding, windows, relative positions, diagonals,
+    /// arange, timestep embeddings, interpolated upscales, the gradients of
+    /// get_rows and repeat.
+    Index,
+    /// Transposed, depthwise and direct convolutions, pool_1d, mul_mat_id.
+    ConvDirect,
+    /// l2 and group norms, the rms_norm and softmax gradients, argsort,
+    /// top_k, count_equal.
+    Rows,
 }
 
 include!(concat!(env!("OUT_DIR"), "/variants.rs"));
@@ -45,6 +59,11 @@ impl Shader {
             Shader::Matmul => "matmul",
             Shader::Reduce => "reduce",
             Shader::Extended => "extended",
+            Shader::Rope => "rope",
+            Shader::Attn => "attn",
+            Shader::Index => "index",
+            Shader::ConvDirect => "conv_direct",
+            Shader::Rows => "rows",
         }
     }
 
@@ -54,8 +73,9 @@ impl Shader {
     }
 }
 
-/// Number of storage-buffer bindings of every shader.
-pub const BINDINGS: u32 = 4;
+/// Number of storage-buffer bindings of every shader: the parameters, four
+/// sources and the result.
+pub const BINDINGS: u32 = 6;
 
 #[derive(Default)]
 struct Cache {

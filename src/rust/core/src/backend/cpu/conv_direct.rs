@@ -1,0 +1,156 @@
+//! Direct convolutions (transposed 1-D and 2-D, depthwise and full 2-D)
+//! and 1-D pooling. The full 2-D convolution unfolds its input (im2col)
+//! and multiplies it with the flattened kernel, as conv_2d does, in one node.
+
+use super::access::{alloc, Src};
+use super::conv::im2col;
+use super::matmul::Gemm;
+use super::par::{par_rows, Pool};
+use crate::base::float::Float;
+use crate::op::conv::Conv;
+use crate::op::PoolOp;
+use std::borrow::Cow;
+
+/// Computes `c` on srcs [kernel, input] (pool_1d: [input]) into `out` of sizes `ne`.
+pub fn run<T: Gemm>(c: &Conv, s: &[Src<'_, T>], out: &mut [T], ne: [usize; 4], pool: &Pool) -> crate::Result<()> {
+    match *c {
+        Conv::Pool1d { op, k0, s0, p0 } => pool_1d(&s[0], op, [k0, s0, p0], out, ne, pool),
+        Conv::Transpose1d { s0, p0, d0 } => transpose_1d(&s[0], &s[1], [s0, p0, d0], out, ne, pool),
+        Conv::Transpose2d { stride } => transpose_2d(&s[0], &s[1], stride as usize, out, ne, pool),
+        Conv::Depthwise2d { s0, s1, p0, p1, d0, d1 } => depthwise_2d(&s[0], &s[1], [s0, s1, p0, p1, d0, d1], out, ne, pool),
+        Conv::Direct2d { s0, s1, p0, p1, d0, d1 } => direct_2d(&s[0], &s[1], [s0, s1, p0, p1, d0, d1], out, ne, pool)?,
+    }
+    Ok(())
+}
+
+/// Max or average over windows of the first dimension.
+fn pool_1d<T: Float>(a: &Src<'_, T>, op: PoolOp, p: [i32; 3], out: &mut [T], ne: [usize; 4], pool: &Pool) {
+    let [k0, s0, p0] = p.map(|v| v as i64);
+    let (n, ow) = (a.ne[0] as i64, ne[0]);
+    par_rows(pool, out, ow, |r0, chunk| {
+        for (j, orow) in chunk.chunks_mut(ow.max(1)).enumerate() {
+            let x = &a.d[(r0 + j) * n as usize..(r0 + j + 1) * n as usize];
+            for (i, o) in orow.iter_mut().enumerate() {
+                let start = i as i64 * s0 - p0;
+                let win = (start.max(0)..(start + k0).min(n)).map(|t| x[t as usize]);
+                *o = match op {
+                    PoolOp::Max => win.fold(T::MIN, T::max),
+                    PoolOp::Avg => win.fold(T::ZERO, |acc, v| acc + v) / T::from_f64(k0 as f64),
+                };
+            }
+        }
+    });
+}
+
+/// out[o, oc, n] = sum over (l, k) with l s0 + k d0 - p0 = o of b[l, ic, n] a[k, oc, ic].
+fn transpose_1d<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, p: [i32; 3], out: &mut [T], ne: [usize; 4], pool: &Pool) {
+    let [s0, p0, d0] = p.map(|v| v as i64);
+    let (kw, cin, len) = (a.ne[0], a.ne[2], b.ne[0] as i64);
+    let (ol, cout) = (ne[0], ne[1]);
+    par_rows(pool, out, ol, |r0, chunk| {
+        for (j, orow) in chunk.chunks_mut(ol.max(1)).enumerate() {
+            let r = r0 + j;
+            let (oc, n) = (r % cout, r / cout);
+            for (o, v) in orow.iter_mut().enumerate() {
+                let mut acc = T::ZERO;
+                for k in 0..kw {
+                    let t = o as i64 + p0 - k as i64 * d0;
+                    if t < 0 || t % s0 != 0 || t / s0 >= len {
+                        continue;
+                    }
+                    let l = (t / s0) as usize;
+                    for ic in 0..cin {
+                        acc += b.at(l, ic, n, 0) * a.at(k, oc, ic, 0);
+                    }
+                }
+                *v = acc;
+            }
+        }
+    });
+}
+
+/// out[x, y, oc, n] = sum of b[ix, iy, ic, n] a[kx, ky, oc, ic] over ix s + kx = x, iy s + ky = y.
+fn transpose_2d<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, st: usize, out: &mut [T], ne: [usize; 4], pool: &Pool) {
+    let (kw, kh, cin) = (a.ne[0], a.ne[1], a.ne[3]);
+    let (iw, ih) = (b.ne[0], b.ne[1]);
+    let (ow, oh, cout) = (ne[0], ne[1], ne[2]);
+    par_rows(pool, out, ow, |r0, chunk| {
+        for (j, orow) in chunk.chunks_mut(ow.max(1)).enumerate() {
+            let r = r0 + j;
+            let (y, oc, n) = (r % oh, (r / oh) % cout, r / (oh * cout));
+            for (x, v) in orow.iter_mut().enumerate() {
+                let mut acc = T::ZERO;
+                for ky in 0..kh.min(y + 1) {
+                    if (y - ky) % st != 0 || (y - ky) / st >= ih {
+                        continue;
+                    }
+                    let iy = (y - ky) / st;
+                    for kx in 0..kw.min(x + 1) {
+                        if (x - kx) % st != 0 || (x - kx) / st >= iw {
+                            continue;
+                        }
+                        let ix = (x - kx) / st;
+                        for ic in 0..cin {
+                            acc += b.at(ix, iy, ic, n) * a.at(kx, ky, oc, ic);
+                        }
+                    }
+                }
+                *v = acc;
+            }
+        }
+    });
+}
+
+/// One kernel per channel: out[x, y, c, n] = sum b[x s0 + kx d0 - p0, y s1 + ky d1 - p1, c, n] a[kx, ky, 0, c].
+fn depthwise_2d<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, p: [i32; 6], out: &mut [T], ne: [usize; 4], pool: &Pool) {
+    let [s0, s1, p0, p1, d0, d1] = p.map(|v| v as i64);
+    let (kw, kh) = (a.ne[0], a.ne[1]);
+    let (iw, ih) = (b.ne[0] as i64, b.ne[1] as i64);
+    let (ow, oh, ch) = (ne[0], ne[1], ne[2]);
+    par_rows(pool, out, ow, |r0, chunk| {
+        for (j, orow) in chunk.chunks_mut(ow.max(1)).enumerate() {
+            let r = r0 + j;
+            let (y, c, n) = (r % oh, (r / oh) % ch, r / (oh * ch));
+            for (x, v) in orow.iter_mut().enumerate() {
+                let mut acc = T::ZERO;
+                for ky in 0..kh {
+                    let sy = y as i64 * s1 + ky as i64 * d1 - p1;
+                    if sy < 0 || sy >= ih {
+                        continue;
+                    }
+                    for kx in 0..kw {
+                        let sx = x as i64 * s0 + kx as i64 * d0 - p0;
+                        if sx < 0 || sx >= iw {
+                            continue;
+                        }
+                        acc += b.at(sx as usize, sy as usize, c, n) * a.at(kx, ky, 0, c);
+                    }
+                }
+                *v = acc;
+            }
+        }
+    });
+}
+
+/// Unfold, then one product: cols [KW KH Cin, OW OH N] x kernel [KW KH Cin, Cout].
+fn direct_2d<T: Gemm>(a: &Src<'_, T>, b: &Src<'_, T>, p: [i32; 6], out: &mut [T], ne: [usize; 4], pool: &Pool) -> crate::Result<()> {
+    let (ow, oh, cout, nb) = (ne[0], ne[1], ne[2], ne[3]);
+    let k = a.ne[0] * a.ne[1] * a.ne[2];
+    let cols_ne = [k, ow, oh, nb];
+    let mut cols = alloc::<T>(k * ow * oh * nb)?;
+    im2col(a, b, p, true, &mut cols, cols_ne, pool);
+    let rows = ow * oh * nb;
+    let lhs = Src::new(Cow::Owned(cols), [k, rows, 1, 1]);
+    let rhs = Src::new(Cow::Borrowed(&a.d[..]), [k, cout, 1, 1]);
+    let mut prod = alloc::<T>(rows * cout)?;
+    T::mul_mat(&lhs, &rhs, &mut prod, pool);
+    // prod is [OW OH N, Cout]; the result is [OW, OH, Cout, N]
+    let plane = ow * oh;
+    for n in 0..nb {
+        for oc in 0..cout {
+            let src = &prod[oc * rows + n * plane..][..plane];
+            out[(oc + cout * n) * plane..][..plane].copy_from_slice(src);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,52 @@
+//! The shared pieces of the ops' shape rules: the result description, how
+//! tensors are named in messages, and the common checks.
+
+use crate::base::dtype::DType;
+use crate::layout::{fmt_shape, Layout};
+use anyhow::ensure;
+
+/// Type and sizes of a node's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Out {
+    pub dtype: DType,
+    pub ne: [usize; 4],
+}
+
+pub(crate) fn sh(l: &Layout) -> String {
+    format!("{} {}", l.dtype.name(), fmt_shape(&l.ne))
+}
+
+/// ggml's `can_repeat`: `b` tiles `a` when every size of `a` is a multiple of `b`'s.
+pub fn can_repeat(b: &[usize; 4], a: &[usize; 4]) -> bool {
+    (0..4).all(|i| b[i] > 0 && a[i] % b[i] == 0)
+}
+
+pub(crate) fn float(l: &Layout, what: &str) -> crate::Result<()> {
+    ensure!(
+        l.dtype.is_float(),
+        "{what} must be a floating-point tensor (f32, f16, bf16 or f64), not {}",
+        sh(l)
+    );
+    Ok(())
+}
+
+/// The type of a result ggml computes in f32: f64 when a source is f64.
+pub(crate) fn f32_or_f64(srcs: &[&Layout]) -> DType {
+    if srcs.iter().any(|l| l.dtype == DType::F64) {
+        DType::F64
+    } else {
+        DType::F32
+    }
+}
+
+pub(crate) fn out_size(what: &str, input: usize, k: usize, s: i32, p: i64, d: i32) -> crate::Result<usize> {
+    ensure!(s > 0 && d > 0, "{what}: stride and dilation must be positive (got {s} and {d})");
+    let span = d as i64 * (k as i64 - 1) + 1;
+    let n = input as i64 + 2 * p - span;
+    ensure!(
+        n >= 0,
+        "{what}: the window ({k} wide, dilation {d}) does not fit an input of size {input} \
+         with padding {p}"
+    );
+    Ok((n / s as i64 + 1) as usize)
+}

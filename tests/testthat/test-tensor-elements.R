@@ -1,0 +1,42 @@
+# Scalars, single elements and zeroing.
+
+test_that("new_f32 and new_i32 hold one value of their type", {
+  ctx <- ggml_init(1024 * 1024)
+  on.exit(ggml_free(ctx))
+  s <- ggml_new_f32(ctx, 0.1)
+  i <- ggml_new_i32(ctx, -7L)
+  expect_identical(ggml_nelements(s), 1)
+  expect_identical(ggml_tensor_type(s), GGML_TYPE_F32)
+  expect_equal(ggml_get_f32(s), 0.1, tolerance = 1e-7)
+  expect_identical(ggml_get_i32(i), -7L)
+  expect_error(ggml_new_i32(ctx, 1.5), "whole number|32-bit", class = "ggmlR_error")
+  na <- ggml_init(1024 * 1024, no_alloc = TRUE)
+  on.exit(ggml_free(na), add = TRUE)
+  expect_error(ggml_new_f32(na, 1), "no data", class = "ggmlR_error")
+})
+
+test_that("elements by coordinates and by position, on views too", {
+  ctx <- ggml_init(1024 * 1024)
+  on.exit(ggml_free(ctx))
+  m <- ggml_set_f32(ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 3, 2, 2), 1:12)
+  expect_identical(ggml_get_f32_nd(m, 2, 1, 1), 12)
+  expect_identical(ggml_get_f32_1d(m, 4), 5)
+  ggml_set_f32_nd(m, 0, 1, 0, value = -1)
+  expect_identical(ggml_get_f32(m)[4], -1)
+  ggml_set_f32_1d(m, 11, 100)
+  expect_identical(ggml_get_f32_nd(m, 2, 1, 1), 100)
+  tr <- ggml_transpose(ctx, ggml_view_2d(ctx, m, 3, 2, 12, 0))
+  expect_identical(ggml_get_f32_nd(tr, 1, 2), 6) # m[2 + 1, 1 + 1]
+  k <- ggml_set_i32(ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 4), c(10L, 20L, 30L, 40L))
+  expect_identical(ggml_get_i32_nd(k, 3), 40L)
+  ggml_set_i32_1d(k, 0, 99L)
+  expect_identical(ggml_get_i32_1d(k, 0), 99L)
+  expect_error(ggml_get_f32_nd(m, 3, 0), "outside", class = "ggmlR_error")
+  expect_error(ggml_get_f32_1d(m, 12), "outside", class = "ggmlR_error")
+  expect_error(ggml_set_f32_nd(m, 0, value = c(1, 2)), "single number", class = "ggmlR_error")
+  ggml_set_zero(m)
+  expect_identical(ggml_get_f32(m), rep(0, 12))
+  ggml_set_f32(m, 1:12)
+  ggml_set_zero(tr) # a view: only its elements
+  expect_identical(ggml_get_f32(m), c(rep(0, 6), 7:12))
+})

@@ -315,6 +315,7 @@ rs_gguf_free <- function(x) .Call(wrap__rs_gguf_free, x)
 #' list(name, type, ne, data) with data raw bytes or numbers to encode).
 #' @noRd
 rs_gguf_write <- function(path, metadata, types, tensors, alignment) .Call(wrap__rs_gguf_write, path, metadata, types, tensors, alignment)
+
 #' A computing op by ggml name, written into the first source's memory.
 #' @noRd
 rs_op_inplace <- function(c, name, src, params) .Call(wrap__rs_op_inplace, c, name, src, params)
@@ -446,6 +447,7 @@ rs_ncnn_pd_get <- function(p, id, default) .Call(wrap__rs_ncnn_pd_get, p, id, de
 
 #' @noRd
 rs_ncnn_mb_load <- function(p, w, kind) .Call(wrap__rs_ncnn_mb_load, p, w, kind)
+
 #' The operators the importer implements.
 #' @noRd
 rs_onnx_operators <- function() .Call(wrap__rs_onnx_operators)

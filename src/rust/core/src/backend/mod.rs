@@ -221,7 +221,8 @@ impl Backend {
     pub fn supports(&self, op: &crate::op::Op, dtype: crate::base::dtype::DType) -> bool {
         match &self.imp {
             BackendImpl::Cpu(_) => true,
-            BackendImpl::Vulkan(_) => {
+            // A meta backend may mirror onto Vulkan devices: the same rule.
+            BackendImpl::Vulkan(_) | BackendImpl::Meta(_) => {
                 use crate::op::Op;
                 dtype != crate::base::dtype::DType::F64
                     && !matches!(

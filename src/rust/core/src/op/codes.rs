@@ -140,13 +140,13 @@ pub fn op_params(op: &Op) -> [u8; OP_PARAMS_BYTES] {
             }
         }
         Op::Scale { s } => {
-            put(0, s.to_ne_bytes());
+            put(0, (*s as f32).to_ne_bytes());
             put(1, 0f32.to_ne_bytes());
         }
         Op::LeakyRelu { slope } => put(0, slope.to_ne_bytes()),
         Op::Clamp { min, max } => {
-            put(0, min.to_ne_bytes());
-            put(1, max.to_ne_bytes());
+            put(0, (*min as f32).to_ne_bytes());
+            put(1, (*max as f32).to_ne_bytes());
         }
         Op::SoftMax { scale, max_bias } => {
             put(0, scale.to_ne_bytes());

@@ -28,7 +28,10 @@ pub fn unary<T: Float>(u: UnaryOp, a: &Src<'_, T>, out: &mut [T], pool: &Pool) {
             }
         };
     }
-    each!(Neg, Abs, Sqr, Sqrt, Exp, Log, Sin, Cos, Relu, Gelu, Silu, Sigmoid, Tanh, Elu, Step, Hardswish, Hardsigmoid)
+    each!(
+        Neg, Abs, Sqr, Sqrt, Exp, Log, Sin, Cos, Relu, Gelu, Silu, Sigmoid, Tanh, Elu, Step, Hardswish, Hardsigmoid, Sgn, Ceil,
+        Floor, Round, Softplus, GeluErf, GeluQuick
+    )
 }
 
 /// out[i] = f(a[i], b[i]) for a and b of one shape.

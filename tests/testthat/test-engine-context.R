@@ -27,7 +27,7 @@ test_that("types have ggml's codes, sizes and names", {
   expect_identical(c(GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_I32, GGML_TYPE_BF16), c(0L, 1L, 26L, 30L))
   expect_identical(sapply(c(0, 1, 26, 30), ggml_type_size), c(4, 2, 4, 2))  # doubles, as upstream
   expect_identical(sapply(c(0, 1, 26, 30), ggml_type_name), c("f32", "f16", "i32", "bf16"))
-  expect_identical(ggml_type_size(2), 18L) # q4_0: a block of 32 values
+  expect_identical(ggml_type_size(2), 18) # q4_0: a block of 32 values
   expect_error(ggml_type_size(4), "unsupported tensor type", class = "ggmlR_error") # ggml's removed q4_2
 })
 

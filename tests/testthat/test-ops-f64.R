@@ -9,7 +9,7 @@ f64_graph <- function(inputs, build, threads = NULL) {
 }
 
 test_that("f64 is a known type: size 8, name f64", {
-  expect_identical(ggml_type_size(F64), 8L)
+  expect_identical(ggml_type_size(F64), 8)
   expect_identical(ggml_type_name(F64), "f64")
   ctx <- ggml_init(1024 * 1024)
   on.exit(ggml_free(ctx))

@@ -275,7 +275,7 @@ test_that("ag_memory_stats() prints a short summary and keeps every figure", {
   expect_s3_class(s, "data.frame")
   full <- as.data.frame(s)
   expect_identical(class(full), "data.frame")
-  expect_identical(ncol(full), 22L)
+  expect_identical(ncol(full), 24L)
   expect_gte(s$user_bytes, 1024 * 1024)
   out <- capture.output(print(s))
   expect_match(out[1], sprintf("^<ag_memory_stats> live %s \\(", .ag_bytes(s$total_bytes)), fixed = FALSE)

@@ -89,7 +89,6 @@ fn layers_must_be_listed_bottom_up() {
 
 /// The package's crates, as they are.
 #[test]
-#[ignore]
 fn the_package_crates_are_layered() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     for krate in ["src/rust/core", "src/rust/ggmlr"] {

@@ -15,7 +15,7 @@ mod writer;
 mod tests;
 
 pub use reader::DEFAULT_ALIGNMENT;
-pub use value::{TensorType, Value, ValueType};
+pub use value::{Header, TensorInfo, TensorType, Value, ValueType};
 pub use writer::{encode_values, to_bytes, write, WriteTensor};
 
 use crate::base::quant;
@@ -24,36 +24,6 @@ use crate::tensor::{Context, DataSlot, Tensor};
 use anyhow::{bail, Context as _};
 use half::{bf16, f16};
 use std::sync::{Arc, OnceLock};
-
-/// One tensor's description in a GGUF file.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TensorInfo {
-    pub name: String,
-    pub n_dims: usize,
-    /// Sizes, ne0 fastest (ggml's order), 1 beyond `n_dims`.
-    pub ne: [usize; 4],
-    pub ty: TensorType,
-    /// Byte offset from the start of the data section.
-    pub offset: usize,
-    pub nbytes: usize,
-}
-
-impl TensorInfo {
-    pub fn nelements(&self) -> usize {
-        self.ne.iter().fold(1usize, |a, &n| a.saturating_mul(n))
-    }
-}
-
-/// Everything before the tensor data.
-#[derive(Debug, Clone)]
-pub struct Header {
-    pub version: u32,
-    pub alignment: usize,
-    pub kv: Vec<(String, Value)>,
-    pub tensors: Vec<TensorInfo>,
-    /// Byte offset of the data section in the file.
-    pub data_start: usize,
-}
 
 /// The bytes of a file: mapped, or (for files made in memory) owned.
 enum Bytes {

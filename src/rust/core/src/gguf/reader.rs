@@ -3,8 +3,7 @@
 //! is allocated for it, and every failure says what was wrong and at which
 //! byte; nothing here can panic on any input.
 
-use super::value::{TensorType, Value, ValueType};
-use super::{Header, TensorInfo};
+use super::value::{Header, TensorInfo, TensorType, Value, ValueType};
 use anyhow::bail;
 
 /// Arrays nested deeper than this are refused (no real file nests at all).

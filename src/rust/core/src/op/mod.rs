@@ -9,6 +9,7 @@
 
 pub mod codes;
 pub mod extended;
+mod extended_shape;
 pub mod attn;
 pub mod conv;
 pub mod glu;

@@ -47,7 +47,7 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
         if hi > lo { format!(" to {hi}") } else { String::new() },
         s.len()
     );
-    if let Some(r) = super::extended::infer(op, s) {
+    if let Some(r) = super::extended_shape::infer(op, s) {
         return r;
     }
     if let Op::Index(i) = op {

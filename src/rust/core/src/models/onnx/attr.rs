@@ -3,7 +3,7 @@
 //! readers accept the evident conversions.
 
 use super::init::Init;
-use super::load::{Attr, Graph, Node};
+use super::model::{Attr, Graph, Node};
 use std::sync::Arc;
 
 impl Node {

@@ -13,75 +13,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
-/// Default-domain opsets the importer knows.
-pub const OPSET_RANGE: (i64, i64) = (1, 28);
-
-/// A dimension of a declared input or output shape.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Dim {
-    Fixed(usize),
-    /// A named or unknown (dynamic) dimension.
-    Dynamic(String),
-}
-
-/// A graph input or output as declared.
-#[derive(Debug, Clone)]
-pub struct ValueInfo {
-    pub name: String,
-    pub elem: Option<Elem>,
-    pub dims: Option<Vec<Dim>>,
-}
-
-/// A node attribute.
-#[derive(Debug, Clone)]
-pub enum Attr {
-    F(f32),
-    I(i64),
-    S(String),
-    T(Arc<Init>),
-    G(Arc<Graph>),
-    Fs(Vec<f32>),
-    Is(Vec<i64>),
-    Ss(Vec<String>),
-}
-
-#[derive(Debug, Clone)]
-pub struct Node {
-    /// The node's name, or "#<index>" when it has none.
-    pub name: String,
-    pub op: String,
-    pub domain: String,
-    /// Input names ("" for an omitted optional input).
-    pub inputs: Vec<String>,
-    pub outputs: Vec<String>,
-    pub attrs: HashMap<String, Attr>,
-}
-
-impl Node {
-    /// "Conv node 'conv1'", for messages.
-    pub fn describe(&self) -> String {
-        format!("{} node '{}'", self.op, self.name)
-    }
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct Graph {
-    pub name: String,
-    pub nodes: Vec<Node>,
-    /// The inputs a caller provides (declared inputs that are not initializers).
-    pub inputs: Vec<ValueInfo>,
-    pub outputs: Vec<ValueInfo>,
-    pub inits: HashMap<String, Arc<Init>>,
-}
-
-#[derive(Debug, Clone)]
-pub struct Model {
-    pub ir_version: i64,
-    /// The default domain's opset.
-    pub opset: i64,
-    pub producer: String,
-    pub graph: Arc<Graph>,
-}
+pub use super::model::{Attr, Dim, Graph, Model, Node, ValueInfo, OPSET_RANGE};
 
 impl Model {
     /// Reads the model in `bytes`; `dir` is its folder (for external data).

@@ -16,6 +16,7 @@ pub mod elem;
 pub mod host;
 pub mod init;
 pub mod load;
+pub mod model;
 pub mod ops;
 pub mod plan;
 pub mod proto;

@@ -14,8 +14,8 @@
 
 use super::builder::Builder;
 use super::elem::Elem;
-use super::load::{Graph, Node};
-use super::ops;
+use super::host::HTensor;
+use super::model::{Graph, Node};
 use super::val::{Const, Dev, Taint, Val};
 use crate::graph::Graph as EGraph;
 use crate::op::Op;
@@ -38,7 +38,18 @@ impl std::fmt::Display for NeedsData {
 
 impl std::error::Error for NeedsData {}
 
+/// Maps a node onto the engine graph (inputs: one per node input, None
+/// when omitted).
+pub type Lower = fn(&mut Planner, &Node, &[Option<Val>]) -> crate::Result<Vec<Val>>;
+/// Computes a node on the host (constant inputs; the default-domain opset).
+pub type Fold = fn(&Node, &[Option<Arc<HTensor>>], i64) -> crate::Result<Vec<HTensor>>;
+/// An operator's implementations: (engine mapping, host evaluation).
+pub type OpTable = fn(&str) -> Option<(Option<Lower>, Option<Fold>)>;
+
 pub struct Planner {
+    /// The operators' implementations by operator type (the operator
+    /// table is above the planner, which only calls it).
+    find: OpTable,
     pub b: Builder,
     pub opset: i64,
     scopes: Vec<HashMap<String, Val>>,
@@ -66,8 +77,9 @@ pub struct IndexCheck {
 }
 
 impl Planner {
-    pub fn new(b: Builder, opset: i64) -> Planner {
+    pub fn new(b: Builder, opset: i64, find: OpTable) -> Planner {
         Planner {
+            find,
             b,
             opset,
             scopes: vec![HashMap::new()],
@@ -171,20 +183,20 @@ impl Planner {
     fn eval(&mut self, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
         let all_const = ins.iter().flatten().all(|v| v.konst().is_some());
         if all_const {
-            if let Some(f) = ops::folding(&n.op) {
+            if let Some(f) = (self.find)(&n.op).and_then(|(_, f)| f) {
                 return self.fold(n, ins, f);
             }
         }
-        if let Some(lower) = ops::lowering(&n.op) {
+        if let Some(lower) = (self.find)(&n.op).and_then(|(l, _)| l) {
             return lower(self, n, ins);
         }
-        if let Some(f) = ops::folding(&n.op) {
+        if let Some(f) = (self.find)(&n.op).and_then(|(_, f)| f) {
             return self.host_op(n, ins, f);
         }
         bail!("operator {} is not supported", n.op)
     }
 
-    fn fold(&mut self, n: &Node, ins: &[Option<Val>], f: ops::Fold) -> crate::Result<Vec<Val>> {
+    fn fold(&mut self, n: &Node, ins: &[Option<Val>], f: Fold) -> crate::Result<Vec<Val>> {
         let mut vals = Vec::with_capacity(ins.len());
         let mut taint = Taint::Static;
         for v in ins {
@@ -209,7 +221,7 @@ impl Planner {
     }
 
     /// Runs an operator on the host with the values of its inputs.
-    fn host_op(&mut self, n: &Node, ins: &[Option<Val>], f: ops::Fold) -> crate::Result<Vec<Val>> {
+    fn host_op(&mut self, n: &Node, ins: &[Option<Val>], f: Fold) -> crate::Result<Vec<Val>> {
         if !self.has_data {
             return Err(NeedsData { node: n.describe() }.into());
         }

@@ -5,7 +5,7 @@
 use super::builder::{write_f32, Builder, Persist};
 use super::elem::Elem;
 use super::host::fmt_shape;
-use super::load::{Dim, Model};
+use super::model::{Dim, Model};
 use super::plan::{NeedsData, Planner};
 use super::val::{Dev, Taint, Val};
 use crate::backend::Backend;
@@ -204,7 +204,7 @@ impl Runner {
     /// the first plan.
     fn make_plan(&mut self, shapes: &[Vec<usize>], data: Option<&[Vec<f64>]>) -> crate::Result<()> {
         let b = Builder::new(self.backend.clone(), self.persist.clone(), self.f16);
-        let mut pl = Planner::new(b, self.model.opset);
+        let mut pl = Planner::new(b, self.model.opset, super::ops::find);
         let mut inputs = Vec::new();
         for (v, s) in self.model.graph.inputs.iter().zip(shapes) {
             inputs.push(pl.bind_input(&v.name, s.clone(), v.elem.unwrap_or(Elem::F32))?);

@@ -2,7 +2,7 @@
 //! results against hand computations, constant folding, the errors, and
 //! truncated or corrupted files (errors, never panics).
 
-use super::load::Model;
+use super::model::Model;
 use super::proto::{self, attribute_proto::AttributeType, type_proto, TensorProto};
 use super::run::Runner;
 use crate::backend::Backend;

@@ -4,12 +4,12 @@
 //! score output) and com.microsoft's MultiHeadAttention and Attention, all
 //! as matrix products around the engine's row softmax.
 
-use super::{arg, opt, Fold, Lower};
+use super::common::{arg, opt, Fold, Lower};
 use crate::base::dtype::DType;
 use crate::models::onnx::dev::{binary, concat, expand, permute, reduce, reshape, unary};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{fmt_shape, HTensor};
-use crate::models::onnx::load::Node;
+use crate::models::onnx::model::Node;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{BinFn, Op, PadMode, RowFn, UnaryOp};
@@ -142,7 +142,7 @@ fn lower_attention(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Res
     let three = q.shape.len() == 3;
     ensure!(q.shape.len() == k.shape.len() && k.shape.len() == v.shape.len(), "Q, K and V must have one rank");
     ensure!(three || q.shape.len() == 4, "Attention needs 3-D or 4-D Q, K, V, not {}", fmt_shape(&q.shape));
-    let elem = super::float_result(q.elem);
+    let elem = super::common::float_result(q.elem);
     if three {
         let qh = n.int("q_num_heads", 0) as usize;
         let kh = n.int("kv_num_heads", 0) as usize;
@@ -239,7 +239,7 @@ fn lower_mha(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Ve
     let mut q = p.dev(arg(ins, 0, "query")?)?;
     let mut k = p.dev(arg(ins, 1, "key")?)?;
     let mut v = p.dev(arg(ins, 2, "value")?)?;
-    let elem = super::float_result(q.elem);
+    let elem = super::common::float_result(q.elem);
     let hid = q.shape[2];
     if let Some(bv) = opt(ins, 3) {
         let b = p.dev(bv)?;

@@ -2,10 +2,10 @@
 //! Range and the window functions. They only depend on attributes, input
 //! shapes or constant inputs, so they never reach the engine.
 
-use super::{arg, harg, hopt, Fold, Lower};
+use super::common::{arg, harg, hopt, Fold, Lower};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{numel, HTensor};
-use crate::models::onnx::load::Node;
+use crate::models::onnx::model::Node;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Const, Taint, Val};
 use anyhow::{bail, ensure};

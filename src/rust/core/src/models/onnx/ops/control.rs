@@ -3,11 +3,11 @@
 //! computed from input values is read (the plan is then made for every
 //! run). Loops without a bound stop after `MAX_ITERATIONS`.
 
-use super::{opt, Fold, Lower};
+use super::common::{opt, Fold, Lower};
 use crate::models::onnx::dev::{concat, narrow, reshape};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{fmt_shape, HTensor};
-use crate::models::onnx::load::{Graph, Node};
+use crate::models::onnx::model::{Graph, Node};
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Taint, Val};
 use anyhow::ensure;
@@ -44,7 +44,7 @@ fn body(p: &mut Planner, g: &Graph, inputs: Vec<Val>) -> crate::Result<Vec<Val>>
 }
 
 fn lower_if(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
-    let c = super::arg(ins, 0, "cond")?.clone();
+    let c = super::common::arg(ins, 0, "cond")?.clone();
     let cond = p.value_of(&c, "condition")?.scalar("the If condition")? != 0.0;
     let g = graph(n, if cond { "then_branch" } else { "else_branch" })?.clone();
     body(p, &g, Vec::new())
@@ -130,7 +130,7 @@ fn lower_scan(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<V
     let mut len = None;
     for (k, x) in xs.iter().enumerate() {
         let d = p.dev(x)?;
-        let a = super::axis(*in_axes.get(k).unwrap_or(&0), d.shape.len())?;
+        let a = super::common::axis(*in_axes.get(k).unwrap_or(&0), d.shape.len())?;
         let l = d.shape[a];
         if let Some(prev) = len {
             ensure!(prev == l, "the scan inputs have different lengths ({prev} and {l})");

@@ -3,11 +3,11 @@
 //! over groups); ConvTranspose as a convolution of the input spread by the
 //! stride with the flipped kernel.
 
-use super::{arg, one, opt, Fold, Lower};
+use super::common::{arg, one, opt, Fold, Lower};
 use crate::base::dtype::DType;
 use crate::models::onnx::dev::{self, binary, narrow, reshape};
 use crate::models::onnx::host::{fmt_shape, strides, HTensor};
-use crate::models::onnx::load::Node;
+use crate::models::onnx::model::Node;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{BinFn, Op, PadMode};
@@ -155,7 +155,7 @@ pub fn conv2d(p: &mut Planner, x: &Dev, w: T, group: usize, geo: [Geo; 2]) -> cr
         let cont = b.op(Op::Cont, &[pm])?;
         b.reshape(&cont, [ow, oh, oc, nn])?
     };
-    Ok(Dev { t, shape: vec![nn, oc, oh, ow], elem: super::float_result(x.elem) })
+    Ok(Dev { t, shape: vec![nn, oc, oh, ow], elem: super::common::float_result(x.elem) })
 }
 
 /// `x` [N, C, L] as [N, C, 1, L] and back: 1-D convolutions are 2-D ones.
@@ -309,7 +309,7 @@ fn lower_conv_transpose(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate
         geo[i] = Geo { k: k[i], s: 1, d: d[i], pb: lo as usize, pe: hi as usize };
     }
     let kne = [kt.shape[3], kt.shape[2], kt.shape[1], kt.shape[0]];
-    let key = super::derived_key("flip", &[&wv]).map(|k| format!("{k}/{group}"));
+    let key = super::common::derived_key("flip", &[&wv]).map(|k| format!("{k}/{group}"));
     let kv: Vec<f32> = kt.f64s().iter().map(|&v| v as f32).collect();
     let dtype = if p.b.f16 && kv.len() >= super::matmul::F16_MIN { DType::F16 } else { DType::F32 };
     let wt = p.b.constant(key.as_deref(), dtype, kne, move || Ok(kv))?;

@@ -3,10 +3,10 @@
 //! each pair of operands contracted as one batched matrix product between
 //! transposes and reshapes; more operands fold left to right.
 
-use super::{one, Fold, Lower};
+use super::common::{one, Fold, Lower};
 use crate::models::onnx::dev::{permute, reduce, reshape};
 use crate::models::onnx::host::{fmt_shape, strides};
-use crate::models::onnx::load::Node;
+use crate::models::onnx::model::Node;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{Op, RowFn};

@@ -2,11 +2,11 @@
 //! arithmetic, comparisons and logic of two (numpy broadcasting), the
 //! variadic Sum / Mean / Max / Min, Where, Clip, Cast and the identities.
 
-use super::{arg, harg, hopt, one, opt, Fold, Lower};
+use super::common::{arg, harg, hopt, one, opt, Fold, Lower};
 use crate::models::onnx::dev::{binary, unary};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{broadcast_index, broadcast_shape, wrap_int, Data, HTensor};
-use crate::models::onnx::load::Node;
+use crate::models::onnx::model::Node;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{BinFn, MapFn, Op, UnaryOp};

@@ -4,10 +4,10 @@
 //! A plan that reaches one computes the graph so far, runs it here, and
 //! goes on with its results.
 
-use super::{axis, harg, hopt, Fold, Lower};
+use super::common::{axis, harg, hopt, Fold, Lower};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{fmt_shape, index_map, strides, HTensor};
-use crate::models::onnx::load::Node;
+use crate::models::onnx::model::Node;
 use anyhow::{bail, ensure};
 use std::cmp::Ordering;
 use std::sync::Arc;

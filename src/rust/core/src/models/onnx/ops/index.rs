@@ -5,11 +5,11 @@
 //! into flat element indices (on the host for constant indices, with
 //! element-wise ops otherwise).
 
-use super::{arg, axis, harg, hopt, one, Fold, Lower};
+use super::common::{arg, axis, harg, hopt, one, Fold, Lower};
 use crate::models::onnx::dev::{self, binary, ne_of, reduce, reshape, unary};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{fmt_shape, index_map, numel, strides, HTensor};
-use crate::models::onnx::load::Node;
+use crate::models::onnx::model::Node;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{BinFn, MapFn, Op, RowFn, ScatterReduce};

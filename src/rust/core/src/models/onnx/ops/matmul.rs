@@ -2,12 +2,12 @@
 //! the engine's `mul_mat`. Constant right-hand sides (weights) are
 //! transposed once on the host and kept in the persistent pool.
 
-use super::{arg, derived_key, harg, hopt, one, opt, Fold, Lower};
+use super::common::{arg, derived_key, harg, hopt, one, opt, Fold, Lower};
 use crate::base::dtype::DType;
 use crate::models::onnx::dev::{self, binary, expand, ne_of, permute, unary};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{self, broadcast_shape, fmt_shape, HTensor};
-use crate::models::onnx::load::Node;
+use crate::models::onnx::model::Node;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{BinFn, Op};
@@ -124,7 +124,7 @@ pub fn matmul(p: &mut Planner, a: &Val, b: &Val) -> crate::Result<Dev> {
         out.push(n);
     }
     let t = p.b.reshape(&t, ne_of(&out))?;
-    Ok(Dev { t, shape: out, elem: super::float_result(a.elem()) })
+    Ok(Dev { t, shape: out, elem: super::common::float_result(a.elem()) })
 }
 
 fn lower_matmul(p: &mut Planner, _n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
@@ -200,7 +200,7 @@ fn lower_gemm(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<V
     let ad = if ta { permute(p.eb(), &ad, &[1, 0])? } else { ad };
     let at = dev::shaped(p.eb(), &ad, [k, m, 1, 1])?;
     let t = p.b.op(Op::MulMat, &[bt, at])?;
-    let elem = super::float_result(a.elem());
+    let elem = super::common::float_result(a.elem());
     let mut y = Dev { t, shape: vec![m, nn], elem };
     if alpha != 1.0 {
         y = unary(p.eb(), Op::Scale { s: f64::from(alpha) }, &y, elem)?;

@@ -3,10 +3,10 @@
 //! RMSNormalization on the engine's row norms, LpNormalization,
 //! MeanVarianceNormalization and LRN.
 
-use super::{arg, axis, derived_key, one, opt, Fold, Lower};
+use super::common::{arg, axis, derived_key, one, opt, Fold, Lower};
 use crate::models::onnx::dev::{self, binary, reduce, reshape, unary};
 use crate::models::onnx::host::{fmt_shape, HTensor};
-use crate::models::onnx::load::Node;
+use crate::models::onnx::model::Node;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{BinFn, MapFn, Op, PadMode, PoolOp, RowFn};
@@ -166,7 +166,7 @@ fn lower_lpnorm(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result
 fn lower_mvn(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "X")?)?;
     let r = x.shape.len();
-    let ax = super::axes(&n.ints("axes").unwrap_or_else(|| vec![0, 2, 3]), r)?;
+    let ax = super::common::axes(&n.ints("axes").unwrap_or_else(|| vec![0, 2, 3]), r)?;
     // Normalized axes innermost, as rows.
     let mut perm: Vec<usize> = (0..r).filter(|i| !ax.contains(i)).collect();
     perm.extend(ax.iter().copied());

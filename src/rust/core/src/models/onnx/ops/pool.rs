@@ -3,11 +3,11 @@
 //! engine's `pool_2d`, and the global poolings as row reductions.
 
 use super::conv::{geometry, out_size, Geo};
-use super::{arg, one, Fold, Lower};
+use super::common::{arg, one, Fold, Lower};
 use crate::models::onnx::dev::{self, binary, reduce, reshape, unary};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{fmt_shape, HTensor};
-use crate::models::onnx::load::Node;
+use crate::models::onnx::model::Node;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{BinFn, MapFn, Op, PadMode, PoolOp, RowFn, UnaryOp};

@@ -6,11 +6,11 @@
 //! f32 (every quantized type fits in 24 bits); constant quantized weights
 //! are dequantized once on the host.
 
-use super::{arg, axis, derived_key, harg, hopt, opt, Fold, Lower};
+use super::common::{arg, axis, derived_key, harg, hopt, opt, Fold, Lower};
 use crate::models::onnx::dev::{binary, concat, reduce, reshape, unary};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{broadcast_index, HTensor};
-use crate::models::onnx::load::Node;
+use crate::models::onnx::model::Node;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Const, Dev, Taint, Val};
 use crate::op::{BinFn, MapFn, Op, RowFn, UnaryOp};

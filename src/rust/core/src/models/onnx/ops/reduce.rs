@@ -3,11 +3,11 @@
 //! LogSoftmax, Hardmax and CumSum. The engine reduces rows, so the reduced
 //! axes are brought innermost first (a transpose only when they are not).
 
-use super::{arg, axes, axis, harg, hopt, one, opt, Fold, Lower};
+use super::common::{arg, axes, axis, harg, hopt, one, opt, Fold, Lower};
 use crate::models::onnx::dev::{self, from_rows, reduce, rows_along};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{strides, HTensor};
-use crate::models::onnx::load::Node;
+use crate::models::onnx::model::Node;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{Op, RowFn, ScanFn};

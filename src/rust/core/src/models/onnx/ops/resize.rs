@@ -5,11 +5,11 @@
 //! from the shapes. Integer nearest upscaling of the two innermost axes is
 //! the engine's `upscale`.
 
-use super::{arg, harg, hopt, one, opt, Fold, Lower};
+use super::common::{arg, harg, hopt, one, opt, Fold, Lower};
 use crate::models::onnx::dev::{binary, ne_of};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{fmt_shape, strides, HTensor};
-use crate::models::onnx::load::Node;
+use crate::models::onnx::model::Node;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{BinFn, Op};
@@ -194,7 +194,7 @@ fn sizes_and_scales(
 ) -> crate::Result<(Vec<usize>, Vec<f64>, Vec<(f64, f64)>)> {
     let r = shape.len();
     let axes: Vec<usize> = match n.ints("axes") {
-        Some(a) => a.iter().map(|&x| super::axis(x, r)).collect::<crate::Result<_>>()?,
+        Some(a) => a.iter().map(|&x| super::common::axis(x, r)).collect::<crate::Result<_>>()?,
         None => (0..r).collect(),
     };
     let mut out = shape.to_vec();

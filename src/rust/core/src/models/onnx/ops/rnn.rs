@@ -4,12 +4,12 @@
 //! product; each time step adds the recurrent product and its gates, so the
 //! sequence unrolls into one graph computed in one go.
 
-use super::{arg, opt, Fold, Lower};
+use super::common::{arg, opt, Fold, Lower};
 use crate::base::dtype::DType;
 use crate::models::onnx::dev::{binary, concat, narrow, permute, reshape, unary};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{fmt_shape, HTensor};
-use crate::models::onnx::load::Node;
+use crate::models::onnx::model::Node;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{BinFn, MapFn, Op, UnaryOp};
@@ -141,8 +141,8 @@ fn lower_rnn(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Ve
         Some(v) => Some(p.value_of(v, "P")?),
         None => None,
     };
-    let elem = super::float_result(x.elem);
-    let key = |tag: &str, d: usize, v: &Val| super::derived_key(tag, &[v]).map(|k| format!("{k}/{d}"));
+    let elem = super::common::float_result(x.elem);
+    let key = |tag: &str, d: usize, v: &Val| super::common::derived_key(tag, &[v]).map(|k| format!("{k}/{d}"));
     let (wval, rval) = (arg(ins, 1, "W")?.clone(), arg(ins, 2, "R")?.clone());
     let mut ys = Vec::new();
     let mut hs = Vec::new();

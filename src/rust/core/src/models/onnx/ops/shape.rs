@@ -3,11 +3,11 @@
 //! DepthToSpace, SpaceToDepth and Trilu. On the engine most are views or
 //! one copy; on the host they move indices.
 
-use super::{arg, axes, axis, harg, hopt, one, opt, Fold, Lower};
+use super::common::{arg, axes, axis, harg, hopt, one, opt, Fold, Lower};
 use crate::models::onnx::dev::{self, binary, canonical, concat, expand, narrow, ne_of, permute, reshape};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{self, broadcast_index, broadcast_shape, fmt_shape, index_map, numel, strides, HTensor};
-use crate::models::onnx::load::Node;
+use crate::models::onnx::model::Node;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Taint, Val};
 use crate::op::{BinFn, Op, PadMode};

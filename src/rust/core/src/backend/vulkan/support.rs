@@ -60,6 +60,14 @@ pub fn has_kernel(op: &Op) -> bool {
             | Op::ScatterFlat { .. }
             | Op::ReduceRows { .. }
             | Op::ScanRows { .. }
+            | Op::Glu(_)
+            | Op::SiluBack
+            | Op::Rope(_)
+            | Op::Attn(_)
+            | Op::Conv(_)
+            | Op::Rows(_)
+            | Op::Index(_)
+            | Op::MulMatId
     )
 }
 

@@ -188,12 +188,13 @@ ggml_unfreeze_weights.default <- function(model, ...) .nn_check_model(model)
 #'
 #' @param object A compiled model.
 #' @param verbose Return details instead of one string.
-#' @param format `"wide"` (one row per epoch) or `"long"` (one row per epoch
-#'   and metric).
+#' @param format `"wide"` (one row per epoch) or `"long"` (one row per epoch,
+#'   metric and split: columns `epoch`, `metric`, `split` (`"train"` or
+#'   `"val"`) and `value`).
 #' @param ... Unused.
 #' @return `ggml_model_backend()`: `"cpu"` or `"vulkan"`; with `verbose`, a
 #'   list: `requested` (the `backend` given to [ggml_compile()]), `used`,
-#'   `device` (the device's description), `fallback` (a non-CPU backend was
+#'   `device` (`"cpu"`, or the Vulkan device's description), `fallback` (a non-CPU backend was
 #'   asked for but the CPU is used) and `autograd_device` (`"cpu"` or
 #'   `"gpu"`). `ggml_training_history()`: a data frame, or `NULL` with a
 #'   warning before any training.
@@ -210,7 +211,8 @@ ggml_model_backend <- function(object, verbose = FALSE) {
   if (!isTRUE(object$compiled)) .abort("the model is not compiled: call ggml_compile() first")
   c <- object$compilation
   if (!isTRUE(verbose)) return(c$backend_used)
-  list(requested = c$backend_requested, used = c$backend_used, device = c$device_description,
+  device <- if (identical(c$backend_used, "cpu")) "cpu" else c$device_description
+  list(requested = c$backend_requested, used = c$backend_used, device = device,
        fallback = !identical(c$backend_requested, "cpu") && identical(c$backend_used, "cpu"),
        autograd_device = c$device)
 }
@@ -228,8 +230,11 @@ ggml_training_history <- function(object, format = c("wide", "long"), ...) {
   df <- df[, vapply(df, function(v) !all(is.na(v)), logical(1L)), drop = FALSE]
   if (format == "wide") return(df)
   m <- setdiff(names(df), "epoch")
-  data.frame(epoch = rep(df$epoch, length(m)), metric = rep(m, each = nrow(df)),
-             value = unlist(df[m], use.names = FALSE))
+  # columns are <split>_<metric>: train_loss, val_accuracy, ...
+  split <- sub("_.*$", "", m)
+  metric <- sub("^[^_]*_", "", m)
+  data.frame(epoch = rep(df$epoch, length(m)), metric = rep(metric, each = nrow(df)),
+             split = rep(split, each = nrow(df)), value = unlist(df[m], use.names = FALSE))
 }
 
 #' A default multi-layer perceptron

@@ -38,12 +38,6 @@
   invisible(n)
 }
 
-.fmt_bytes <- function(b) {
-  units <- c("B", "KiB", "MiB", "GiB", "TiB", "PiB")
-  i <- if (b < 1024) 1L else min(length(units), floor(log(b, 1024)) + 1L)
-  if (i == 1L) sprintf("%.0f B", b) else sprintf("%.1f %s", b / 1024^(i - 1L), units[i])
-}
-
 # One of `choices` (NULL allowed when `null_ok`), or an error naming `what`.
 .ag_choice <- function(x, what, choices, null_ok = TRUE, call = sys.call(-1L)) {
   if (is.null(x) && null_ok) return(NULL)

@@ -20,7 +20,7 @@ export R_LIBS := $(RLIB):$(R_LIBS)
 INSTALL_LIB := -l $(RLIB)
 endif
 
-.PHONY: setup deps check-deps install-debs install lockfile test test-rust test-r layers demo tarball check site bench docs fuzz clean
+.PHONY: setup deps check-deps install-debs install lockfile test test-rust test-r layers panics demo tarball check site bench docs fuzz clean
 
 ## Everything both main commands need: Debian packages, then the package.
 setup: deps install
@@ -58,6 +58,11 @@ test: setup test-rust test-r
 
 test-rust:
 	$(CARGO_ENV) cargo test --release --locked --workspace --target-dir $(CARGO_TARGET)
+
+## Every unwrap/expect/panicking macro in the crates' non-test code, and those
+## without an `// INVARIANT:` comment (also a test of `make test-rust`).
+panics:
+	$(CARGO_ENV) cargo run --release --locked -q -p layercheck --target-dir $(CARGO_TARGET) -- --panics src/rust/core src/rust/ggmlr
 
 ## The crates' module imports: no cycles, only the directions in each LAYERS file.
 layers:

@@ -2,17 +2,27 @@
 //! against its `LAYERS` file (see the library's documentation); prints every
 //! problem and exits 1 when there is one. `--tree` also prints each
 //! top-level module with its size and what it may import.
+//!
+//! `layercheck --panics CRATE_DIR...`: counts `.unwrap()` / `.expect(` in
+//! each crate's non-test code, lists those without an `INVARIANT:` comment
+//! (see [`layercheck::panics`]) and exits 1 when there is one.
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let tree = args.iter().any(|a| a == "--tree");
+    let panics = args.iter().any(|a| a == "--panics");
+    let verbose = args.iter().any(|a| a == "--verbose");
     let dirs: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
     if dirs.is_empty() {
-        eprintln!("usage: layercheck [--tree] CRATE_DIR...");
+        eprintln!("usage: layercheck [--tree] CRATE_DIR...\n       layercheck --panics [--verbose] CRATE_DIR...");
         std::process::exit(2);
     }
     let mut bad = false;
     for d in dirs {
+        if panics {
+            bad |= report_panics(d, verbose);
+            continue;
+        }
         match layercheck::check(std::path::Path::new(d)) {
             Ok((krate, layers, problems)) => {
                 println!("{d}: {} files, {} imports, {} problems", krate.files.len(), krate.edges.len(), problems.len());
@@ -31,4 +41,28 @@ fn main() {
         }
     }
     std::process::exit(i32::from(bad));
+}
+
+/// Print the crate's panicking calls; true when some lack a justification.
+fn report_panics(d: &str, verbose: bool) -> bool {
+    let sites = match layercheck::panics::scan_crate(std::path::Path::new(d)) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{d}: {e}");
+            return true;
+        }
+    };
+    let open: Vec<_> = sites.iter().filter(|s| !s.justified).collect();
+    println!(
+        "{d}: {} unwrap/expect calls in non-test code, {} with an {} comment, {} without",
+        sites.len(),
+        sites.len() - open.len(),
+        layercheck::panics::MARKER,
+        open.len()
+    );
+    for s in sites.iter().filter(|s| verbose || !s.justified) {
+        let mark = if s.justified { "ok " } else { "   " };
+        println!("  {mark}{}:{}: {}", s.path.display(), s.line, s.call);
+    }
+    !open.is_empty()
 }

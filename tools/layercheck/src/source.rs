@@ -330,6 +330,12 @@ fn expand_use(toks: &[String]) -> Vec<(Vec<String>, Option<String>)> {
 }
 
 /// The facts of one file's source.
+/// The code of `src` without comments, literals and `#[cfg(test)]` items
+/// (line breaks kept, so line numbers still match `src`).
+pub fn code_only(src: &str) -> String {
+    strip_test_items(&blank_comments_and_literals(src)).0
+}
+
 pub fn read(src: &str) -> FileFacts {
     let code = blank_comments_and_literals(src);
     let (code, test_mods) = strip_test_items(&code);

@@ -96,3 +96,34 @@ fn the_package_crates_are_layered() {
         assert!(problems.is_empty(), "{krate}:\n{}", problems.join("\n"));
     }
 }
+
+#[test]
+fn panics_outside_tests_need_an_invariant() {
+    let src = "fn a(x: Option<u8>) -> u8 {\n    x.unwrap()\n}\n\
+               fn b(v: &[u8]) -> u8 {\n    // INVARIANT: v is non-empty (checked by the caller).\n    *v.first().expect(\"one\")\n}\n\
+               fn c() { let s = \".unwrap()\"; /* x.unwrap() */ }\n\
+               fn d(x: Option<u8>) -> u8 { x.unwrap_or(0) }\n\
+               #[cfg(test)]\nmod tests {\n    fn t() { None::<u8>.unwrap(); panic!(\"t\"); }\n}\n";
+    let sites = panics::scan(Path::new("x.rs"), src);
+    let got: Vec<(usize, &str, bool)> = sites.iter().map(|s| (s.line, s.call, s.justified)).collect();
+    assert_eq!(got, vec![(2, "unwrap", false), (6, "expect", true)]);
+    let far = "// INVARIANT: too far above\n\n\n\n\n\nfn e() { unreachable!() }\n";
+    assert!(!panics::scan(Path::new("y.rs"), far)[0].justified);
+}
+
+/// Every `.unwrap()`, `.expect(..)` and panicking macro left in the
+/// package's non-test code says why it cannot be reached.
+#[test]
+fn the_package_crates_have_no_unexplained_panics() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for krate in ["src/rust/core", "src/rust/ggmlr"] {
+        let sites = panics::scan_crate(&root.join(krate)).unwrap();
+        assert!(!sites.is_empty() || krate.ends_with("ggmlr"), "{krate}: the scan found no calls at all");
+        let open: Vec<String> = sites.iter().filter(|s| !s.justified).map(|s| format!("{}:{}: {}", s.path.display(), s.line, s.call)).collect();
+        assert!(
+            open.is_empty(),
+            "{krate}: return an error instead, or prove each unreachable in an `// INVARIANT:` comment:\n{}",
+            open.join("\n")
+        );
+    }
+}

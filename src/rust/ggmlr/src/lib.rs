@@ -56,6 +56,7 @@ fn rs_debug_fail(kind: Robj) -> Robj {
         let kind = conv::scalar_str(&kind, "kind")?;
         match kind.as_str() {
             "error" => anyhow::bail!("deliberate engine error for testing"),
+            // INVARIANT: the deliberate panic that tests the guard's catch.
             "panic" => panic!("deliberate panic for testing"),
             other => anyhow::bail!("unknown failure kind '{other}'"),
         }

@@ -267,7 +267,7 @@ fn gather_grad(b: &mut Builder, c: &Context, g: T, idx: &[usize], rows: usize, v
             Some(a) => bin(c, G::Add, &a, &part)?,
         });
     }
-    Ok(acc.expect("at least one gather"))
+    acc.ok_or_else(|| anyhow::anyhow!("internal: a gather gradient with no positions"))
 }
 
 /// A zeroed vector of `len` values, or an error (not an abort) when the

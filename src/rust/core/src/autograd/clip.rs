@@ -51,7 +51,7 @@ pub fn clip_grads(cells: &[GradCell], max_norm: f64) -> Result<f64> {
                     Some(a) => c.op(G::Add, &[a, s])?,
                 });
             }
-            Ok(vec![(acc.expect("a gradient"), 1, 1)])
+            Ok(vec![(acc.ok_or_else(|| anyhow::anyhow!("internal: a norm over no gradients"))?, 1, 1)])
         })?;
         sq += r[0].download()?.data[0];
     }
@@ -79,7 +79,7 @@ pub fn clip_grads(cells: &[GradCell], max_norm: f64) -> Result<f64> {
             for c in cells {
                 let here = matches!(&*c.borrow(), Storage::Engine(v) if v.place == at);
                 if here {
-                    set_cell(c, Storage::Engine(scaled.next().expect("a scaled gradient")));
+                    set_cell(c, Storage::Engine(scaled.next().ok_or_else(|| anyhow::anyhow!("internal: fewer scaled gradients than gradients"))?));
                 }
             }
         }

@@ -49,7 +49,7 @@ pub fn forward(op: &Op, xs: &[Val], place: Place) -> Result<Fwd> {
     let ts: Vec<T> = all.iter().map(|d| d.0.clone()).collect();
     let done = b.compute(&ts)?;
     let mut vals = done.into_iter().zip(&all).map(|(t, d)| Val::new(t, d.1, d.2, place));
-    let out = vals.next().expect("the output");
+    let out = vals.next().ok_or_else(|| anyhow::anyhow!("internal: the forward graph returned no output"))?;
     let saved: Vec<Val> = vals.by_ref().take(n_saved).collect();
     let aux = match vals.next() {
         Some(a) => a.download()?.data,

@@ -176,7 +176,7 @@ pub fn pow(b: &mut Builder, c: &Context, x: &T, (rows, cols): (usize, usize), p:
                 base = unary(c, UnaryOp::Sqr, &base)?;
             }
         }
-        let r = acc.expect("a non-zero power");
+        let r = acc.ok_or_else(|| anyhow::anyhow!("internal: power {p} has no factor"))?;
         if p > 0.0 {
             return Ok(r);
         }

@@ -133,7 +133,7 @@ impl Optimizer {
             let z = || place::upload(&zeros, w.place, Scope::Persistent, crate::base::dtype::DType::F32);
             self.slots[i] = Some((z()?, z()?));
         }
-        Ok(self.slots[i].clone().expect("moments"))
+        self.slots[i].clone().ok_or_else(|| anyhow::anyhow!("internal: parameter {i} has no moments"))
     }
 }
 

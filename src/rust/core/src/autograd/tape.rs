@@ -184,7 +184,7 @@ impl Builders {
         if slot.is_none() {
             *slot = Some(Builder::new(at)?);
         }
-        Ok(slot.as_mut().expect("a builder"))
+        slot.as_mut().ok_or_else(|| anyhow::anyhow!("internal: no graph builder for this place"))
     }
 }
 

@@ -267,6 +267,7 @@ impl Scheduler {
             if splits.last().is_none_or(|s| s.backend != b) {
                 splits.push(Split { backend: b, nodes: Vec::new(), copies: Vec::new() });
             }
+            // INVARIANT: a split was pushed just above when there was none.
             let split = splits.last_mut().expect("a split");
             split.nodes.push(i);
             for (j, s) in n.srcs().iter().enumerate() {
@@ -325,7 +326,11 @@ impl Scheduler {
         if assign {
             for (b, p) in plans.iter().enumerate() {
                 for (t, off) in &p.offsets {
-                    let buf = compute_bufs[b].clone().expect("a compute buffer");
+                    let buf = compute_bufs
+                        .get(b)
+                        .cloned()
+                        .flatten()
+                        .ok_or_else(|| anyhow::anyhow!("internal: backend '{}' has no compute buffer for its plan", self.backends[b].name()))?;
                     t.set_storage(DataSlot { buf, offset: *off });
                 }
             }
@@ -358,7 +363,11 @@ impl Scheduler {
         }
         let (schedule, copy_bufs) = {
             let st = self.lock();
-            (st.schedule.clone().expect("a schedule"), st.copy_bufs.clone())
+            let schedule = st
+                .schedule
+                .clone()
+                .ok_or_else(|| anyhow::anyhow!("internal: the scheduler has no plan for this graph; call ggml_backend_sched_alloc_graph() first"))?;
+            (schedule, st.copy_bufs.clone())
         };
         let mut n_copies = 0;
         let mut done = vec![false; schedule.slots.len()];
@@ -367,7 +376,11 @@ impl Scheduler {
             for &(_, _, k) in &split.copies {
                 let slot = &schedule.slots[k];
                 let src = slot.tensor.resolve()?;
-                let dst = copy_bufs[slot.backend].clone().expect("a copy buffer");
+                let dst = copy_bufs
+                    .get(slot.backend)
+                    .cloned()
+                    .flatten()
+                    .ok_or_else(|| anyhow::anyhow!("internal: backend '{}' has no copy buffer", self.backends[slot.backend].name()))?;
                 let span = src.layout.span_bytes();
                 if !done[k] {
                     let what = format!("copying {} to backend '{}'", slot.tensor.describe(), self.backends[slot.backend].name());

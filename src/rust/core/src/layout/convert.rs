@@ -16,6 +16,7 @@ pub fn decode<T: Float>(dt: DType, b: &[u8], o: usize) -> T {
         DType::F16 => T::from_f32(f16::from_ne_bytes([b[o], b[o + 1]]).to_f32()),
         DType::BF16 => T::from_f32(bf16::from_ne_bytes([b[o], b[o + 1]]).to_f32()),
         DType::I32 => T::from_f64(i32::from_ne_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]) as f64),
+        // INVARIANT: a slice of length 8 always converts to [u8; 8].
         DType::F64 => T::from_f64(f64::from_ne_bytes(b[o..o + 8].try_into().expect("8 bytes"))),
         DType::Quant(_) => T::from_f32(f32::NAN),
     }

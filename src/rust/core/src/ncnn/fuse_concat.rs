@@ -54,7 +54,10 @@ pub(super) fn convs_of_concat(net: &Net, li: usize, computed: &[Option<Mat>], gi
 pub(super) fn run(net: &Net, li: usize, convs: &[usize], xs: Vec<Mat>, clock: Option<fn() -> f64>, timings: &mut Vec<(usize, f64)>) -> anyhow::Result<Mat> {
     // An error names its layer, as on the ordinary path.
     let at = |i: usize| move |e: anyhow::Error| err(format!("{}: {e:#}", net.spec().layers[i].describe()));
-    let layers: Vec<&Convolution> = convs.iter().map(|&p| builtin::<Convolution>(net, p).expect("checked by convs_of_concat")).collect();
+    let layers = convs
+        .iter()
+        .map(|&p| builtin::<Convolution>(net, p).ok_or_else(|| err(format!("internal: {} is not a convolution", net.spec().layers[p].describe()))))
+        .collect::<anyhow::Result<Vec<&Convolution>>>()?;
     let mut shapes = Vec::with_capacity(convs.len());
     for (k, (c, x)) in layers.iter().zip(&xs).enumerate() {
         shapes.push(c.out_shape(x).map_err(at(convs[k]))?);

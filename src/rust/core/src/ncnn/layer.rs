@@ -176,14 +176,12 @@ pub fn split_at_axis(axes: &[usize], a: usize) -> (usize, usize, usize) {
 }
 
 /// The bottom of a one-blob layer.
-pub fn one(mut bottoms: Vec<Mat>, what: &str) -> anyhow::Result<Mat> {
-    if bottoms.len() != 1 {
-        crate::ncnn_bail!(
-            "{what} takes exactly one bottom blob, got {}",
-            bottoms.len()
-        );
+pub fn one(bottoms: Vec<Mat>, what: &str) -> anyhow::Result<Mat> {
+    let n = bottoms.len();
+    match <[Mat; 1]>::try_from(bottoms) {
+        Ok([x]) => Ok(x),
+        Err(_) => crate::ncnn_bail!("{what} takes exactly one bottom blob, got {n}"),
     }
-    Ok(bottoms.pop().unwrap())
 }
 
 /// Per-"channel" layout used by BatchNorm, Scale, PReLU, Bias: (channels, elements per channel).

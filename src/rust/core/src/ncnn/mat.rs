@@ -155,6 +155,8 @@ impl DerefMut for Buf {
             v.extend_from_slice(&self.0);
             self.0 = Arc::new(v);
         }
+        // INVARIANT: the data was copied into a fresh Arc above when another
+        // handle shared it, and blob data never has weak references.
         Arc::get_mut(&mut self.0).expect("unshared blob data")
     }
 }

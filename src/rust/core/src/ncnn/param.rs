@@ -221,7 +221,9 @@ fn parse_scalar(s: &str, line: usize, key: i32) -> anyhow::Result<Value> {
 }
 
 fn parse_pair(tok: &str, line: usize, pd: &mut ParamDict) -> anyhow::Result<()> {
-    let (k, v) = tok.split_once('=').unwrap();
+    let Some((k, v)) = tok.split_once('=') else {
+        ncnn_bail!("param line {line}: expected key=value, got '{tok}'");
+    };
     let key: i32 = k
         .parse()
         .map_err(|_| err(format!("param line {line}: malformed key in '{tok}'")))?;
@@ -370,13 +372,14 @@ struct Words<'a> {
 
 impl<'a> Words<'a> {
     fn i32(&mut self, what: &str) -> anyhow::Result<i32> {
-        if self.pos + 4 > self.b.len() {
+        let word = self.b.get(self.pos..self.pos.saturating_add(4)).and_then(|w| <[u8; 4]>::try_from(w).ok());
+        let Some(word) = word else {
             ncnn_bail!(
                 "binary param ends early at byte {}: expected {what}",
                 self.pos
             );
-        }
-        let v = i32::from_le_bytes(self.b[self.pos..self.pos + 4].try_into().unwrap());
+        };
+        let v = i32::from_le_bytes(word);
         self.pos += 4;
         Ok(v)
     }

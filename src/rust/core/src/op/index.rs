@@ -98,7 +98,7 @@ impl IndexOp {
         let a = &s[0];
         let same = Out { dtype: a.dtype, ne: a.ne };
         Ok(match *self {
-            IndexOp::Arange { .. } => unreachable!(),
+            IndexOp::Arange { .. } => bail!("internal: arange is shaped above"),
             IndexOp::Roll { .. } | IndexOp::Diag | IndexOp::DiagMaskZero { .. } if !a.dtype.is_float() => {
                 bail!("{} needs a floating-point tensor, not {}", self.name().to_lowercase(), sh(a))
             }

@@ -56,7 +56,7 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
     let a = &s[0];
     let same = Out { dtype: a.dtype, ne: a.ne };
     Ok(match op {
-        Op::Index(_) => unreachable!("index ops are shaped above"),
+        Op::Index(_) => bail!("internal: index ops are shaped above"),
         Op::Glu(g) => g.infer(s)?,
         Op::SiluBack => super::glu::infer_silu_back(s)?,
         Op::Rope(r) => r.infer(s)?,

@@ -219,7 +219,10 @@ impl Context {
             );
         }
         let storage = if own_data {
-            let buf = g.data.clone().expect("context data buffer");
+            let buf = g
+                .data
+                .clone()
+                .ok_or_else(|| anyhow::anyhow!("internal: this context has no data buffer; create it with no_alloc = FALSE"))?;
             Some(DataSlot { buf, offset: data_off })
         } else {
             given

@@ -72,6 +72,8 @@ fn apply_row<T: Float>(op: &Op, a: &[T], b: &[T], out: &mut [T]) {
         Op::Sub => go!(|x: T, y: T| x - y),
         Op::Mul => go!(|x: T, y: T| x * y),
         Op::Div => go!(|x: T, y: T| x / y),
+        // INVARIANT: binary() is only called for Add/Sub/Mul/Div (driver.rs
+        // dispatches exactly those four here).
         _ => unreachable!("not a binary op"),
     }
 }

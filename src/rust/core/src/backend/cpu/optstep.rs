@@ -52,10 +52,12 @@ fn run_as<T: Float>(node: &Node, pool: &Pool) -> crate::Result<()> {
         }
     }
     let mut it = slices.into_iter();
-    let w = it.next().expect("the weight");
+    let name = node.op.name();
+    let missing = |what: &str| anyhow::anyhow!("internal: {name} has no {what} operand");
+    let w = it.next().ok_or_else(|| missing("weight"))?;
     match node.op {
         Op::AdamStep { beta1, beta2, eps, decay, step, inv_c2 } => {
-            let (m, v) = (it.next().expect("m"), it.next().expect("v"));
+            let (m, v) = (it.next().ok_or_else(|| missing("first moment"))?, it.next().ok_or_else(|| missing("second moment"))?);
             let p = [beta1, beta2, eps, decay, step, inv_c2].map(T::from_f64);
             split(pool, w, &g.d, m, v, |w, g, m, v| adam(w, g, m, v, p));
         }

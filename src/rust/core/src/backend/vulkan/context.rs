@@ -105,6 +105,7 @@ impl VkContext {
         let instance = device::create_instance(entry).map_err(anyhow::Error::msg)?;
         // From here on, `instance` must be destroyed on every error path.
         let guard = InstanceGuard(Some(instance));
+        // INVARIANT: the guard was built with Some just above.
         let instance = guard.0.as_ref().unwrap();
         // SAFETY: the instance is valid; handles below come from it.
         let pds = unsafe { instance.enumerate_physical_devices() }
@@ -326,6 +327,8 @@ struct InstanceGuard(Option<ash::Instance>);
 
 impl InstanceGuard {
     fn take(mut self) -> ash::Instance {
+        // INVARIANT: only Drop (which consumes the guard) and take() empty
+        // the slot, and take() consumes the guard too; it is Some until then.
         self.0.take().unwrap()
     }
 }

@@ -87,6 +87,7 @@ fn merge<C: Copy + PartialEq>(dims: &[usize], class: &[Option<C>]) -> (Vec<usize
     for (&d, &c) in dims.iter().zip(class) {
         match (cls.last().copied(), c) {
             (Some(prev), c) if prev == c || c.is_none() || prev.is_none() => {
+                // INVARIANT: sizes and cls grow together and cls.last() is Some in this arm.
                 *sizes.last_mut().expect("a group") *= d;
                 if prev.is_none() {
                     *cls.last_mut().expect("a group") = c;
@@ -120,9 +121,11 @@ pub fn permute(b: &mut Builder, d: &Dev, perm: &[usize]) -> crate::Result<Dev> {
     let order: Vec<usize> = perm.iter().copied().filter(|&p| d.shape[p] > 1).collect();
     // Groups: runs of input dimensions that stay neighbours in the output.
     let mut groups: Vec<Vec<usize>> = Vec::new();
+    // INVARIANT: kept and order hold the same dimensions (those of size > 1).
     let pos = |x: usize| order.iter().position(|&o| o == x).expect("kept dimension");
     for &i in &kept {
         match groups.last_mut() {
+            // INVARIANT: every group is pushed with one element.
             Some(g) if pos(*g.last().expect("non-empty")) + 1 == pos(i) => g.push(i),
             _ => groups.push(vec![i]),
         }
@@ -183,6 +186,7 @@ fn permute_blocks(b: &mut Builder, base: &T, blocks: &[(usize, usize)], order: &
         let mut free = (0..4).filter(|&x| !used[x]);
         for a in 0..4 {
             if a < shift || a >= shift + k {
+                // INVARIANT: 4 - k dimensions are unused and 4 - k axes take one.
                 axes[a] = free.next().expect("a free dimension");
             }
         }
@@ -217,6 +221,7 @@ pub fn join(b: &mut Builder, mut parts: Vec<T>, dim: usize) -> crate::Result<T> 
         }
         parts = next;
     }
+    // INVARIANT: parts is non-empty (ensured above) and the loop leaves one.
     Ok(parts.pop().expect("one part"))
 }
 

@@ -172,6 +172,7 @@ impl HTensor {
     }
 
     pub fn scalar_f(elem: Elem, v: f64) -> HTensor {
+        // INVARIANT: a rank-0 shape holds exactly the one value given.
         HTensor::from_f64(elem, Vec::new(), vec![v]).expect("a scalar has one element")
     }
 

@@ -143,6 +143,7 @@ impl Init {
 
 fn float_at(e: Elem, b: &[u8], i: usize) -> f64 {
     match e {
+        // INVARIANT: slices of length 4 and 8 convert to [u8; 4] and [u8; 8].
         Elem::F32 => f32::from_le_bytes(b[i * 4..i * 4 + 4].try_into().expect("4 bytes")) as f64,
         Elem::F64 => f64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes")),
         _ => bits_float(e, u16::from_le_bytes([b[i * 2], b[i * 2 + 1]])),
@@ -167,6 +168,7 @@ fn int_at(e: Elem, b: &[u8], i: usize) -> i64 {
         Elem::I16 => i16::from_le_bytes([c[0], c[1]]) as i64,
         Elem::I32 => i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64,
         Elem::U32 => u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64,
+        // INVARIANT: c is a chunk of the element size, 8 for the remaining types.
         _ => i64::from_le_bytes(c.try_into().expect("8 bytes")),
     }
 }

@@ -115,6 +115,7 @@ impl Planner {
     }
 
     pub fn bind(&mut self, name: &str, v: Val) {
+        // INVARIANT: the planner starts with one scope and pops only the ones it pushes.
         self.scopes.last_mut().expect("a scope").insert(name.to_string(), v);
     }
 

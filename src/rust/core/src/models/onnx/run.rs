@@ -260,6 +260,7 @@ impl Runner {
         let mut shapes = Vec::with_capacity(expected.len());
         let mut data = Vec::with_capacity(expected.len());
         for (name, dims, elem) in expected {
+            // INVARIANT: every expected input was checked present above.
             let (v, rdims) = by_name.remove(&name).expect("present");
             let shape = bind_shape(&name, &dims, v.len(), rdims)?;
             if let Some(e) = elem {

@@ -86,7 +86,7 @@ impl Layer for BinaryOp {
     fn one_blob_only(&self) -> bool {
         self.with_scalar
     }
-    fn forward(&self, mut bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
+    fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let op = self.op;
         if self.with_scalar {
             let mut a = crate::ncnn::layer::one(bottoms, "BinaryOp")?;
@@ -94,14 +94,10 @@ impl Layer for BinaryOp {
             par::chunks_mut(&mut a.data, 16384, |_, c| apply_all(op, c, &[], b));
             return Ok(vec![a]);
         }
-        if bottoms.len() != 2 {
-            ncnn_bail!(
-                "BinaryOp without with_scalar needs two bottom blobs, got {}",
-                bottoms.len()
-            );
-        }
-        let b = bottoms.pop().unwrap();
-        let a = bottoms.pop().unwrap();
+        let n = bottoms.len();
+        let Ok([a, b]) = <[Mat; 2]>::try_from(bottoms) else {
+            ncnn_bail!("BinaryOp without with_scalar needs two bottom blobs, got {n}");
+        };
         if a.shape_eq(&b) {
             let mut out = a;
             let bd: &[f32] = &b.data;

@@ -53,6 +53,7 @@ impl Layer for Scale {
                     bottoms.len()
                 );
             }
+            // INVARIANT: two bottoms, checked just above.
             bottoms.pop().unwrap().data.into_vec()
         } else {
             if bottoms.len() != 1 {
@@ -60,6 +61,7 @@ impl Layer for Scale {
             }
             self.scale.clone()
         };
+        // INVARIANT: one bottom is left in either branch above (2 - 1, or 1).
         let mut x = bottoms.pop().unwrap();
         let (c, n) = channel_layout(&x);
         if c != scale.len() {

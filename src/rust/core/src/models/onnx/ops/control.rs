@@ -51,6 +51,7 @@ fn lower_if(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec
 }
 
 fn scalar_val(v: i64, elem: Elem) -> Val {
+    // INVARIANT: a rank-0 shape holds exactly the one value given.
     Val::c(HTensor::from_i64(elem, Vec::new(), vec![v]).expect("a scalar"), Taint::Static)
 }
 

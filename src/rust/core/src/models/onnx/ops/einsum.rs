@@ -44,7 +44,10 @@ fn parse(eq: &str, ranks: &[usize]) -> crate::Result<(Vec<Vec<char>>, Vec<char>)
         ell_rank = ell_rank.max(e);
         ops.push((t.to_string(), e));
     }
-    let ell: Vec<char> = (0..ell_rank).map(|i| char::from_u32(0x100 + i as u32).expect("a char")).collect();
+    let ell: Vec<char> = (0..ell_rank)
+        .map(|i| u32::try_from(i).ok().and_then(|i| char::from_u32(0x100 + i)))
+        .collect::<Option<_>>()
+        .ok_or_else(|| anyhow::anyhow!("the equation '{eq}' spans {ell_rank} dimensions with '...'; at most 50000 are supported"))?;
     let expand = |t: &str, e: usize| -> Vec<char> {
         let mut v = Vec::new();
         match t.split_once("...") {
@@ -93,6 +96,7 @@ fn diagonals(p: &mut Planner, x: Dev, s: &[char]) -> crate::Result<(Dev, Vec<cha
         shape.push(dims[0]);
     }
     let idx = crate::models::onnx::host::index_map(&shape, |q| {
+        // INVARIANT: uniq holds every letter of s.
         s.iter().enumerate().map(|(k, c)| q[uniq.iter().position(|u| u == c).expect("a letter")] * st[k]).sum()
     })?;
     let n: usize = x.shape.iter().product();
@@ -112,6 +116,7 @@ fn sum_out(p: &mut Planner, x: Dev, s: Vec<char>, keep: &[char]) -> crate::Resul
 }
 
 fn transpose_to(p: &mut Planner, x: &Dev, s: &[char], order: &[char]) -> crate::Result<Dev> {
+    // INVARIANT: order is a permutation of the letters of s.
     let perm: Vec<usize> = order.iter().map(|c| s.iter().position(|x| x == c).expect("a letter")).collect();
     permute(p.eb(), x, &perm)
 }
@@ -145,6 +150,7 @@ fn lower_einsum(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result
             Some((a, sa)) => contract(p, a, sa, x, s, &later)?,
         });
     }
+    // INVARIANT: the loop above ran once per operand, and there is at least one.
     let (x, s) = cur.expect("one operand");
     let (x, s) = sum_out(p, x, s, &out)?;
     ensure!(s.len() == out.len(), "Einsum: the output letters do not all appear in the inputs");
@@ -160,6 +166,7 @@ fn contract(p: &mut Planner, a: Dev, sa: Vec<char>, b: Dev, sb: Vec<char>, keep:
     let sum: Vec<char> = sa.iter().copied().filter(|c| sb.contains(c) && !keep.contains(c)).collect();
     let left: Vec<char> = sa.iter().copied().filter(|c| !sb.contains(c)).collect();
     let right: Vec<char> = sb.iter().copied().filter(|c| !sa.contains(c)).collect();
+    // INVARIANT: asked only for letters of sa or sb, drawn from s.
     let size = |x: &Dev, s: &[char], c: char| x.shape[s.iter().position(|&y| y == c).expect("a letter")];
     for &c in batch.iter().chain(&sum) {
         ensure!(size(&a, &sa, c) == size(&b, &sb, c), "letter '{c}' has sizes {} and {}", size(&a, &sa, c), size(&b, &sb, c));

@@ -153,6 +153,7 @@ fn host_apply(op: &Op, x: f64) -> f64 {
 }
 
 fn lower_unary(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+    // INVARIANT: registered only for operators unary_spec() knows.
     let s = unary_spec(&n.op, n).expect("a unary operator");
     let x = p.dev(arg(ins, 0, "X")?)?;
     let elem = result_elem(&s, x.elem);
@@ -160,6 +161,7 @@ fn lower_unary(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<
 }
 
 fn fold_unary(n: &Node, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
+    // INVARIANT: registered only for operators unary_spec() knows.
     let s = unary_spec(&n.op, n).expect("a unary operator");
     let x = harg(ins, 0, "X")?;
     let elem = result_elem(&s, x.elem);
@@ -233,6 +235,7 @@ fn is_compare(f: BinFn) -> bool {
 /// The function for node `n` given its input type (integer division
 /// truncates; Mod's `fmod` attribute).
 fn node_fn(n: &Node, elem: Elem) -> BinFn {
+    // INVARIANT: called only for operators bin_fn() knows.
     let f = bin_fn(&n.op).expect("a binary operator");
     match f {
         BinFn::Div if !elem.is_float() => BinFn::DivTrunc,

@@ -61,6 +61,7 @@ fn dequant(p: &mut Planner, x: &Val, s: &Val, zp: Option<&Val>, a: i64) -> crate
     if let (Val::C(xc), Val::C(sc)) = (x, s) {
         if zp.is_none_or(|z| z.konst().is_some()) {
             let zh = match zp {
+                // INVARIANT: zp is None or constant (checked just above).
                 Some(z) => Some(z.konst().expect("constant").value()?),
                 None => None,
             };
@@ -241,7 +242,8 @@ fn lower_qlinear(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Resul
                 None => None,
             };
             let conv = super::conv::lower_conv(p, &as_op(n, "Conv"), &[Some(x), Some(w), bias])?;
-            (conv.into_iter().next().expect("one output"), a(6, "y_scale")?, o(7))
+            let conv = conv.into_iter().next().ok_or_else(|| anyhow::anyhow!("internal: Conv gave no output"))?;
+            (conv, a(6, "y_scale")?, o(7))
         }
         "QLinearAdd" | "QLinearMul" => {
             let x = dequant(p, &a(0, "A")?, &a(1, "A_scale")?, o(2).as_ref(), 1)?;
@@ -290,7 +292,8 @@ fn lower_qlinear(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Resul
             let x = sub(p, &x, o(2), if conv { 1 } else { -1 })?;
             let w = sub(p, &w, o(3), if conv { 0 } else { -1 })?;
             let y = if conv {
-                super::conv::lower_conv(p, &as_op(n, "Conv"), &[Some(x), Some(w)])?.into_iter().next().expect("one output")
+                let y = super::conv::lower_conv(p, &as_op(n, "Conv"), &[Some(x), Some(w)])?;
+                y.into_iter().next().ok_or_else(|| anyhow::anyhow!("internal: Conv gave no output"))?
             } else {
                 Val::D(super::matmul::matmul(p, &x, &w)?)
             };

@@ -54,6 +54,7 @@ fn reduce_axes(n: &Node, given: Option<Vec<i64>>, rank: usize) -> crate::Result<
 }
 
 fn lower_reduce(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+    // INVARIANT: registered only for operators row_fn() knows.
     let f = row_fn(&n.op).expect("a reduction");
     let x = p.dev(arg(ins, 0, "data")?)?;
     let given = match opt(ins, 1) {
@@ -76,6 +77,7 @@ fn lower_reduce(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result
 /// A reduction of an empty tensor: its identity, computed on the host.
 fn host_result(_p: &mut Planner, n: &Node, x: &Dev, ax: &[usize], keep: bool) -> crate::Result<Vec<Val>> {
     let empty = HTensor::from_f64(x.elem, x.shape.clone(), Vec::new())?;
+    // INVARIANT: registered only for operators row_fn() knows.
     let t = host_reduce(row_fn(&n.op).expect("a reduction"), &empty, ax, keep)?;
     Ok(vec![Val::c(t, crate::models::onnx::val::Taint::Shape)])
 }
@@ -144,6 +146,7 @@ pub fn host_reduce(f: RowFn, x: &HTensor, ax: &[usize], keep: bool) -> crate::Re
 }
 
 fn fold_reduce(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+    // INVARIANT: registered only for operators row_fn() knows.
     let f = row_fn(&n.op).expect("a reduction");
     let x = harg(ins, 0, "data")?;
     let given = hopt(ins, 1).map(|t| t.i64s().to_vec());

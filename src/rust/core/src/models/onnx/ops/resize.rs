@@ -324,7 +324,7 @@ fn lower_resize(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result
                 Some(s) => binary(p.eb(), BinFn::Add, &s, &term, x.elem)?,
             });
         }
-        cur = acc.expect("at least one tap");
+        cur = acc.ok_or_else(|| anyhow::anyhow!("internal: resizing axis {a} with no interpolation taps"))?;
         if pl.outside.iter().any(|&b| b) {
             let mut ms = vec![1usize; r];
             ms[a] = out[a];

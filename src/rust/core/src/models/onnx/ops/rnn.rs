@@ -339,6 +339,7 @@ fn lower_rnn(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Ve
                 cp = c;
             }
         }
+        // INVARIANT: the loop above set outs[t] for every step t.
         let parts: Vec<Dev> = outs.into_iter().map(|o| o.expect("every step")).collect();
         ys.push(if seq > 0 { concat(p.eb(), &parts, 0)? } else { crate::models::onnx::dev::empty(p.eb(), vec![0, 1, batch, h], elem)? });
         hs.push(reshape(p.eb(), &hp, vec![1, batch, h])?);

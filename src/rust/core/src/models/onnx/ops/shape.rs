@@ -55,6 +55,7 @@ fn fold_shape(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<
 }
 
 fn size_of(shape: &[usize]) -> HTensor {
+    // INVARIANT: a rank-0 shape holds exactly the one value given.
     HTensor::from_i64(Elem::I64, Vec::new(), vec![shape.iter().product::<usize>() as i64]).expect("a scalar")
 }
 
@@ -232,6 +233,7 @@ fn lower_tile(p: &mut Planner, _n: &Node, ins: &[Option<Val>]) -> crate::Result<
             src.push(d);
             dst.push(d * r);
         } else {
+            // INVARIANT: i == 0 pushed the first group, so src and dst are non-empty.
             *src.last_mut().expect("a group") *= d;
             *dst.last_mut().expect("a group") *= d;
         }

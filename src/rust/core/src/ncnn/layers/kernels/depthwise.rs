@@ -235,6 +235,7 @@ fn chunk<const FMA: bool, const W: usize>(
 ) {
     let mut acc = [bias; W];
     for &(s, t) in taps {
+        // INVARIANT: a slice of length W always converts to [f32; W].
         let r: &[f32; W] = plane[s + x..s + x + W].try_into().unwrap();
         for i in 0..W {
             acc[i] = madd::<FMA>(t, r[i], acc[i]);

@@ -441,6 +441,8 @@ unsafe fn kernel_avx2(
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = (mr, ab, base, offs, col, c, ldc, rows, bias, clamp, w, masked);
+        // INVARIANT: callers reach the AVX2 kernel only after detecting AVX2,
+        // which exists only on x86-64.
         unreachable!("AVX2 kernels run only on x86-64")
     }
 }

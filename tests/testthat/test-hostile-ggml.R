@@ -89,7 +89,15 @@ test_that("data, buffers and backends: wrong lengths, freed objects, NA threads"
       ggml_backend_tensor_set_data(a, 1:12)
       ggml_backend_tensor_set_data(idx, c(0L, 2147483647L))
       ggml_backend_graph_compute(cpu, ggml_build_forward_expand(ctx, r))
-    }, "row index 214748364[78] is out of range"),
+    }, "row index 2147483647 is out of range"),
+    # 16777217 has no f32 form: the index is named exactly, not as 16777216.
+    get_rows_index_past_f32 = hcase({
+      r <- ggml_get_rows(ctx, a, idx)
+      buf <- ggml_backend_alloc_ctx_tensors(ctx, cpu)
+      ggml_backend_tensor_set_data(a, 1:12)
+      ggml_backend_tensor_set_data(idx, c(16777217L, 0L))
+      ggml_backend_graph_compute(cpu, ggml_build_forward_expand(ctx, r))
+    }, "row index 16777217 is out of range"),
     get_rows_negative = hcase({
       r <- ggml_get_rows(ctx, a, idx)
       buf <- ggml_backend_alloc_ctx_tensors(ctx, cpu)

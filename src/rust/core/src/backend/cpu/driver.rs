@@ -75,14 +75,24 @@ fn run_as<T: Gemm>(node: &Node, pool: &Pool) -> crate::Result<()> {
             let mem = locks.mem(&s.buf)?;
             srcs.push(if strided_operand(&node.op, i) { access::gather_strided(mem, s)? } else { access::gather(mem, s)? });
         }
+        // Row indices are read in f64, where every i32 is exact (in f32 an
+        // index above 2^24 would round to another row).
+        let exact_idx = match (&node.op, reads.get(1)) {
+            (Op::GetRows, Some(ix)) => Some(access::gather::<f64>(locks.mem(&ix.buf)?, ix)?),
+            _ => None,
+        };
+        let run = |out: &mut [T]| match &exact_idx {
+            Some(ix) => movement::get_rows(&srcs[0], ix, out, dst.layout.ne),
+            None => kernel(&node.op, &srcs, out, dst.layout.ne, pool),
+        };
         if reads.iter().all(|s| s.buf.id() != dst.buf.id()) {
             let mut g = dst.buf.write("the result")?;
             if let Some(out) = access::dst_slice::<T>(&mut g, dst)? {
-                return kernel(&node.op, &srcs, out, dst.layout.ne, pool);
+                return run(out);
             }
         }
         let mut out = access::alloc::<T>(dst.layout.nelements())?;
-        kernel(&node.op, &srcs, &mut out, dst.layout.ne, pool)?;
+        run(&mut out)?;
         out
     };
     let mut g = dst.buf.write("the result")?;

@@ -62,7 +62,8 @@ pub fn for_each_pick<I: Float>(
     Ok(())
 }
 
-pub fn get_rows<T: Float>(a: &Src<'_, T>, idx: &Src<'_, T>, out: &mut [T], ne: [usize; 4]) -> crate::Result<()> {
+/// Rows of `a` picked by `idx` (read in any type; f64 keeps every i32 exact).
+pub fn get_rows<T: Float, I: Float>(a: &Src<'_, T>, idx: &Src<'_, I>, out: &mut [T], ne: [usize; 4]) -> crate::Result<()> {
     let n0 = a.ne[0];
     for_each_pick(idx, a.ne[1], ne, |r, i11, i12, dst| {
         let src = (r + a.ne[1] * (i11 + a.ne[2] * i12)) * n0;

@@ -37,11 +37,12 @@ fn compute(node: &Node, q: QType, pool: &Pool) -> crate::Result<()> {
         let locks = BufferLocks::read(node.srcs.iter().map(|s| s.buf.as_ref()))?;
         let a = &node.srcs[0];
         let bytes = access::host(locks.mem(&a.buf)?, a)?;
-        let b = access::gather(locks.mem(&node.srcs[1].buf)?, &node.srcs[1])?;
+        let bm = locks.mem(&node.srcs[1].buf)?;
         let mut out = access::alloc_f32(dst.layout.nelements())?;
         match node.op {
-            Op::MulMat => matmul::mul_mat(q, a, bytes, &b, &mut out, pool)?,
-            _ => get_rows(q, a, bytes, &b, &mut out, dst.layout.ne)?,
+            Op::MulMat => matmul::mul_mat(q, a, bytes, &access::gather(bm, &node.srcs[1])?, &mut out, pool)?,
+            // Row indices in f64, where every i32 is exact.
+            _ => get_rows(q, a, bytes, &access::gather::<f64>(bm, &node.srcs[1])?, &mut out, dst.layout.ne)?,
         }
         out
     };
@@ -50,7 +51,7 @@ fn compute(node: &Node, q: QType, pool: &Pool) -> crate::Result<()> {
 }
 
 /// Rows of quantized `a` picked by `idx`, dequantized.
-fn get_rows(q: QType, a: &DataRef, bytes: &[u8], idx: &Src<'_>, out: &mut [f32], ne: [usize; 4]) -> crate::Result<()> {
+fn get_rows(q: QType, a: &DataRef, bytes: &[u8], idx: &Src<'_, f64>, out: &mut [f32], ne: [usize; 4]) -> crate::Result<()> {
     let rs = row_bytes(q, a)?;
     let (l, n0) = (&a.layout, a.layout.ne[0]);
     for_each_pick(idx, l.ne[1], ne, |r, i11, i12, d| {

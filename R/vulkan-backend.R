@@ -65,9 +65,11 @@ ggml_vulkan_backend_name <- function(backend) {
 #' Queue submissions of a Vulkan backend's device
 #'
 #' Counts the queue submissions made on the backend's device so far: one per
-#' computed graph (the whole graph is one command buffer), plus one per
-#' staged upload or download on devices whose memory the host cannot map.
-#' Useful to check that a graph ran as a single submission.
+#' computed graph (the whole graph is one command buffer) when it is short,
+#' one per slice of about 0.2 seconds of device work when it is long (so that
+#' Ctrl-C can stop it between slices), plus one per staged upload or download
+#' on devices whose memory the host cannot map. Useful to check that a graph
+#' ran as a single submission.
 #'
 #' @inheritParams ggml_vulkan_free
 #' @return A number.

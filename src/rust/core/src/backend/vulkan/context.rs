@@ -55,6 +55,9 @@ pub struct VkContext {
     group_cap: AtomicU32,
     submissions: AtomicU64,
     barriers: AtomicU64,
+    /// Measured device time per workgroup of each shader variant: sizes
+    /// the batches of long graphs (see `graph.rs`).
+    pub(crate) speeds: Mutex<super::batch::Speeds>,
     lost: AtomicBool,
     /// The process that created the device (see [`check_not_forked`]).
     pid: u32,
@@ -191,6 +194,7 @@ impl VkContext {
             group_cap: AtomicU32::new(u32::MAX),
             submissions: AtomicU64::new(0),
             barriers: AtomicU64::new(0),
+            speeds: Mutex::new(Default::default()),
             lost: AtomicBool::new(false),
             pid: crate::base::threads::pid(),
         })
@@ -253,6 +257,10 @@ impl VkContext {
 
     pub fn is_lost(&self) -> bool {
         self.lost.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn lock_speeds(&self) -> MutexGuard<'_, super::batch::Speeds> {
+        lock(&self.speeds)
     }
 
     pub(crate) fn count_barrier(&self) {

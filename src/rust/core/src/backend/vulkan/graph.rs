@@ -1,7 +1,11 @@
 //! Graph execution: every node's dispatch is recorded into one command
 //! buffer, with a memory barrier only where a dispatch touches memory that an
 //! earlier, not yet barriered dispatch wrote (or writes memory one read), and
-//! the whole graph is submitted once.
+//! the whole graph is submitted once when it is short. A long graph goes in
+//! batches of about [`super::batch::BATCH_BUDGET_NS`] of device time each
+//! (sized by the speed measured on the batches before), and a stop requested
+//! through `base::cancel` (Ctrl-C) ends it between batches: every batch
+//! submitted has completed, so buffers are left consistent.
 
 use super::context::VkContext;
 use super::encode::{Bind, Dispatch, VkNode, PARAM_WORDS, SLOTS};
@@ -9,6 +13,8 @@ use super::encode_nn::encode_node;
 use super::shaders::BINDINGS;
 use ash::vk;
 use gpu_allocator::MemoryLocation;
+use super::batch::batch_end;
+use super::shaders::Variant;
 
 /// Byte ranges of buffers touched since the last barrier.
 #[derive(Default)]
@@ -51,6 +57,11 @@ fn sources(d: &Dispatch) -> impl Iterator<Item = &Bind> {
     d.binds.iter().enumerate().filter(|(i, _)| *i != 2).map(|(_, b)| b)
 }
 
+/// Workgroups of a dispatch (at least one: a dispatch costs something).
+pub(crate) fn groups(d: &Dispatch) -> u64 {
+    (u64::from(d.groups[0]) * u64::from(d.groups[1]) * u64::from(d.groups[2])).max(1)
+}
+
 /// Destroys the per-run descriptor pool on every path.
 struct PoolGuard<'a> {
     dev: &'a ash::Device,
@@ -65,8 +76,10 @@ impl Drop for PoolGuard<'_> {
 }
 
 impl VkContext {
-    /// Run `nodes` in order: one command buffer, one queue submission, then
-    /// wait for completion. Nodes with nothing to compute are skipped.
+    /// Run `nodes` in order: one command buffer, one queue submission per
+    /// batch (one for a short graph), waiting for each. Nodes with nothing
+    /// to compute are skipped. Stops with the interrupt error between
+    /// batches when a stop is requested.
     pub fn run_graph(&self, nodes: &[VkNode]) -> crate::Result<()> {
         self.check_live()?;
         let mut dispatches = Vec::with_capacity(nodes.len());
@@ -148,15 +161,19 @@ impl VkContext {
         let at_end = [vk::MemoryBarrier::default()
             .src_access_mask(vk::AccessFlags::SHADER_WRITE)
             .dst_access_mask(vk::AccessFlags::HOST_READ | vk::AccessFlags::TRANSFER_READ)];
-        let mut hazards = Hazards::default();
-        // SAFETY: exclusive use of the command buffer (submitter lock); all
-        // bound objects outlive the wait in submit_and_wait.
-        unsafe {
-            dev.reset_command_buffer(s.cmd, vk::CommandBufferResetFlags::empty()).map_err(vkerr("recording"))?;
-            dev.begin_command_buffer(s.cmd, &begin).map_err(vkerr("recording"))?;
-            let mut bound = vk::Pipeline::null();
-            for ((d, &set), &pipe) in dispatches.iter().zip(&sets).zip(&pipes) {
-                if hazards.conflicts(d) {
+        let costs: Vec<(Variant, u64)> = dispatches.iter().map(|d| (d.variant, groups(d))).collect();
+        let mut start = 0;
+        while start < dispatches.len() {
+            crate::base::cancel::check()?;
+            let end = batch_end(&costs, start, &self.lock_speeds());
+            let t0 = std::time::Instant::now();
+            let mut hazards = Hazards::default();
+            // SAFETY: exclusive use of the command buffer (submitter lock); all
+            // bound objects outlive the wait in submit_and_wait.
+            unsafe {
+                dev.reset_command_buffer(s.cmd, vk::CommandBufferResetFlags::empty()).map_err(vkerr("recording"))?;
+                dev.begin_command_buffer(s.cmd, &begin).map_err(vkerr("recording"))?;
+                let barrier = || {
                     dev.cmd_pipeline_barrier(
                         s.cmd,
                         vk::PipelineStageFlags::COMPUTE_SHADER,
@@ -167,27 +184,41 @@ impl VkContext {
                         &[],
                     );
                     self.count_barrier();
-                    hazards.clear();
+                };
+                if start > 0 {
+                    // A barrier's first scope holds every command submitted
+                    // earlier on the queue: the batches before this one.
+                    barrier();
                 }
-                hazards.add(d);
-                if pipe != bound {
-                    dev.cmd_bind_pipeline(s.cmd, vk::PipelineBindPoint::COMPUTE, pipe);
-                    bound = pipe;
+                let mut bound = vk::Pipeline::null();
+                for ((d, &set), &pipe) in dispatches[start..end].iter().zip(&sets[start..end]).zip(&pipes[start..end]) {
+                    if hazards.conflicts(d) {
+                        barrier();
+                        hazards.clear();
+                    }
+                    hazards.add(d);
+                    if pipe != bound {
+                        dev.cmd_bind_pipeline(s.cmd, vk::PipelineBindPoint::COMPUTE, pipe);
+                        bound = pipe;
+                    }
+                    dev.cmd_bind_descriptor_sets(s.cmd, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]);
+                    dev.cmd_dispatch(s.cmd, d.groups[0], d.groups[1], d.groups[2]);
                 }
-                dev.cmd_bind_descriptor_sets(s.cmd, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]);
-                dev.cmd_dispatch(s.cmd, d.groups[0], d.groups[1], d.groups[2]);
+                dev.cmd_pipeline_barrier(
+                    s.cmd,
+                    vk::PipelineStageFlags::COMPUTE_SHADER,
+                    vk::PipelineStageFlags::HOST | vk::PipelineStageFlags::TRANSFER,
+                    vk::DependencyFlags::empty(),
+                    &at_end,
+                    &[],
+                    &[],
+                );
+                dev.end_command_buffer(s.cmd).map_err(vkerr("recording"))?;
             }
-            dev.cmd_pipeline_barrier(
-                s.cmd,
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                vk::PipelineStageFlags::HOST | vk::PipelineStageFlags::TRANSFER,
-                vk::DependencyFlags::empty(),
-                &at_end,
-                &[],
-                &[],
-            );
-            dev.end_command_buffer(s.cmd).map_err(vkerr("recording"))?;
+            self.submit_and_wait(&s, "running a graph")?;
+            self.lock_speeds().learn(&costs[start..end], t0.elapsed().as_nanos().saturating_mul(1000));
+            start = end;
         }
-        self.submit_and_wait(&s, "running a graph")
+        Ok(())
     }
 }

@@ -18,6 +18,7 @@
 //! from this context. `run_graph` returns after the device finished, so the
 //! host may read or reuse any buffer afterwards.
 
+mod batch;
 pub mod compute;
 mod context;
 mod device;

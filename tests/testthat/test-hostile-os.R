@@ -135,6 +135,53 @@ test_that("Ctrl-C stops a long compute and an ncnn extract as R's own interrupt"
   expect_match(res$message[2], " 0$")
 })
 
+test_that("Ctrl-C stops a long Vulkan graph between slices and a long backward() between nodes; all stay usable", {
+  cases <- list(
+    backward = quote({
+      # d sum(W3 W2 W1 X) / d W1 = (W3 W2)' 1 X' = n everywhere when every W
+      # is J / n and X is ones (J: all ones).
+      n <- 900
+      ws <- lapply(1:3, function(i) ag_param(matrix(1 / n, n, n)))
+      with_grad_tape({
+        h <- ag_tensor(matrix(1, n, n))
+        for (w in ws) h <- ag_matmul(w, h)
+        loss <- ag_sum(h)
+      })
+      ctrl_c_in(0.3)
+      r <- timed(backward(loss))
+      # the tape still holds the loss, and a new backward() completes
+      g <- backward(loss)
+      c(r, all(abs(g[[as.character(ws[[1]]$id)]] - n) < 1e-9 * n))
+    })
+  )
+  if (ggml_vulkan_available()) {
+    cases$vulkan_graph <- quote({
+      vk <- ggml_vulkan_init(0L)
+      ctx <- ggml_init(2100 * ggml_tensor_overhead(), no_alloc = TRUE)
+      a <- ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 256, 256)
+      y <- a
+      for (i in 1:2000) y <- ggml_mul_mat(ctx, a, y)   # minutes of work on lavapipe
+      short <- ggml_mul_mat(ctx, a, a)
+      buf <- ggml_backend_alloc_ctx_tensors(ctx, vk)
+      ggml_backend_tensor_set_data(a, rep(1 / 256, 256^2))
+      g <- ggml_build_forward_expand(ctx, y)
+      g2 <- ggml_build_forward_expand(ctx, short)
+      ctrl_c_in(0.5)
+      r <- timed(ggml_backend_graph_compute(vk, g))
+      # the backend and its buffer compute the next graph: J/256 squared is J/256
+      ggml_backend_graph_compute(vk, g2)
+      c(r, round(sum(ggml_backend_tensor_get_data(short))))
+    })
+  }
+  res <- hostile_run(cases, setup = interrupt_setup, timeout = 300)
+  expect_identical(res$outcome, rep("value", length(cases)), info = paste(res$name, res$message, collapse = "; "))
+  for (i in seq_along(cases)) {
+    expect_match(res$message[i], "^interrupt/condition TRUE", info = res$name[i])
+  }
+  expect_match(res$message[1], " TRUE$")
+  if (length(cases) > 1) expect_match(res$message[2], " 256$")
+})
+
 test_that("budget refusals name ag_memory_limit() and what asked, in adaptive units, and are counted", {
   old <- ag_memory_limit(2^20)
   on.exit(ag_memory_limit(old))

@@ -127,45 +127,56 @@ impl Tape {
                  and call backward() once per tape (the tape is kept)"
             );
         }
+        // A pass that fails (an interrupt, a refused allocation) sets no
+        // gradient, and the tape is put back for another backward().
         let nodes = std::mem::take(&mut self.nodes);
-        let produced: HashSet<u64> = nodes.iter().map(|n| n.out_id).collect();
-        let mut bs = Builders::default();
-        let seed = {
-            let (r, c) = loss.shape();
-            let at = loss.value().engine().map_or(Place::Cpu, |v| v.place);
-            let b = bs.get(at)?;
-            let ctx = b.ctx()?;
-            Grad { t: b.fill(&ctx, r, c, 1.0)?, shape: (r, c), place: at }
-        };
-        let mut grads: HashMap<u64, Grad> = HashMap::new();
-        grads.insert(loss.id, seed);
-        let mut leaves: HashMap<u64, TensorRef> = HashMap::new();
-        for node in nodes.iter().rev() {
-            let Some(g) = grads.remove(&node.out_id) else { continue };
-            let at = node.out.place;
-            let g = g.to(at, &mut bs)?;
-            let need: Vec<bool> = node.targets.iter().map(|t| t.is_some()).collect();
-            let b = bs.get(at)?;
-            let ctx = b.ctx()?;
-            let gs = node_backward(b, &ctx, &node.op, &node.inputs, &node.out, &node.saved, &g.t, &need)?;
-            for ((t, gi), x) in node.targets.iter().zip(gs).zip(&node.inputs) {
-                let (Some(t), Some(gi)) = (t, gi) else { continue };
-                let gi = Grad { t: gi, shape: x.shape(), place: at };
-                let sum = match grads.remove(&t.id) {
-                    Some(acc) => acc.add(gi, &mut bs)?,
-                    None => gi,
-                };
-                grads.insert(t.id, sum);
-                if !produced.contains(&t.id) {
-                    leaves.entry(t.id).or_insert_with(|| t.clone());
-                }
+        let r = backward_nodes(&nodes, loss);
+        if r.is_err() {
+            self.nodes = nodes;
+        }
+        r
+    }
+}
+
+/// The backward pass of [`Tape::backward`] over the taken `nodes`.
+fn backward_nodes(nodes: &[Node], loss: &TensorRef) -> Result<Vec<(TensorRef, Storage)>> {
+    let produced: HashSet<u64> = nodes.iter().map(|n| n.out_id).collect();
+    let mut bs = Builders::default();
+    let seed = {
+        let (r, c) = loss.shape();
+        let at = loss.value().engine().map_or(Place::Cpu, |v| v.place);
+        let b = bs.get(at)?;
+        let ctx = b.ctx()?;
+        Grad { t: b.fill(&ctx, r, c, 1.0)?, shape: (r, c), place: at }
+    };
+    let mut grads: HashMap<u64, Grad> = HashMap::new();
+    grads.insert(loss.id, seed);
+    let mut leaves: HashMap<u64, TensorRef> = HashMap::new();
+    for node in nodes.iter().rev() {
+        let Some(g) = grads.remove(&node.out_id) else { continue };
+        let at = node.out.place;
+        let g = g.to(at, &mut bs)?;
+        let need: Vec<bool> = node.targets.iter().map(|t| t.is_some()).collect();
+        let b = bs.get(at)?;
+        let ctx = b.ctx()?;
+        let gs = node_backward(b, &ctx, &node.op, &node.inputs, &node.out, &node.saved, &g.t, &need)?;
+        for ((t, gi), x) in node.targets.iter().zip(gs).zip(&node.inputs) {
+            let (Some(t), Some(gi)) = (t, gi) else { continue };
+            let gi = Grad { t: gi, shape: x.shape(), place: at };
+            let sum = match grads.remove(&t.id) {
+                Some(acc) => acc.add(gi, &mut bs)?,
+                None => gi,
+            };
+            grads.insert(t.id, sum);
+            if !produced.contains(&t.id) {
+                leaves.entry(t.id).or_insert_with(|| t.clone());
             }
         }
-        let mut out: Vec<(TensorRef, Grad)> =
-            leaves.into_values().filter_map(|t| grads.remove(&t.id).map(|g| (t, g))).collect();
-        out.sort_by_key(|(t, _)| t.id);
-        finish(bs, out)
     }
+    let mut out: Vec<(TensorRef, Grad)> =
+        leaves.into_values().filter_map(|t| grads.remove(&t.id).map(|g| (t, g))).collect();
+    out.sort_by_key(|(t, _)| t.id);
+    finish(bs, out)
 }
 
 /// The builder of each place the backward pass uses.

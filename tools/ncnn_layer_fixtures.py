@@ -250,6 +250,38 @@ def detection():
     case("yolodetectionoutput_none", m, [("a", (16, 3, 3))], ["out"], -3, 3)
 
 
+def shape_ops():
+    for nm, p, s in [("squeeze_flags", "0=1 1=1 11=1 2=1", (1, 3, 1)), ("squeeze_axis0", "-23303=1,0", (1, 3, 1)),
+                     ("squeeze_h", "1=1", (2, 1, 4)), ("squeeze_4d_axes", "-23303=2,0,2", (1, 2, 1, 4)),
+                     ("squeeze_all", "0=1 1=1 2=1", (1, 1, 1)), ("squeeze_neg", "-23303=1,-1", (3, 1)),
+                     ("squeeze_not_one", "-23303=1,1", (1, 2, 1, 4))]:
+        single(nm, "Squeeze", p, s)
+    for nm, p, s in [("expanddims_1d", "-23303=2,0,2", (5,)), ("expanddims_2d", "-23303=1,1", (3, 4)),
+                     ("expanddims_3d_neg", "-23303=1,-1", (2, 3, 4)), ("expanddims_3d_front", "-23303=1,0", (2, 3, 4))]:
+        single(nm, "ExpandDims", p, s)
+    for nm, p, s in [("flip_c", "-23300=1,0", (2, 3, 4)), ("flip_h", "-23300=1,1", (2, 3, 4)), ("flip_w", "-23300=1,-1", (2, 3, 4)),
+                     ("flip_cw", "-23300=2,0,2", (2, 3, 4)), ("flip_4d", "-23300=2,1,3", (2, 3, 4, 5)),
+                     ("flip_2d", "-23300=1,-2", (3, 5)), ("flip_1d", "-23300=1,0", (7,))]:
+        single(nm, "Flip", p, s)
+    for nm, p, s in [("tile_w", "-23302=1,3", (2, 3, 4)), ("tile_axis_c", "0=0 1=2", (2, 3, 4)), ("tile_axis_h2d", "0=0 1=3", (3, 4)),
+                     ("tile_1d", "1=3", (5,)), ("tile_2d_to_3d", "-23302=3,2,1,3", (3, 4)),
+                     ("tile_3d_to_4d", "-23302=4,2,3,1,2", (2, 3, 4)), ("tile_4d", "-23302=3,2,1,2", (2, 3, 4, 5)),
+                     ("tile_1d_rows", "-23302=2,3,2", (4,)), ("tile_ones", "-23302=2,1,1", (3, 4))]:
+        single(nm, "Tile", p, s)
+
+
+def more_norms():
+    for nm, shape, g, c, extra in [("groupnorm_3d", (6, 4, 5), 3, 6, ""), ("groupnorm_1d", (8,), 2, 8, ""),
+                                   ("groupnorm_2d", (6, 7), 3, 6, " 2=0.01"), ("groupnorm_4d", (4, 2, 3, 5), 2, 4, ""),
+                                   ("groupnorm_noaffine", (6, 4, 5), 2, 6, " 3=0"), ("groupnorm_one_group", (4, 3, 3), 1, 4, "")]:
+        w = [] if "3=0" in extra else [("raw", rng.uniform(0.5, 1.5, c)), ("raw", rng.normal(0, 0.3, c))]
+        single(nm, "GroupNorm", "0=%d 1=%d%s" % (g, c, extra), shape, weights=w)
+    single("instancenorm", "InstanceNorm", "0=4 1=0.0001", (4, 5, 6),
+           weights=[("raw", rng.uniform(0.5, 1.5, 4)), ("raw", rng.normal(0, 0.3, 4))])
+    single("instancenorm_noaffine", "InstanceNorm", "0=3 2=0", (3, 4, 7))
+    single("bias", "Bias", "0=4", (4, 3, 5), weights=[("raw", rng.normal(0, 1, 4))])
+
+
 def main():
     os.makedirs(nf.OUT, exist_ok=True)
     elementwise()
@@ -260,6 +292,8 @@ def main():
     int8_layers()
     attention()
     detection()
+    shape_ops()
+    more_norms()
     with open(os.path.join(nf.OUT, "cases.tsv"), "w") as f:
         f.write("case\tinputs\toutputs\n")
         for row in nf.manifest:

@@ -5,6 +5,7 @@ use crate::ncnn::ParamDict;
 
 pub mod activations;
 pub mod batchnorm;
+pub mod bias;
 pub mod binaryop;
 pub mod concat;
 pub mod convolution;
@@ -16,7 +17,10 @@ pub mod deconvolution_depthwise;
 pub mod detectionoutput;
 pub mod dropout;
 pub mod eltwise;
+pub mod expanddims;
 pub mod flatten;
+pub mod flip;
+pub mod groupnorm;
 pub mod innerproduct;
 pub mod input;
 pub mod interp;
@@ -40,6 +44,8 @@ pub mod shufflechannel;
 pub mod slice;
 pub mod softmax;
 pub mod split;
+pub mod squeeze;
+pub mod tile;
 pub mod unaryop;
 pub mod yolodetectionoutput;
 pub mod yolov3detectionoutput;
@@ -113,6 +119,13 @@ pub fn create(name: &str, pd: &ParamDict) -> Option<anyhow::Result<Builtin>> {
         "Deconvolution" => boxed(deconvolution::Deconvolution::new(pd)),
         "DeconvolutionDepthWise" => boxed(deconvolution_depthwise::new(pd)),
         "MultiHeadAttention" => boxed(multiheadattention::MultiHeadAttention::new(pd)),
+        "Bias" => boxed(bias::Bias::new(pd)),
+        "Squeeze" => boxed(squeeze::Squeeze::new(pd)),
+        "ExpandDims" => boxed(expanddims::ExpandDims::new(pd)),
+        "Flip" => boxed(flip::Flip::new(pd)),
+        "Tile" => boxed(tile::Tile::new(pd)),
+        "GroupNorm" => boxed(groupnorm::GroupNorm::new(pd)),
+        "InstanceNorm" => boxed(groupnorm::GroupNorm::instance(pd)),
         _ => return None,
     })
 }

@@ -282,6 +282,40 @@ def more_norms():
     single("bias", "Bias", "0=4", (4, 3, 5), weights=[("raw", rng.normal(0, 1, 4))])
 
 
+def products():
+    M, K, N = 3, 4, 5
+    multi("gemm_ab", "Gemm", "", [(M, K), (K, N)])
+    multi("gemm_abc_n", "Gemm", "0=0.5 1=2.0", [(M, K), (K, N), (N,)])
+    multi("gemm_abc_mn", "Gemm", "1=0.7", [(M, K), (K, N), (M, N)])
+    multi("gemm_abc_m1", "Gemm", "", [(M, K), (K, N), (M, 1)])
+    multi("gemm_abc_m", "Gemm", "", [(M, K), (K, N), (M,)])
+    multi("gemm_abc_scalar", "Gemm", "", [(M, K), (K, N), (1,)])
+    multi("gemm_trans", "Gemm", "2=1 3=1", [(K, M), (N, K)])
+    multi("gemm_out_trans", "Gemm", "14=1", [(M, K), (K, N)])
+    multi("gemm_n1m", "Gemm", "11=1", [(M, 1, K), (K, N)])
+    for nm, bc, cshape in [("gemm_linear", 4, (N,)), ("gemm_const_c_m", 1, (M,)), ("gemm_const_c_m1", 2, (M, 1)),
+                           ("gemm_const_c_mn", 3, (M, N)), ("gemm_const_c_scalar", 0, (1,))]:
+        m = inp(Model(), "data", (M, K)).add("Gemm", "l", ["data"], ["out"], "0=1.5 1=0.5 3=1 5=1 6=1 7=%d 8=%d 9=%d 10=%d" % (M, N, K, bc))
+        m.tagged(rng.normal(0, 0.5, (N, K)))
+        m.tagged(rng.normal(0, 0.5, cshape))
+        case(nm, m, [("data", (M, K))], ["out"])
+    m = inp(Model(), "data", (K, N)).add("Gemm", "l", ["data"], ["out"], "4=1 6=1 7=%d 9=%d 10=-1" % (M, K))
+    m.tagged(rng.normal(0, 0.5, (M, K)), True)
+    case("gemm_const_a_fp16", m, [("data", (K, N))], ["out"])
+    m = inp(Model(), "data", (M, N)).add("Gemm", "l", ["data"], ["out"], "2=1 4=1 5=1 7=%d 8=%d 9=%d" % (M, N, K))
+    m.tagged(rng.normal(0, 0.5, (K, M)))
+    m.tagged(rng.normal(0, 0.5, (K, N)))
+    case("gemm_const_ab_c_input", m, [("data", (M, N))], ["out"])
+    for nm, sa, sb, tb in [("matmul_vv", (4,), (4,), 0), ("matmul_mm", (3, 4), (4, 5), 0), ("matmul_vm", (4,), (4, 5), 0),
+                           ("matmul_mv", (3, 4), (4,), 0), ("matmul_batch", (2, 3, 4), (2, 4, 5), 0), ("matmul_bcast_b", (2, 3, 4), (4, 5), 0),
+                           ("matmul_bcast_a", (3, 4), (2, 4, 5), 0), ("matmul_bcast_1", (1, 3, 4), (2, 4, 5), 0),
+                           ("matmul_4d", (2, 1, 3, 4), (1, 2, 4, 5), 0), ("matmul_v_batch", (4,), (2, 4, 5), 0),
+                           ("matmul_batch_v", (2, 3, 4), (4,), 0), ("matmul_transb", (3, 4), (5, 4), 1),
+                           ("matmul_transb_batch", (2, 3, 4), (2, 5, 4), 1), ("matmul_4d_m", (2, 3, 4, 5), (5, 2), 0),
+                           ("matmul_transb_v", (4,), (5, 4), 1)]:
+        multi(nm, "MatMul", "0=%d" % tb, [sa, sb])
+
+
 def main():
     os.makedirs(nf.OUT, exist_ok=True)
     elementwise()
@@ -294,6 +328,7 @@ def main():
     detection()
     shape_ops()
     more_norms()
+    products()
     with open(os.path.join(nf.OUT, "cases.tsv"), "w") as f:
         f.write("case\tinputs\toutputs\n")
         for row in nf.manifest:

@@ -20,6 +20,7 @@ pub mod eltwise;
 pub mod expanddims;
 pub mod flatten;
 pub mod flip;
+pub mod gemm;
 pub mod groupnorm;
 pub mod innerproduct;
 pub mod input;
@@ -27,6 +28,7 @@ pub mod interp;
 pub mod kernels;
 pub mod layernorm;
 pub mod lrn;
+pub mod matmul;
 pub mod memorydata;
 pub mod multiheadattention;
 pub mod noop;
@@ -126,6 +128,8 @@ pub fn create(name: &str, pd: &ParamDict) -> Option<anyhow::Result<Builtin>> {
         "Tile" => boxed(tile::Tile::new(pd)),
         "GroupNorm" => boxed(groupnorm::GroupNorm::new(pd)),
         "InstanceNorm" => boxed(groupnorm::GroupNorm::instance(pd)),
+        "Gemm" => boxed(gemm::Gemm::new(pd)),
+        "MatMul" => boxed(matmul::MatMul::new(pd)),
         _ => return None,
     })
 }

@@ -316,6 +316,50 @@ def products():
         multi(nm, "MatMul", "0=%d" % tb, [sa, sb])
 
 
+def index_case(name, m, idx):
+    """A case whose input blob "data" holds int32 indices (as ncnn reads
+    them); the .in file holds the same indices as floats."""
+    pp, bp = os.path.join(nf.OUT, name + ".param"), os.path.join(nf.OUT, name + ".bin")
+    with open(pp, "w") as f:
+        f.write(m.text())
+    with open(bp, "wb") as f:
+        f.write(bytes(m.weights))
+    net = nf.fp32_net()
+    assert net.load_param(pp) == 0 and net.load_model(bp) == 0
+    ex = net.create_extractor()
+    a = np.array(idx, dtype=np.int32)
+    mat = nf.ncnn.Mat(a).clone()
+    assert ex.input("data", mat) == 0
+    ret, out = ex.extract("out")
+    assert ret == 0
+    y = np.array(out).copy()
+    x = a.astype(np.float32)
+    nf.write_blob(os.path.join(nf.OUT, name + ".0.in"), x)
+    nf.write_blob(os.path.join(nf.OUT, name + ".0.out"), y)
+    nf.manifest.append((name, nf.shape_str("data", x), nf.shape_str("out", y)))
+
+
+def lookups():
+    for nm, p in [("normalize_channel", "0=0 4=1 3=4"), ("normalize_channel_shared", "0=0 1=1 4=1 3=1"),
+                  ("normalize_spatial", "0=1 4=0 3=4"), ("normalize_all", "0=1 4=1 3=4 9=1"),
+                  ("normalize_all_shared_tf", "0=1 1=1 4=1 3=1 9=2 2=0.5"), ("normalize_pytorch", "0=0 4=1 3=4 9=1 2=2.0")]:
+        n = 1 if "1=1" in p.split() else 4
+        single(nm, "Normalize", p, (4, 3, 5), weights=[("raw", rng.uniform(0.5, 2.0, n))])
+    idx = [0, 3, 9, 2, -4, 14, 3]
+    for nm, p, bias, q in [("embed", "0=5 1=10 3=50", False, False), ("embed_bias", "0=5 1=10 2=1 3=50", True, False),
+                           ("embed_int8", "0=5 1=10 2=1 3=50 18=1", True, True)]:
+        m = inp(Model(), "data", (len(idx),)).add("Embed", "l", ["data"], ["out"], p)
+        if q:
+            int8_tagged(m, rng.integers(-127, 128, 50))
+        else:
+            m.tagged(rng.normal(0, 1, 50))
+        if bias:
+            m.raw(rng.normal(0, 0.3, 5))
+        if q:
+            m.raw([rng.uniform(20, 90)])
+        index_case(nm, m, idx)
+
+
 def main():
     os.makedirs(nf.OUT, exist_ok=True)
     elementwise()
@@ -329,6 +373,7 @@ def main():
     shape_ops()
     more_norms()
     products()
+    lookups()
     with open(os.path.join(nf.OUT, "cases.tsv"), "w") as f:
         f.write("case\tinputs\toutputs\n")
         for row in nf.manifest:

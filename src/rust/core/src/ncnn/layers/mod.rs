@@ -17,6 +17,7 @@ pub mod deconvolution_depthwise;
 pub mod detectionoutput;
 pub mod dropout;
 pub mod eltwise;
+pub mod embed;
 pub mod expanddims;
 pub mod flatten;
 pub mod flip;
@@ -32,6 +33,7 @@ pub mod matmul;
 pub mod memorydata;
 pub mod multiheadattention;
 pub mod noop;
+pub mod normalize;
 pub mod padding;
 pub mod permute;
 pub mod pixelshuffle;
@@ -130,6 +132,8 @@ pub fn create(name: &str, pd: &ParamDict) -> Option<anyhow::Result<Builtin>> {
         "InstanceNorm" => boxed(groupnorm::GroupNorm::instance(pd)),
         "Gemm" => boxed(gemm::Gemm::new(pd)),
         "MatMul" => boxed(matmul::MatMul::new(pd)),
+        "Normalize" => boxed(normalize::Normalize::new(pd)),
+        "Embed" => boxed(embed::Embed::new(pd)),
         _ => return None,
     })
 }

@@ -360,6 +360,42 @@ def lookups():
         index_case(nm, m, idx)
 
 
+def one_d():
+    X = (4, 11)  # channels, width
+    for nm, p, k, fp16 in [("conv1d", "4=1", 3, False), ("conv1d_stride_dilation", "3=2 2=2 4=1 15=2", 3, False),
+                           ("conv1d_same_upper", "3=2 4=-233 15=-233", 4, False), ("conv1d_same_lower", "3=2 4=-234 15=-234", 4, False),
+                           ("conv1d_act", "4=1 9=2 -23310=1,0.1", 3, False), ("conv1d_padvalue", "4=2 18=0.5", 3, False),
+                           ("conv1d_fp16", "4=1 9=1", 5, True), ("conv1d_k1", "", 1, False)]:
+        n = 6 * 4 * k
+        m = inp(Model(), "data", X).add("Convolution1D", "c", ["data"], ["out"], "0=6 1=%d 5=1 6=%d %s" % (k, n, p))
+        m.tagged(rng.normal(0, 0.4, n), fp16)
+        m.raw(rng.normal(0, 0.2, 6))
+        case(nm, m, [("data", X)], ["out"])
+    for nm, cout, g, p in [("convdw1d", 4, 4, "4=1"), ("convdw1d_group", 6, 2, "3=2 4=1 9=1"), ("convdw1d_mult", 8, 4, "2=2")]:
+        n = cout * (4 // g) * 3
+        m = inp(Model(), "data", X).add("ConvolutionDepthWise1D", "c", ["data"], ["out"], "0=%d 1=3 5=1 6=%d 7=%d %s" % (cout, n, g, p))
+        m.tagged(rng.normal(0, 0.4, n))
+        m.raw(rng.normal(0, 0.2, cout))
+        case(nm, m, [("data", X)], ["out"])
+    for nm, p, k in [("deconv1d", "", 3), ("deconv1d_s2_pad", "3=2 4=1", 4), ("deconv1d_outpad", "3=2 4=1 18=1", 3),
+                     ("deconv1d_dilation", "2=2 9=1", 3), ("deconv1d_outsize", "3=2 4=-233 20=20", 3), ("deconv1d_asym", "3=3 4=0 15=2", 3)]:
+        n = 5 * 4 * k
+        m = inp(Model(), "data", X).add("Deconvolution1D", "d", ["data"], ["out"], "0=5 1=%d 5=1 6=%d %s" % (k, n, p))
+        m.tagged(rng.normal(0, 0.4, n))
+        m.raw(rng.normal(0, 0.2, 5))
+        case(nm, m, [("data", X)], ["out"])
+    for nm, cout, g in [("deconvdw1d", 4, 4), ("deconvdw1d_group", 6, 2)]:
+        n = cout * (4 // g) * 3
+        m = inp(Model(), "data", X).add("DeconvolutionDepthWise1D", "d", ["data"], ["out"], "0=%d 1=3 3=2 5=1 6=%d 7=%d" % (cout, n, g))
+        m.tagged(rng.normal(0, 0.4, n))
+        m.raw(rng.normal(0, 0.2, cout))
+        case(nm, m, [("data", X)], ["out"])
+    for nm, p in [("pool1d_max", "0=0 1=3 2=2"), ("pool1d_avg_pad", "0=1 1=3 2=2 3=1 14=1"), ("pool1d_avg_include", "0=1 1=3 2=2 3=1 6=1"),
+                  ("pool1d_global_max", "0=0 4=1"), ("pool1d_global_avg", "0=1 4=1"), ("pool1d_adaptive", "0=1 7=1 8=4"),
+                  ("pool1d_valid", "0=0 1=3 2=2 5=1"), ("pool1d_same", "0=0 1=3 2=2 5=2"), ("pool1d_asym", "0=0 1=2 2=2 3=0 14=1")]:
+        single(nm, "Pooling1D", p, X)
+
+
 def main():
     os.makedirs(nf.OUT, exist_ok=True)
     elementwise()
@@ -374,6 +410,7 @@ def main():
     more_norms()
     products()
     lookups()
+    one_d()
     with open(os.path.join(nf.OUT, "cases.tsv"), "w") as f:
         f.write("case\tinputs\toutputs\n")
         for row in nf.manifest:

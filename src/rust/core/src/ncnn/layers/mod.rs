@@ -8,6 +8,7 @@ pub mod batchnorm;
 pub mod bias;
 pub mod binaryop;
 pub mod concat;
+pub mod conv1d;
 pub mod convolution;
 pub mod convolution_depthwise;
 pub mod copyto;
@@ -134,6 +135,11 @@ pub fn create(name: &str, pd: &ParamDict) -> Option<anyhow::Result<Builtin>> {
         "MatMul" => boxed(matmul::MatMul::new(pd)),
         "Normalize" => boxed(normalize::Normalize::new(pd)),
         "Embed" => boxed(embed::Embed::new(pd)),
+        "Convolution1D" => boxed(conv1d::OneD::new(pd, conv1d::Kind::Conv)),
+        "ConvolutionDepthWise1D" => boxed(conv1d::OneD::new(pd, conv1d::Kind::ConvDepthWise)),
+        "Deconvolution1D" => boxed(conv1d::OneD::new(pd, conv1d::Kind::Deconv)),
+        "DeconvolutionDepthWise1D" => boxed(conv1d::OneD::new(pd, conv1d::Kind::DeconvDepthWise)),
+        "Pooling1D" => boxed(conv1d::OneD::new(pd, conv1d::Kind::Pool)),
         _ => return None,
     })
 }

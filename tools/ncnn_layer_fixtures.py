@@ -396,6 +396,33 @@ def one_d():
         single(nm, "Pooling1D", p, X)
 
 
+def recurrent():
+    T, F = 6, 5
+    for cell, g in [("RNN", 1), ("LSTM", 4), ("GRU", 3)]:
+        for d, sfx in [(0, ""), (1, "_reverse"), (2, "_bidir")]:
+            for proj in ([0, 3] if cell == "LSTM" else [0]):
+                no, hs = 4, (proj or 4)
+                dirs = 2 if d == 2 else 1
+                p = "0=%d 1=%d 2=%d" % (no, dirs * F * g * hs, d) + (" 3=%d" % hs if proj else "")
+                nm = cell.lower() + sfx + ("_proj" if proj else "")
+                for states in (False, True):
+                    if states and d == 1:
+                        continue
+                    shapes = [(T, F)] + ([(dirs, no)] + ([(dirs, hs)] if cell == "LSTM" else []) if states else [])
+                    m = Model()
+                    names = ["in%d" % i for i in range(len(shapes))]
+                    for n_, s_ in zip(names, shapes):
+                        inp(m, n_, s_)
+                    tops = ["out0"] + (["out1"] + (["out2"] if cell == "LSTM" else []) if states else [])
+                    m.add(cell, "l", names, tops, p)
+                    m.tagged(rng.normal(0, 0.5, dirs * g * hs * F))
+                    m.tagged(rng.normal(0, 0.2, dirs * (4 if cell == "GRU" else g) * hs))
+                    m.tagged(rng.normal(0, 0.5, dirs * g * hs * no))
+                    if proj:
+                        m.tagged(rng.normal(0, 0.5, dirs * hs * no))
+                    case(nm + ("_states" if states else ""), m, list(zip(names, shapes)), tops)
+
+
 def main():
     os.makedirs(nf.OUT, exist_ok=True)
     elementwise()
@@ -411,6 +438,7 @@ def main():
     products()
     lookups()
     one_d()
+    recurrent()
     with open(os.path.join(nf.OUT, "cases.tsv"), "w") as f:
         f.write("case\tinputs\toutputs\n")
         for row in nf.manifest:

@@ -44,6 +44,7 @@ pub mod priorbox;
 pub mod reduction;
 pub mod reorg;
 pub mod reshape;
+pub mod rnn;
 pub mod scale;
 pub mod shufflechannel;
 pub mod slice;
@@ -140,6 +141,9 @@ pub fn create(name: &str, pd: &ParamDict) -> Option<anyhow::Result<Builtin>> {
         "Deconvolution1D" => boxed(conv1d::OneD::new(pd, conv1d::Kind::Deconv)),
         "DeconvolutionDepthWise1D" => boxed(conv1d::OneD::new(pd, conv1d::Kind::DeconvDepthWise)),
         "Pooling1D" => boxed(conv1d::OneD::new(pd, conv1d::Kind::Pool)),
+        "RNN" => boxed(rnn::Recurrent::new(pd, rnn::Cell::Rnn)),
+        "LSTM" => boxed(rnn::Recurrent::new(pd, rnn::Cell::Lstm)),
+        "GRU" => boxed(rnn::Recurrent::new(pd, rnn::Cell::Gru)),
         _ => return None,
     })
 }

@@ -317,8 +317,8 @@ def products():
 
 
 def index_case(name, m, idx):
-    """A case whose input blob "data" holds int32 indices (as ncnn reads
-    them); the .in file holds the same indices as floats."""
+    """A case whose input blob "data" holds int32 values (indices, int32
+    sums) as ncnn reads them; the .in file holds the same values as floats."""
     pp, bp = os.path.join(nf.OUT, name + ".param"), os.path.join(nf.OUT, name + ".bin")
     with open(pp, "w") as f:
         f.write(m.text())
@@ -423,6 +423,31 @@ def recurrent():
                     case(nm + ("_states" if states else ""), m, list(zip(names, shapes)), tops)
 
 
+def quantization():
+    for nm, shape, n in [("quantize_scalar", (3, 4, 5), 1), ("quantize_channels", (3, 4, 5), 3), ("quantize_rows", (4, 6), 4),
+                         ("quantize_elements", (7,), 7)]:
+        single(nm, "Quantize", "0=%d" % n, shape, -2, 2, weights=[("raw", rng.uniform(20, 120, n))])
+    for nm, shape, n, nb in [("dequantize", (3, 4, 5), 1, 0), ("dequantize_channels_bias", (3, 4, 5), 3, 3),
+                             ("dequantize_rows_bias1", (4, 6), 4, 1), ("dequantize_elements", (7,), 7, 7)]:
+        m = inp(Model(), "data", shape).add("Dequantize", "l", ["data"], ["out"], "0=%d 1=%d" % (n, nb))
+        m.raw(rng.uniform(0.001, 0.01, n))
+        if nb:
+            m.raw(rng.normal(0, 0.5, nb))
+        index_case(nm, m, rng.integers(-3000, 3000, shape))
+    for nm, shape, ns, nb, act in [("requantize", (3, 4, 5), 1, 0, ""), ("requantize_channels", (3, 4, 5), 3, 3, " 3=1"),
+                                   ("requantize_leaky", (3, 6), 3, 1, " 3=2 -23304=1,0.1")]:
+        m = inp(Model(), "data", shape).add("Requantize", "l", ["data"], ["out"], "0=%d 1=%d 2=%d%s" % (ns, ns, nb, act))
+        m.raw(rng.uniform(0.001, 0.01, ns))
+        m.raw(rng.uniform(20, 60, ns))
+        if nb:
+            m.raw(rng.normal(0, 0.5, nb))
+        index_case(nm, m, rng.integers(-3000, 3000, shape))
+    for nm, t in [("cast_fp16", 2), ("cast_bf16", 4)]:
+        m = inp(Model(), "data", (3, 4, 5)).add("Cast", "a", ["data"], ["mid"], "0=1 1=%d" % t)
+        m.add("Cast", "b", ["mid"], ["out"], "0=%d 1=1" % t)
+        case(nm, m, [("data", (3, 4, 5))], ["out"], -100, 100)
+
+
 def main():
     os.makedirs(nf.OUT, exist_ok=True)
     elementwise()
@@ -439,6 +464,7 @@ def main():
     lookups()
     one_d()
     recurrent()
+    quantization()
     with open(os.path.join(nf.OUT, "cases.tsv"), "w") as f:
         f.write("case\tinputs\toutputs\n")
         for row in nf.manifest:

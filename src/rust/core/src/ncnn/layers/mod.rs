@@ -5,6 +5,7 @@ use crate::ncnn::ParamDict;
 
 pub mod activations;
 pub mod batchnorm;
+pub mod cast;
 pub mod bias;
 pub mod binaryop;
 pub mod concat;
@@ -40,6 +41,7 @@ pub mod permute;
 pub mod pixelshuffle;
 pub mod pooling;
 pub mod prelu;
+pub mod quantize;
 pub mod priorbox;
 pub mod reduction;
 pub mod reorg;
@@ -144,6 +146,10 @@ pub fn create(name: &str, pd: &ParamDict) -> Option<anyhow::Result<Builtin>> {
         "RNN" => boxed(rnn::Recurrent::new(pd, rnn::Cell::Rnn)),
         "LSTM" => boxed(rnn::Recurrent::new(pd, rnn::Cell::Lstm)),
         "GRU" => boxed(rnn::Recurrent::new(pd, rnn::Cell::Gru)),
+        "Cast" => boxed(cast::Cast::new(pd)),
+        "Quantize" => boxed(quantize::Quant::new(pd, quantize::Kind::Quantize)),
+        "Dequantize" => boxed(quantize::Quant::new(pd, quantize::Kind::Dequantize)),
+        "Requantize" => boxed(quantize::Quant::new(pd, quantize::Kind::Requantize)),
         _ => return None,
     })
 }

@@ -448,6 +448,16 @@ def quantization():
         case(nm, m, [("data", (3, 4, 5))], ["out"], -100, 100)
 
 
+def im2col():
+    X = (3, 7, 8)
+    for nm, p in [("unfold", "1=3"), ("unfold_stride_pad", "1=3 3=2 4=1 18=0.5"), ("unfold_asym", "1=2 11=3 2=2 12=1 3=1 13=2 4=0 15=1 14=2 16=0"),
+                  ("unfold_1x1", "1=1")]:
+        single(nm, "Unfold", p, X)
+    for nm, p, cols, rows in [("fold", "1=3 20=8 21=7", 6 * 5, 27), ("fold_stride_pad", "1=3 3=2 4=1 20=8 21=7", 4 * 4, 27),
+                              ("fold_overlap", "1=2 11=3 2=2 3=1 13=2 20=9 21=8", 7 * 2, 12)]:
+        single(nm, "Fold", p, (rows, cols))
+
+
 def main():
     os.makedirs(nf.OUT, exist_ok=True)
     elementwise()
@@ -465,6 +475,7 @@ def main():
     one_d()
     recurrent()
     quantization()
+    im2col()
     with open(os.path.join(nf.OUT, "cases.tsv"), "w") as f:
         f.write("case\tinputs\toutputs\n")
         for row in nf.manifest:

@@ -23,6 +23,7 @@ pub mod embed;
 pub mod expanddims;
 pub mod flatten;
 pub mod flip;
+pub mod fold;
 pub mod gemm;
 pub mod groupnorm;
 pub mod innerproduct;
@@ -150,6 +151,8 @@ pub fn create(name: &str, pd: &ParamDict) -> Option<anyhow::Result<Builtin>> {
         "Quantize" => boxed(quantize::Quant::new(pd, quantize::Kind::Quantize)),
         "Dequantize" => boxed(quantize::Quant::new(pd, quantize::Kind::Dequantize)),
         "Requantize" => boxed(quantize::Quant::new(pd, quantize::Kind::Requantize)),
+        "Fold" => boxed(fold::FoldLayer::new(pd, true)),
+        "Unfold" => boxed(fold::FoldLayer::new(pd, false)),
         _ => return None,
     })
 }

@@ -458,6 +458,16 @@ def im2col():
         single(nm, "Fold", p, (rows, cols))
 
 
+def sampling():
+    for kind in (1, 2, 3):
+        for pad in (1, 2, 3):
+            for align in (0, 1):
+                nm = "gridsample_%s_%s%s" % (["", "bilinear", "nearest", "bicubic"][kind], ["", "zeros", "border", "reflection"][pad],
+                                              "_align" if align else "")
+                multi(nm, "GridSample", "0=%d 1=%d 2=%d" % (kind, pad, align), [(2, 5, 6), (4, 7, 2)], lo=-1.3, hi=1.3)
+    multi("gridsample_permuted", "GridSample", "0=1 1=1 2=0 3=1", [(2, 5, 6), (2, 4, 7)], lo=-1.3, hi=1.3)
+
+
 def main():
     os.makedirs(nf.OUT, exist_ok=True)
     elementwise()
@@ -476,6 +486,7 @@ def main():
     recurrent()
     quantization()
     im2col()
+    sampling()
     with open(os.path.join(nf.OUT, "cases.tsv"), "w") as f:
         f.write("case\tinputs\toutputs\n")
         for row in nf.manifest:

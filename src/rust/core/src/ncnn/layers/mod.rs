@@ -25,6 +25,7 @@ pub mod flatten;
 pub mod flip;
 pub mod fold;
 pub mod gemm;
+pub mod gridsample;
 pub mod groupnorm;
 pub mod innerproduct;
 pub mod input;
@@ -153,6 +154,7 @@ pub fn create(name: &str, pd: &ParamDict) -> Option<anyhow::Result<Builtin>> {
         "Requantize" => boxed(quantize::Quant::new(pd, quantize::Kind::Requantize)),
         "Fold" => boxed(fold::FoldLayer::new(pd, true)),
         "Unfold" => boxed(fold::FoldLayer::new(pd, false)),
+        "GridSample" => boxed(gridsample::GridSample::new(pd)),
         _ => return None,
     })
 }

@@ -4,7 +4,7 @@
 //! sums such columns back into a 20=output_w x 21=output_h image. Kernel,
 //! dilation, stride and padding keys are Convolution's.
 
-use super::kernels::conv::positive;
+use super::kernels::window::positive;
 use crate::ncnn::layer::one;
 use crate::ncnn::mat::take_vec;
 use crate::ncnn::{Layer, Mat, Opt, ParamDict};

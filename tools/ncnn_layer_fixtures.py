@@ -250,6 +250,224 @@ def detection():
     case("yolodetectionoutput_none", m, [("a", (16, 3, 3))], ["out"], -3, 3)
 
 
+def shape_ops():
+    for nm, p, s in [("squeeze_flags", "0=1 1=1 11=1 2=1", (1, 3, 1)), ("squeeze_axis0", "-23303=1,0", (1, 3, 1)),
+                     ("squeeze_h", "1=1", (2, 1, 4)), ("squeeze_4d_axes", "-23303=2,0,2", (1, 2, 1, 4)),
+                     ("squeeze_all", "0=1 1=1 2=1", (1, 1, 1)), ("squeeze_neg", "-23303=1,-1", (3, 1)),
+                     ("squeeze_not_one", "-23303=1,1", (1, 2, 1, 4))]:
+        single(nm, "Squeeze", p, s)
+    for nm, p, s in [("expanddims_1d", "-23303=2,0,2", (5,)), ("expanddims_2d", "-23303=1,1", (3, 4)),
+                     ("expanddims_3d_neg", "-23303=1,-1", (2, 3, 4)), ("expanddims_3d_front", "-23303=1,0", (2, 3, 4))]:
+        single(nm, "ExpandDims", p, s)
+    for nm, p, s in [("flip_c", "-23300=1,0", (2, 3, 4)), ("flip_h", "-23300=1,1", (2, 3, 4)), ("flip_w", "-23300=1,-1", (2, 3, 4)),
+                     ("flip_cw", "-23300=2,0,2", (2, 3, 4)), ("flip_4d", "-23300=2,1,3", (2, 3, 4, 5)),
+                     ("flip_2d", "-23300=1,-2", (3, 5)), ("flip_1d", "-23300=1,0", (7,))]:
+        single(nm, "Flip", p, s)
+    for nm, p, s in [("tile_w", "-23302=1,3", (2, 3, 4)), ("tile_axis_c", "0=0 1=2", (2, 3, 4)), ("tile_axis_h2d", "0=0 1=3", (3, 4)),
+                     ("tile_1d", "1=3", (5,)), ("tile_2d_to_3d", "-23302=3,2,1,3", (3, 4)),
+                     ("tile_3d_to_4d", "-23302=4,2,3,1,2", (2, 3, 4)), ("tile_4d", "-23302=3,2,1,2", (2, 3, 4, 5)),
+                     ("tile_1d_rows", "-23302=2,3,2", (4,)), ("tile_ones", "-23302=2,1,1", (3, 4))]:
+        single(nm, "Tile", p, s)
+
+
+def more_norms():
+    for nm, shape, g, c, extra in [("groupnorm_3d", (6, 4, 5), 3, 6, ""), ("groupnorm_1d", (8,), 2, 8, ""),
+                                   ("groupnorm_2d", (6, 7), 3, 6, " 2=0.01"), ("groupnorm_4d", (4, 2, 3, 5), 2, 4, ""),
+                                   ("groupnorm_noaffine", (6, 4, 5), 2, 6, " 3=0"), ("groupnorm_one_group", (4, 3, 3), 1, 4, "")]:
+        w = [] if "3=0" in extra else [("raw", rng.uniform(0.5, 1.5, c)), ("raw", rng.normal(0, 0.3, c))]
+        single(nm, "GroupNorm", "0=%d 1=%d%s" % (g, c, extra), shape, weights=w)
+    single("instancenorm", "InstanceNorm", "0=4 1=0.0001", (4, 5, 6),
+           weights=[("raw", rng.uniform(0.5, 1.5, 4)), ("raw", rng.normal(0, 0.3, 4))])
+    single("instancenorm_noaffine", "InstanceNorm", "0=3 2=0", (3, 4, 7))
+    single("bias", "Bias", "0=4", (4, 3, 5), weights=[("raw", rng.normal(0, 1, 4))])
+
+
+def products():
+    M, K, N = 3, 4, 5
+    multi("gemm_ab", "Gemm", "", [(M, K), (K, N)])
+    multi("gemm_abc_n", "Gemm", "0=0.5 1=2.0", [(M, K), (K, N), (N,)])
+    multi("gemm_abc_mn", "Gemm", "1=0.7", [(M, K), (K, N), (M, N)])
+    multi("gemm_abc_m1", "Gemm", "", [(M, K), (K, N), (M, 1)])
+    multi("gemm_abc_m", "Gemm", "", [(M, K), (K, N), (M,)])
+    multi("gemm_abc_scalar", "Gemm", "", [(M, K), (K, N), (1,)])
+    multi("gemm_trans", "Gemm", "2=1 3=1", [(K, M), (N, K)])
+    multi("gemm_out_trans", "Gemm", "14=1", [(M, K), (K, N)])
+    multi("gemm_n1m", "Gemm", "11=1", [(M, 1, K), (K, N)])
+    for nm, bc, cshape in [("gemm_linear", 4, (N,)), ("gemm_const_c_m", 1, (M,)), ("gemm_const_c_m1", 2, (M, 1)),
+                           ("gemm_const_c_mn", 3, (M, N)), ("gemm_const_c_scalar", 0, (1,))]:
+        m = inp(Model(), "data", (M, K)).add("Gemm", "l", ["data"], ["out"], "0=1.5 1=0.5 3=1 5=1 6=1 7=%d 8=%d 9=%d 10=%d" % (M, N, K, bc))
+        m.tagged(rng.normal(0, 0.5, (N, K)))
+        m.tagged(rng.normal(0, 0.5, cshape))
+        case(nm, m, [("data", (M, K))], ["out"])
+    m = inp(Model(), "data", (K, N)).add("Gemm", "l", ["data"], ["out"], "4=1 6=1 7=%d 9=%d 10=-1" % (M, K))
+    m.tagged(rng.normal(0, 0.5, (M, K)), True)
+    case("gemm_const_a_fp16", m, [("data", (K, N))], ["out"])
+    m = inp(Model(), "data", (M, N)).add("Gemm", "l", ["data"], ["out"], "2=1 4=1 5=1 7=%d 8=%d 9=%d" % (M, N, K))
+    m.tagged(rng.normal(0, 0.5, (K, M)))
+    m.tagged(rng.normal(0, 0.5, (K, N)))
+    case("gemm_const_ab_c_input", m, [("data", (M, N))], ["out"])
+    for nm, sa, sb, tb in [("matmul_vv", (4,), (4,), 0), ("matmul_mm", (3, 4), (4, 5), 0), ("matmul_vm", (4,), (4, 5), 0),
+                           ("matmul_mv", (3, 4), (4,), 0), ("matmul_batch", (2, 3, 4), (2, 4, 5), 0), ("matmul_bcast_b", (2, 3, 4), (4, 5), 0),
+                           ("matmul_bcast_a", (3, 4), (2, 4, 5), 0), ("matmul_bcast_1", (1, 3, 4), (2, 4, 5), 0),
+                           ("matmul_4d", (2, 1, 3, 4), (1, 2, 4, 5), 0), ("matmul_v_batch", (4,), (2, 4, 5), 0),
+                           ("matmul_batch_v", (2, 3, 4), (4,), 0), ("matmul_transb", (3, 4), (5, 4), 1),
+                           ("matmul_transb_batch", (2, 3, 4), (2, 5, 4), 1), ("matmul_4d_m", (2, 3, 4, 5), (5, 2), 0),
+                           ("matmul_transb_v", (4,), (5, 4), 1)]:
+        multi(nm, "MatMul", "0=%d" % tb, [sa, sb])
+
+
+def index_case(name, m, idx):
+    """A case whose input blob "data" holds int32 values (indices, int32
+    sums) as ncnn reads them; the .in file holds the same values as floats."""
+    pp, bp = os.path.join(nf.OUT, name + ".param"), os.path.join(nf.OUT, name + ".bin")
+    with open(pp, "w") as f:
+        f.write(m.text())
+    with open(bp, "wb") as f:
+        f.write(bytes(m.weights))
+    net = nf.fp32_net()
+    assert net.load_param(pp) == 0 and net.load_model(bp) == 0
+    ex = net.create_extractor()
+    a = np.array(idx, dtype=np.int32)
+    mat = nf.ncnn.Mat(a).clone()
+    assert ex.input("data", mat) == 0
+    ret, out = ex.extract("out")
+    assert ret == 0
+    y = np.array(out).copy()
+    x = a.astype(np.float32)
+    nf.write_blob(os.path.join(nf.OUT, name + ".0.in"), x)
+    nf.write_blob(os.path.join(nf.OUT, name + ".0.out"), y)
+    nf.manifest.append((name, nf.shape_str("data", x), nf.shape_str("out", y)))
+
+
+def lookups():
+    for nm, p in [("normalize_channel", "0=0 4=1 3=4"), ("normalize_channel_shared", "0=0 1=1 4=1 3=1"),
+                  ("normalize_spatial", "0=1 4=0 3=4"), ("normalize_all", "0=1 4=1 3=4 9=1"),
+                  ("normalize_all_shared_tf", "0=1 1=1 4=1 3=1 9=2 2=0.5"), ("normalize_pytorch", "0=0 4=1 3=4 9=1 2=2.0")]:
+        n = 1 if "1=1" in p.split() else 4
+        single(nm, "Normalize", p, (4, 3, 5), weights=[("raw", rng.uniform(0.5, 2.0, n))])
+    idx = [0, 3, 9, 2, -4, 14, 3]
+    for nm, p, bias, q in [("embed", "0=5 1=10 3=50", False, False), ("embed_bias", "0=5 1=10 2=1 3=50", True, False),
+                           ("embed_int8", "0=5 1=10 2=1 3=50 18=1", True, True)]:
+        m = inp(Model(), "data", (len(idx),)).add("Embed", "l", ["data"], ["out"], p)
+        if q:
+            int8_tagged(m, rng.integers(-127, 128, 50))
+        else:
+            m.tagged(rng.normal(0, 1, 50))
+        if bias:
+            m.raw(rng.normal(0, 0.3, 5))
+        if q:
+            m.raw([rng.uniform(20, 90)])
+        index_case(nm, m, idx)
+
+
+def one_d():
+    X = (4, 11)  # channels, width
+    for nm, p, k, fp16 in [("conv1d", "4=1", 3, False), ("conv1d_stride_dilation", "3=2 2=2 4=1 15=2", 3, False),
+                           ("conv1d_same_upper", "3=2 4=-233 15=-233", 4, False), ("conv1d_same_lower", "3=2 4=-234 15=-234", 4, False),
+                           ("conv1d_act", "4=1 9=2 -23310=1,0.1", 3, False), ("conv1d_padvalue", "4=2 18=0.5", 3, False),
+                           ("conv1d_fp16", "4=1 9=1", 5, True), ("conv1d_k1", "", 1, False)]:
+        n = 6 * 4 * k
+        m = inp(Model(), "data", X).add("Convolution1D", "c", ["data"], ["out"], "0=6 1=%d 5=1 6=%d %s" % (k, n, p))
+        m.tagged(rng.normal(0, 0.4, n), fp16)
+        m.raw(rng.normal(0, 0.2, 6))
+        case(nm, m, [("data", X)], ["out"])
+    for nm, cout, g, p in [("convdw1d", 4, 4, "4=1"), ("convdw1d_group", 6, 2, "3=2 4=1 9=1"), ("convdw1d_mult", 8, 4, "2=2")]:
+        n = cout * (4 // g) * 3
+        m = inp(Model(), "data", X).add("ConvolutionDepthWise1D", "c", ["data"], ["out"], "0=%d 1=3 5=1 6=%d 7=%d %s" % (cout, n, g, p))
+        m.tagged(rng.normal(0, 0.4, n))
+        m.raw(rng.normal(0, 0.2, cout))
+        case(nm, m, [("data", X)], ["out"])
+    for nm, p, k in [("deconv1d", "", 3), ("deconv1d_s2_pad", "3=2 4=1", 4), ("deconv1d_outpad", "3=2 4=1 18=1", 3),
+                     ("deconv1d_dilation", "2=2 9=1", 3), ("deconv1d_outsize", "3=2 4=-233 20=20", 3), ("deconv1d_asym", "3=3 4=0 15=2", 3)]:
+        n = 5 * 4 * k
+        m = inp(Model(), "data", X).add("Deconvolution1D", "d", ["data"], ["out"], "0=5 1=%d 5=1 6=%d %s" % (k, n, p))
+        m.tagged(rng.normal(0, 0.4, n))
+        m.raw(rng.normal(0, 0.2, 5))
+        case(nm, m, [("data", X)], ["out"])
+    for nm, cout, g in [("deconvdw1d", 4, 4), ("deconvdw1d_group", 6, 2)]:
+        n = cout * (4 // g) * 3
+        m = inp(Model(), "data", X).add("DeconvolutionDepthWise1D", "d", ["data"], ["out"], "0=%d 1=3 3=2 5=1 6=%d 7=%d" % (cout, n, g))
+        m.tagged(rng.normal(0, 0.4, n))
+        m.raw(rng.normal(0, 0.2, cout))
+        case(nm, m, [("data", X)], ["out"])
+    for nm, p in [("pool1d_max", "0=0 1=3 2=2"), ("pool1d_avg_pad", "0=1 1=3 2=2 3=1 14=1"), ("pool1d_avg_include", "0=1 1=3 2=2 3=1 6=1"),
+                  ("pool1d_global_max", "0=0 4=1"), ("pool1d_global_avg", "0=1 4=1"), ("pool1d_adaptive", "0=1 7=1 8=4"),
+                  ("pool1d_valid", "0=0 1=3 2=2 5=1"), ("pool1d_same", "0=0 1=3 2=2 5=2"), ("pool1d_asym", "0=0 1=2 2=2 3=0 14=1")]:
+        single(nm, "Pooling1D", p, X)
+
+
+def recurrent():
+    T, F = 6, 5
+    for cell, g in [("RNN", 1), ("LSTM", 4), ("GRU", 3)]:
+        for d, sfx in [(0, ""), (1, "_reverse"), (2, "_bidir")]:
+            for proj in ([0, 3] if cell == "LSTM" else [0]):
+                no, hs = 4, (proj or 4)
+                dirs = 2 if d == 2 else 1
+                p = "0=%d 1=%d 2=%d" % (no, dirs * F * g * hs, d) + (" 3=%d" % hs if proj else "")
+                nm = cell.lower() + sfx + ("_proj" if proj else "")
+                for states in (False, True):
+                    if states and d == 1:
+                        continue
+                    shapes = [(T, F)] + ([(dirs, no)] + ([(dirs, hs)] if cell == "LSTM" else []) if states else [])
+                    m = Model()
+                    names = ["in%d" % i for i in range(len(shapes))]
+                    for n_, s_ in zip(names, shapes):
+                        inp(m, n_, s_)
+                    tops = ["out0"] + (["out1"] + (["out2"] if cell == "LSTM" else []) if states else [])
+                    m.add(cell, "l", names, tops, p)
+                    m.tagged(rng.normal(0, 0.5, dirs * g * hs * F))
+                    m.tagged(rng.normal(0, 0.2, dirs * (4 if cell == "GRU" else g) * hs))
+                    m.tagged(rng.normal(0, 0.5, dirs * g * hs * no))
+                    if proj:
+                        m.tagged(rng.normal(0, 0.5, dirs * hs * no))
+                    case(nm + ("_states" if states else ""), m, list(zip(names, shapes)), tops)
+
+
+def quantization():
+    for nm, shape, n in [("quantize_scalar", (3, 4, 5), 1), ("quantize_channels", (3, 4, 5), 3), ("quantize_rows", (4, 6), 4),
+                         ("quantize_elements", (7,), 7)]:
+        single(nm, "Quantize", "0=%d" % n, shape, -2, 2, weights=[("raw", rng.uniform(20, 120, n))])
+    for nm, shape, n, nb in [("dequantize", (3, 4, 5), 1, 0), ("dequantize_channels_bias", (3, 4, 5), 3, 3),
+                             ("dequantize_rows_bias1", (4, 6), 4, 1), ("dequantize_elements", (7,), 7, 7)]:
+        m = inp(Model(), "data", shape).add("Dequantize", "l", ["data"], ["out"], "0=%d 1=%d" % (n, nb))
+        m.raw(rng.uniform(0.001, 0.01, n))
+        if nb:
+            m.raw(rng.normal(0, 0.5, nb))
+        index_case(nm, m, rng.integers(-3000, 3000, shape))
+    for nm, shape, ns, nb, act in [("requantize", (3, 4, 5), 1, 0, ""), ("requantize_channels", (3, 4, 5), 3, 3, " 3=1"),
+                                   ("requantize_leaky", (3, 6), 3, 1, " 3=2 -23304=1,0.1")]:
+        m = inp(Model(), "data", shape).add("Requantize", "l", ["data"], ["out"], "0=%d 1=%d 2=%d%s" % (ns, ns, nb, act))
+        m.raw(rng.uniform(0.001, 0.01, ns))
+        m.raw(rng.uniform(20, 60, ns))
+        if nb:
+            m.raw(rng.normal(0, 0.5, nb))
+        index_case(nm, m, rng.integers(-3000, 3000, shape))
+    for nm, t in [("cast_fp16", 2), ("cast_bf16", 4)]:
+        m = inp(Model(), "data", (3, 4, 5)).add("Cast", "a", ["data"], ["mid"], "0=1 1=%d" % t)
+        m.add("Cast", "b", ["mid"], ["out"], "0=%d 1=1" % t)
+        case(nm, m, [("data", (3, 4, 5))], ["out"], -100, 100)
+
+
+def im2col():
+    X = (3, 7, 8)
+    for nm, p in [("unfold", "1=3"), ("unfold_stride_pad", "1=3 3=2 4=1 18=0.5"), ("unfold_asym", "1=2 11=3 2=2 12=1 3=1 13=2 4=0 15=1 14=2 16=0"),
+                  ("unfold_1x1", "1=1")]:
+        single(nm, "Unfold", p, X)
+    for nm, p, cols, rows in [("fold", "1=3 20=8 21=7", 6 * 5, 27), ("fold_stride_pad", "1=3 3=2 4=1 20=8 21=7", 4 * 4, 27),
+                              ("fold_overlap", "1=2 11=3 2=2 3=1 13=2 20=9 21=8", 7 * 2, 12)]:
+        single(nm, "Fold", p, (rows, cols))
+
+
+def sampling():
+    for kind in (1, 2, 3):
+        for pad in (1, 2, 3):
+            for align in (0, 1):
+                nm = "gridsample_%s_%s%s" % (["", "bilinear", "nearest", "bicubic"][kind], ["", "zeros", "border", "reflection"][pad],
+                                              "_align" if align else "")
+                multi(nm, "GridSample", "0=%d 1=%d 2=%d" % (kind, pad, align), [(2, 5, 6), (4, 7, 2)], lo=-1.3, hi=1.3)
+    multi("gridsample_permuted", "GridSample", "0=1 1=1 2=0 3=1", [(2, 5, 6), (2, 4, 7)], lo=-1.3, hi=1.3)
+
+
 def main():
     os.makedirs(nf.OUT, exist_ok=True)
     elementwise()
@@ -260,6 +478,15 @@ def main():
     int8_layers()
     attention()
     detection()
+    shape_ops()
+    more_norms()
+    products()
+    lookups()
+    one_d()
+    recurrent()
+    quantization()
+    im2col()
+    sampling()
     with open(os.path.join(nf.OUT, "cases.tsv"), "w") as f:
         f.write("case\tinputs\toutputs\n")
         for row in nf.manifest:

@@ -253,6 +253,8 @@ impl Extractor {
 /// touches only the param spec, builtin layers (Send + Sync) and its own
 /// blobs, never the registry's callbacks, which stay on the calling thread.
 struct AssertSend<T>(T);
+// SAFETY: the wrapped pass reaches no `Rc` or R callback (see above): the
+// caller runs it on the pool only when `net.has_custom()` is false.
 unsafe impl<T> Send for AssertSend<T> {}
 
 fn describe_blob(net: &Net, b: usize) -> String {

@@ -5,8 +5,11 @@ use crate::ncnn::ParamDict;
 
 pub mod activations;
 pub mod batchnorm;
+pub mod cast;
+pub mod bias;
 pub mod binaryop;
 pub mod concat;
+pub mod conv1d;
 pub mod convolution;
 pub mod convolution_depthwise;
 pub mod copyto;
@@ -16,30 +19,43 @@ pub mod deconvolution_depthwise;
 pub mod detectionoutput;
 pub mod dropout;
 pub mod eltwise;
+pub mod embed;
+pub mod expanddims;
 pub mod flatten;
+pub mod flip;
+pub mod fold;
+pub mod gemm;
+pub mod gridsample;
+pub mod groupnorm;
 pub mod innerproduct;
 pub mod input;
 pub mod interp;
 pub mod kernels;
 pub mod layernorm;
 pub mod lrn;
+pub mod matmul;
 pub mod memorydata;
 pub mod multiheadattention;
 pub mod noop;
+pub mod normalize;
 pub mod padding;
 pub mod permute;
 pub mod pixelshuffle;
 pub mod pooling;
 pub mod prelu;
+pub mod quantize;
 pub mod priorbox;
 pub mod reduction;
 pub mod reorg;
 pub mod reshape;
+pub mod rnn;
 pub mod scale;
 pub mod shufflechannel;
 pub mod slice;
 pub mod softmax;
 pub mod split;
+pub mod squeeze;
+pub mod tile;
 pub mod unaryop;
 pub mod yolodetectionoutput;
 pub mod yolov3detectionoutput;
@@ -113,6 +129,32 @@ pub fn create(name: &str, pd: &ParamDict) -> Option<anyhow::Result<Builtin>> {
         "Deconvolution" => boxed(deconvolution::Deconvolution::new(pd)),
         "DeconvolutionDepthWise" => boxed(deconvolution_depthwise::new(pd)),
         "MultiHeadAttention" => boxed(multiheadattention::MultiHeadAttention::new(pd)),
+        "Bias" => boxed(bias::Bias::new(pd)),
+        "Squeeze" => boxed(squeeze::Squeeze::new(pd)),
+        "ExpandDims" => boxed(expanddims::ExpandDims::new(pd)),
+        "Flip" => boxed(flip::Flip::new(pd)),
+        "Tile" => boxed(tile::Tile::new(pd)),
+        "GroupNorm" => boxed(groupnorm::GroupNorm::new(pd)),
+        "InstanceNorm" => boxed(groupnorm::GroupNorm::instance(pd)),
+        "Gemm" => boxed(gemm::Gemm::new(pd)),
+        "MatMul" => boxed(matmul::MatMul::new(pd)),
+        "Normalize" => boxed(normalize::Normalize::new(pd)),
+        "Embed" => boxed(embed::Embed::new(pd)),
+        "Convolution1D" => boxed(conv1d::OneD::new(pd, conv1d::Kind::Conv)),
+        "ConvolutionDepthWise1D" => boxed(conv1d::OneD::new(pd, conv1d::Kind::ConvDepthWise)),
+        "Deconvolution1D" => boxed(conv1d::OneD::new(pd, conv1d::Kind::Deconv)),
+        "DeconvolutionDepthWise1D" => boxed(conv1d::OneD::new(pd, conv1d::Kind::DeconvDepthWise)),
+        "Pooling1D" => boxed(conv1d::OneD::new(pd, conv1d::Kind::Pool)),
+        "RNN" => boxed(rnn::Recurrent::new(pd, rnn::Cell::Rnn)),
+        "LSTM" => boxed(rnn::Recurrent::new(pd, rnn::Cell::Lstm)),
+        "GRU" => boxed(rnn::Recurrent::new(pd, rnn::Cell::Gru)),
+        "Cast" => boxed(cast::Cast::new(pd)),
+        "Quantize" => boxed(quantize::Quant::new(pd, quantize::Kind::Quantize)),
+        "Dequantize" => boxed(quantize::Quant::new(pd, quantize::Kind::Dequantize)),
+        "Requantize" => boxed(quantize::Quant::new(pd, quantize::Kind::Requantize)),
+        "Fold" => boxed(fold::FoldLayer::new(pd, true)),
+        "Unfold" => boxed(fold::FoldLayer::new(pd, false)),
+        "GridSample" => boxed(gridsample::GridSample::new(pd)),
         _ => return None,
     })
 }

@@ -2,6 +2,7 @@
 //! padding, the convolution GEMM driver and a threaded GEMM.
 
 use crate::ncnn::layer::Activation;
+use super::window::Window;
 use super::gemm::{conv_gemm as conv_gemm_rows, conv_gemm_band, task_rows, BView, SendPtr, Epi, PackedA};
 use super::quant::{quantize_rows, Int8Scales};
 use crate::ncnn::modelbin::{Stored, Weights};
@@ -12,16 +13,8 @@ use crate::ncnn::par;
 #[derive(Clone, Debug)]
 pub struct ConvParams {
     pub num_output: usize,
-    pub kw: usize,
-    pub kh: usize,
-    pub dw: usize,
-    pub dh: usize,
-    pub sw: usize,
-    pub sh: usize,
-    pub pl: i32,
-    pub pr: i32,
-    pub pt: i32,
-    pub pb: i32,
+    /// Kernel, dilation, stride and pads (read through `Deref`).
+    pub win: Window,
     pub pad_value: f32,
     pub bias_term: bool,
     pub weight_data_size: usize,
@@ -31,37 +24,29 @@ pub struct ConvParams {
     pub int8_term: i32,
 }
 
-/// `v` as a size, or an error naming `what` unless it is 1 to 65536.
-pub fn positive(v: i32, what: &str) -> anyhow::Result<usize> {
-    if v <= 0 || v > 1 << 16 {
-        ncnn_bail!("{what} must be 1 to 65536, got {v}");
+pub use super::window::positive;
+
+impl std::ops::Deref for ConvParams {
+    type Target = Window;
+    fn deref(&self) -> &Window {
+        &self.win
     }
-    Ok(v as usize)
+}
+
+impl std::ops::DerefMut for ConvParams {
+    fn deref_mut(&mut self) -> &mut Window {
+        &mut self.win
+    }
 }
 
 impl ConvParams {
     pub fn new(pd: &ParamDict, depthwise: bool) -> anyhow::Result<ConvParams> {
-        let kw = pd.int(1, 0);
-        let dw = pd.int(2, 1);
-        let sw = pd.int(3, 1);
-        let pl = pd.int(4, 0);
-        let pr = pd.int(15, pl);
-        let pt = pd.int(14, pl);
         if pd.int(19, 0) != 0 {
             ncnn_bail!("dynamic convolution weights (key 19) are not supported");
         }
         let p = ConvParams {
             num_output: positive(pd.int(0, 0), "num_output")?,
-            kw: positive(kw, "kernel_w")?,
-            kh: positive(pd.int(11, kw), "kernel_h")?,
-            dw: positive(dw, "dilation_w")?,
-            dh: positive(pd.int(12, dw), "dilation_h")?,
-            sw: positive(sw, "stride_w")?,
-            sh: positive(pd.int(13, sw), "stride_h")?,
-            pl,
-            pr,
-            pt,
-            pb: pd.int(16, pt),
+            win: Window::read(pd)?,
             pad_value: pd.float(18, 0.0),
             bias_term: pd.int(5, 0) != 0,
             weight_data_size: pd.int(6, 0).max(0) as usize,

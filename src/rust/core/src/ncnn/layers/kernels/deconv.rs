@@ -3,7 +3,7 @@
 //! its kernel taps with the input channels (one GEMM) scattered into the
 //! output, which is then cut to the padding or the requested size.
 
-use super::conv::positive;
+use super::window::{positive, Window};
 use super::matmul::{matmul, View};
 use crate::ncnn::layer::Activation;
 use crate::ncnn::par;
@@ -13,16 +13,8 @@ use crate::ncnn_bail;
 #[derive(Clone, Debug)]
 pub struct DeconvParams {
     pub num_output: usize,
-    pub kw: usize,
-    pub kh: usize,
-    pub dw: usize,
-    pub dh: usize,
-    pub sw: usize,
-    pub sh: usize,
-    pub pl: i32,
-    pub pr: i32,
-    pub pt: i32,
-    pub pb: i32,
+    /// Kernel, dilation, stride and pads (read through `Deref`).
+    pub win: Window,
     pub out_pad_r: usize,
     pub out_pad_b: usize,
     pub output_w: i32,
@@ -33,30 +25,23 @@ pub struct DeconvParams {
     pub act: Activation,
 }
 
+impl std::ops::Deref for DeconvParams {
+    type Target = Window;
+    fn deref(&self) -> &Window {
+        &self.win
+    }
+}
+
 impl DeconvParams {
     pub fn new(pd: &ParamDict, grouped: bool) -> anyhow::Result<DeconvParams> {
         if pd.int(28, 0) != 0 {
             ncnn_bail!("dynamic deconvolution weights (key 28) are not supported");
         }
-        let kw = pd.int(1, 0);
-        let dw = pd.int(2, 1);
-        let sw = pd.int(3, 1);
-        let pl = pd.int(4, 0);
-        let pt = pd.int(14, pl);
         let opr = pd.int(18, 0);
         let ow = pd.int(20, 0);
         let p = DeconvParams {
             num_output: positive(pd.int(0, 0), "num_output")?,
-            kw: positive(kw, "kernel_w")?,
-            kh: positive(pd.int(11, kw), "kernel_h")?,
-            dw: positive(dw, "dilation_w")?,
-            dh: positive(pd.int(12, dw), "dilation_h")?,
-            sw: positive(sw, "stride_w")?,
-            sh: positive(pd.int(13, sw), "stride_h")?,
-            pl,
-            pr: pd.int(15, pl),
-            pt,
-            pb: pd.int(16, pt),
+            win: Window::read(pd)?,
             out_pad_r: opr.max(0) as usize,
             out_pad_b: pd.int(19, opr).max(0) as usize,
             output_w: ow,

@@ -79,6 +79,9 @@ pub fn dw_channel(
 const GROUP: usize = 4;
 
 /// `rows` compiled for AVX2 and FMA on x86-64 (elsewhere it is never chosen).
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA.
 #[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx2,fma"))]
 unsafe fn rows_avx2(
     plane: &[f32],

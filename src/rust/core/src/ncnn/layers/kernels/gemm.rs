@@ -126,6 +126,8 @@ impl Epi<'_> {
 pub struct SendPtr(pub *mut f32);
 // SAFETY: the tasks sharing it write disjoint elements.
 unsafe impl Send for SendPtr {}
+// SAFETY: as for Send: shared references only hand out the pointer, and the
+// tasks write disjoint elements through it.
 unsafe impl Sync for SendPtr {}
 
 impl SendPtr {
@@ -300,12 +302,17 @@ impl<'a> Rows<'a> {
     }
 
     /// Output rows y0..y1 with the AVX2 tiles inlined into the loops.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     unsafe fn run_avx2(&self, y0: usize, y1: usize, x0: usize, x1: usize) {
         self.run(y0, y1, x0, x1, true)
     }
 
+    /// # Safety
+    /// None beyond `run`'s (never chosen off x86-64).
     #[cfg(not(target_arch = "x86_64"))]
     unsafe fn run_avx2(&self, y0: usize, y1: usize, x0: usize, x1: usize) {
         self.run(y0, y1, x0, x1, false)
@@ -447,6 +454,8 @@ unsafe fn kernel_avx2(
     }
 }
 
+/// # Safety
+/// As for `kernel_avx2`, on a CPU with AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]

@@ -57,11 +57,17 @@ fn rows_portable(w: Rows, x: &[f32], k: usize, r0: usize, y: &mut [f32]) {
     }
 }
 
+/// # Safety
+/// The CPU must have AVX2 and FMA; rows r0.. of `w` hold `k` values each
+/// for every value of `y`, and `x` holds `k`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn rows_avx2(w: Rows, x: &[f32], k: usize, r0: usize, y: &mut [f32]) {
     use std::arch::x86_64::*;
     /// Eight weights of row `r` from column `c`, as floats.
+    ///
+    /// # Safety
+    /// `at..at + 8` must be inside `w`.
     #[inline(always)]
     unsafe fn load8(w: Rows, at: usize) -> __m256 {
         match w {
@@ -72,6 +78,8 @@ unsafe fn rows_avx2(w: Rows, x: &[f32], k: usize, r0: usize, y: &mut [f32]) {
             }
         }
     }
+    /// # Safety
+    /// Needs AVX (the caller's target features).
     #[inline(always)]
     unsafe fn hsum(v: __m256) -> f32 {
         let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -117,6 +125,8 @@ unsafe fn rows_avx2(w: Rows, x: &[f32], k: usize, r0: usize, y: &mut [f32]) {
     }
 }
 
+/// # Safety
+/// None beyond `rows_portable`'s (never chosen off x86-64).
 #[cfg(not(target_arch = "x86_64"))]
 unsafe fn rows_avx2(w: Rows, x: &[f32], k: usize, r0: usize, y: &mut [f32]) {
     rows_portable(w, x, k, r0, y)

@@ -14,4 +14,5 @@ pub mod pool_rows;
 pub mod quant;
 pub mod roi;
 pub mod transpose;
+pub mod window;
 pub mod winograd;

@@ -32,6 +32,8 @@ pub fn reduce_rows(src: &[f32], ys: Range<usize>, acc: &mut [f32], is_max: bool,
     }
 }
 
+/// # Safety
+/// The CPU must have AVX2.
 #[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx2"))]
 unsafe fn reduce_rows_avx2(src: &[f32], ys: Range<usize>, acc: &mut [f32], is_max: bool) {
     reduce_rows_in(src, ys, acc, is_max)
@@ -89,6 +91,8 @@ pub fn windows(a: &[f32], out: &mut [f32], kw: usize, sw: usize, is_max: bool, d
     true
 }
 
+/// # Safety
+/// The CPU must have AVX2, and `a` must hold SLACK values past the last window.
 #[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx2"))]
 unsafe fn windows_avx2(a: &[f32], out: &mut [f32], kw: usize, sw: usize, is_max: bool, div: f32) {
     windows_in::<true>(a, out, kw, sw, is_max, div)
@@ -152,6 +156,9 @@ fn step2<const AVX: bool, const K: usize, const MAX: bool>(a: &[f32], out: &mut 
 }
 
 /// The outputs 0..8m of [`step2`] with AVX2; returns 8m.
+///
+/// # Safety
+/// The CPU must have AVX2, and `a` must hold SLACK values past the last window.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx2")]

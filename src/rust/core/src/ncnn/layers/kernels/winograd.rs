@@ -219,6 +219,9 @@ fn in_tile<T: Copy>(d: &[T; 16], add: impl Fn(T, T) -> T, sub: impl Fn(T, T) -> 
 }
 
 /// `in_tiles` eight tiles at a time; returns how many tiles it did.
+///
+/// # Safety
+/// As for `in_tiles`, on a CPU with AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn in_tiles_avx2(src: &[*const f32; 16], dst: &[*mut f32; 16], tw: usize) -> usize {
@@ -236,6 +239,10 @@ unsafe fn in_tiles_avx2(src: &[*const f32; 16], dst: &[*mut f32; 16], tw: usize)
 
 /// Output rows 2*ty0 .. 2*ty1 (within outh) of every plane:
 /// `A^T M A + bias`, then the activation.
+///
+/// # Safety
+/// `out` must address `m` planes of `outw` x `outh` values whose rows
+/// 2*ty0..2*ty1 nobody else touches meanwhile.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 unsafe fn output_transform(prod: &[f32], m: usize, ty0: usize, ty1: usize, tw: usize, bias: &[f32], act: &Activation, out: super::gemm::SendPtr, outw: usize, outh: usize) {
@@ -307,6 +314,9 @@ fn out_tile<T: Copy>(q: &[T; 16], bias: T, add: impl Fn(T, T) -> T, sub: impl Fn
 }
 
 /// `out_tiles` eight tiles at a time; returns how many tiles it did.
+///
+/// # Safety
+/// As for `out_tiles`, on a CPU with AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn out_tiles_avx2(src: &[*const f32; 16], y: *mut f32, tw: usize, bias: f32) -> usize {

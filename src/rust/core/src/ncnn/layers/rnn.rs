@@ -1,0 +1,204 @@
+//! The recurrent layers RNN, LSTM and GRU over a 2-d blob (w = features,
+//! h = time steps). 2=direction: 0 forward, 1 reverse, 2 both (outputs side
+//! by side in each row, forward first). Optional bottoms give the initial
+//! hidden state (and LSTM's cell state) per direction, and as many extra
+//! tops receive the final ones. LSTM gates are I, F, O, G, with 3=hidden_size
+//! below num_output projecting the hidden state; GRU gates are R, U, N with
+//! the reset gate applied to the recurrent part of N.
+
+use crate::ncnn::mat::take_vec;
+use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
+use crate::ncnn_bail;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Cell {
+    Rnn,
+    Lstm,
+    Gru,
+}
+
+impl Cell {
+    fn gates(self) -> usize {
+        match self {
+            Cell::Rnn => 1,
+            Cell::Lstm => 4,
+            Cell::Gru => 3,
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Cell::Rnn => "RNN",
+            Cell::Lstm => "LSTM",
+            Cell::Gru => "GRU",
+        }
+    }
+}
+
+pub struct Recurrent {
+    cell: Cell,
+    num_output: usize,
+    hidden: usize,
+    size: usize,
+    dirs: usize,
+    reverse: bool,
+    /// Per direction: input weights (gates * hidden rows of `size`),
+    /// biases, recurrent weights (gates * hidden rows of num_output) and the
+    /// LSTM projection (num_output rows of hidden).
+    wx: Vec<Vec<f32>>,
+    b: Vec<Vec<f32>>,
+    wh: Vec<Vec<f32>>,
+    wr: Vec<Vec<f32>>,
+}
+
+fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+impl Recurrent {
+    pub fn new(pd: &ParamDict, cell: Cell) -> anyhow::Result<Recurrent> {
+        let what = cell.name();
+        let (n, wsize, dir) = (pd.int(0, 0), pd.int(1, 0), pd.int(2, 0));
+        let hidden = if cell == Cell::Lstm { pd.int(3, n) } else { n };
+        if n <= 0 || hidden <= 0 || hidden > n || !(0..=2).contains(&dir) {
+            ncnn_bail!("{what} needs num_output > 0 (got {n}), hidden_size from 1 to num_output (got {hidden}) and direction 0, 1 or 2 (got {dir})");
+        }
+        if pd.int(8, 0) != 0 {
+            ncnn_bail!("{what} with int8 weights (int8_scale_term {}) is not supported", pd.int(8, 0));
+        }
+        let dirs = if dir == 2 { 2 } else { 1 };
+        let per = dirs * hidden as usize * cell.gates();
+        if wsize <= 0 || wsize as usize % per != 0 {
+            ncnn_bail!("{what} weight_data_size {wsize} is not a positive multiple of directions x gates x hidden size ({per})");
+        }
+        Ok(Recurrent {
+            cell,
+            num_output: n as usize,
+            hidden: hidden as usize,
+            size: wsize as usize / per,
+            dirs,
+            reverse: dir == 1,
+            wx: vec![],
+            b: vec![],
+            wh: vec![],
+            wr: vec![],
+        })
+    }
+
+    /// One direction over `x` (T rows of `size`): writes rows of `out`
+    /// (stride `ostride`, from column `col`); `h` and `c` carry the state.
+    #[allow(clippy::too_many_arguments)]
+    fn run(&self, d: usize, x: &Mat, reverse: bool, out: &mut [f32], ostride: usize, col: usize, h: &mut [f32], c: &mut [f32]) {
+        let (hs, no, sz) = (self.hidden, self.num_output, self.size);
+        let (wx, b, wh) = (&self.wx[d], &self.b[d], &self.wh[d]);
+        let g = self.cell.gates();
+        let mut gates = vec![0.0f32; g * hs];
+        let mut hcell = vec![0.0f32; hs];
+        for step in 0..x.h {
+            let t = if reverse { x.h - 1 - step } else { step };
+            let xt = &x.data[t * x.w..t * x.w + sz];
+            for (k, gv) in gates.iter_mut().enumerate() {
+                *gv = dot(&wx[k * sz..(k + 1) * sz], xt);
+            }
+            match self.cell {
+                Cell::Rnn => {
+                    for q in 0..hs {
+                        hcell[q] = (gates[q] + b[q] + dot(&wh[q * no..(q + 1) * no], h)).tanh();
+                    }
+                    h.copy_from_slice(&hcell);
+                }
+                Cell::Lstm => {
+                    for q in 0..hs {
+                        let at = |k: usize| gates[k * hs + q] + b[k * hs + q] + dot(&wh[(k * hs + q) * no..(k * hs + q + 1) * no], h);
+                        let (i, f, o, gg) = (sigmoid(at(0)), sigmoid(at(1)), sigmoid(at(2)), at(3).tanh());
+                        c[q] = f * c[q] + i * gg;
+                        hcell[q] = o * c[q].tanh();
+                    }
+                    if hs == no {
+                        h.copy_from_slice(&hcell);
+                    } else {
+                        let wr = &self.wr[d];
+                        for (q, hv) in h.iter_mut().enumerate() {
+                            *hv = dot(&wr[q * hs..(q + 1) * hs], &hcell);
+                        }
+                    }
+                }
+                Cell::Gru => {
+                    for q in 0..hs {
+                        let rec = |k: usize| dot(&wh[(k * hs + q) * no..(k * hs + q + 1) * no], h);
+                        let r = sigmoid(gates[q] + b[q] + rec(0));
+                        let u = sigmoid(gates[hs + q] + b[hs + q] + rec(1));
+                        let n = (gates[2 * hs + q] + b[2 * hs + q] + r * (b[3 * hs + q] + rec(2))).tanh();
+                        hcell[q] = (1.0 - u) * n + u * h[q];
+                    }
+                    h.copy_from_slice(&hcell);
+                }
+            }
+            out[t * ostride + col..t * ostride + col + no].copy_from_slice(h);
+        }
+    }
+}
+
+impl Layer for Recurrent {
+    fn one_blob_only(&self) -> bool {
+        false
+    }
+
+    fn load_model(&mut self, mb: &mut ModelBin) -> anyhow::Result<()> {
+        let (hs, no, g, dirs) = (self.hidden, self.num_output, self.cell.gates(), self.dirs);
+        let nb = if self.cell == Cell::Gru { 4 * hs } else { g * hs };
+        let split = |v: Vec<f32>, n: usize| v.chunks(n).map(|c| c.to_vec()).collect::<Vec<_>>();
+        self.wx = split(mb.tagged(self.size * g * hs * dirs, "recurrent input weights")?, self.size * g * hs);
+        self.b = split(mb.tagged(nb * dirs, "recurrent biases")?, nb);
+        self.wh = split(mb.tagged(no * g * hs * dirs, "recurrent hidden weights")?, no * g * hs);
+        if self.cell == Cell::Lstm && hs != no {
+            self.wr = split(mb.tagged(hs * no * dirs, "LSTM projection weights")?, hs * no);
+        }
+        Ok(())
+    }
+
+    fn forward(&self, bottoms: Vec<Mat>, ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
+        let what = self.cell.name();
+        let lstm = self.cell == Cell::Lstm;
+        let nstate = if lstm { 2 } else { 1 };
+        if bottoms.is_empty() || (bottoms.len() != 1 && bottoms.len() != 1 + nstate) || (ntop != 1 && ntop != 1 + nstate) {
+            ncnn_bail!("{what} takes 1 or {} bottoms and gives 1 or {} tops, got {} and {ntop}", 1 + nstate, 1 + nstate, bottoms.len());
+        }
+        let x = &bottoms[0];
+        if x.dims != 2 || x.w != self.size {
+            ncnn_bail!("{what} takes a 2-d blob of {} features per time step, got {}", self.size, x.describe());
+        }
+        let (no, hs, dirs) = (self.num_output, self.hidden, self.dirs);
+        let mut hstate = vec![0.0f32; no * dirs];
+        let mut cstate = vec![0.0f32; hs * dirs];
+        if bottoms.len() > 1 {
+            if bottoms[1].total() != no * dirs || (lstm && bottoms[2].total() != hs * dirs) {
+                ncnn_bail!("{what}: the initial state blobs must hold {} hidden values{}", no * dirs, if lstm { format!(" and {} cell values", hs * dirs) } else { String::new() });
+            }
+            hstate.copy_from_slice(&bottoms[1].data);
+            if lstm {
+                cstate.copy_from_slice(&bottoms[2].data);
+            }
+        }
+        let ow = no * dirs;
+        let mut out = take_vec(ow * x.h);
+        out.resize(ow * x.h, 0.0);
+        for d in 0..dirs {
+            let reverse = self.reverse || d == 1;
+            let (h, c) = (&mut hstate[d * no..(d + 1) * no], &mut cstate[d * hs..(d + 1) * hs]);
+            self.run(d, x, reverse, &mut out, ow, d * no, h, c);
+        }
+        let mut tops = vec![Mat::from_shape(&[ow, x.h], out)?];
+        if ntop > 1 {
+            let shape = |n: usize| vec![n, dirs];
+            tops.push(Mat::from_shape(&shape(no), hstate)?);
+            if lstm {
+                tops.push(Mat::from_shape(&shape(hs), cstate)?);
+            }
+        }
+        Ok(tops)
+    }
+}

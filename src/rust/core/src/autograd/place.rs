@@ -65,7 +65,7 @@ const SPARE_LARGEST: usize = 512 << 20;
 const SPARE_BYTES: usize = 2 << 30;
 
 /// The bytes of kept buffers allowed: [`SPARE_BYTES`], or a quarter of the
-/// memory budget when one is set (`ggml_set_memory_limit()`), so that what
+/// memory budget when one is set (`ag_memory_limit()`), so that what
 /// is kept never crowds out what the budget is for.
 fn spare_cap() -> usize {
     let limit = crate::memory::ledger::limit();

@@ -117,14 +117,32 @@ pub fn get_rows<T: Float>(a: &Src<'_, T>, idx: &Src<'_, T>, out: &mut [T], ne: [
     let n0 = a.ne[0];
     for_each_pick(idx, a.ne[1], ne, |r, i11, i12, dst| {
         let src = (r + a.ne[1] * (i11 + a.ne[2] * i12)) * n0;
-        if n0 == 1 {
-            // Single values (the columns of one channel): no copy call each.
-            out[dst] = a.d[src];
-        } else {
-            out[dst..dst + n0].copy_from_slice(&a.d[src..src + n0]);
-        }
+        copy_short(&mut out[dst..dst + n0], &a.d[src..src + n0]);
         Ok(())
     })
+}
+
+/// `dst.copy_from_slice(src)`, without a call to the C library for short
+/// rows (the columns of a few channels, picked by the hundred thousand):
+/// fixed-size pieces the compiler moves in registers.
+#[inline]
+fn copy_short<T: Float>(dst: &mut [T], src: &[T]) {
+    if dst.len() > 32 {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let mut d = dst.chunks_exact_mut(4);
+    let mut s = src.chunks_exact(4);
+    for (o, i) in (&mut d).zip(&mut s) {
+        let v: [T; 4] = [i[0], i[1], i[2], i[3]];
+        o[0] = v[0];
+        o[1] = v[1];
+        o[2] = v[2];
+        o[3] = v[3];
+    }
+    for (o, i) in d.into_remainder().iter_mut().zip(s.remainder()) {
+        *o = *i;
+    }
 }
 
 pub fn diag_mask_inf<T: Float>(a: &Src<'_, T>, n_past: i32, out: &mut [T], pool: &Pool) {

@@ -69,7 +69,8 @@
     # One zero column after the last, for the padding taps.
     cols <- ag_transpose(.ag_op("concat_rows", list(ag_transpose(cols), matrix(0, 1L, c))))
   }
-  ag_reshape(.ag_op("gather", list(cols), idx = g$idx), c * g$k, g$out * n)
+  # k taps stacked per column by the gather itself (no reshape copy).
+  .ag_op("gather", list(cols), g$k, idx = g$idx)
 }
 
 # Output in the channels view [filters, outputs * batch].

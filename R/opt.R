@@ -342,7 +342,7 @@ ggml_opt_grad_acc <- function(opt_ctx, node) {
     pred <- max.col(t(o), ties.method = "first") - 1L
     nc <- sum(pred == max.col(t(y), ties.method = "first") - 1L)
   }
-  list(loss = loss, pred = pred, ncorrect = nc)
+  list(loss = loss, pred = pred, ncorrect = nc, out = r$out)
 }
 
 .opt_record <- function(result, oc, r, n) {
@@ -370,6 +370,9 @@ ggml_opt_eval <- function(opt_ctx, result = NULL) {
   r <- .opt_step(oc, x, y, train = isTRUE(oc$backward))
   if (isTRUE(oc$backward)) .opt_sync_out(oc)
   ggml_backend_tensor_set_data(oc$loss_t, r$loss)
+  # The graph's outputs tensor holds the batch's outputs, as after ggml's
+  # own compute of the graph.
+  ggml_backend_tensor_set_data(oc$outputs, as.vector(.ag_data(r$out)))
   if (!is.null(r$pred)) {
     ggml_backend_tensor_set_data(oc$pred_t, r$pred)
     ggml_backend_tensor_set_data(oc$ncorrect_t, r$ncorrect)

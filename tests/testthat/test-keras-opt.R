@@ -127,6 +127,27 @@ test_that("datasets: batches in shuffled order, as base R indexing says", {
   expect_error(ggml_opt_dataset_ndata(ds), "freed", class = "ggmlR_error")
 })
 
+test_that("ggml_opt_eval writes the batch's outputs into the graph's outputs tensor", {
+  s <- linear_setup(n = 10, batch = 10)
+  o <- ggml_opt_init(s$sched, ggml_opt_loss_type_mse(), ctx_compute = s$ctx, inputs = s$x, outputs = s$out)
+  ggml_backend_tensor_set_data(s$w, c(0.5, -1, 2))
+  ggml_backend_tensor_set_data(s$b, 0.25)
+  ggml_opt_alloc(o, backward = FALSE)
+  ggml_backend_tensor_set_data(s$x, as.vector(t(s$X)))
+  ggml_backend_tensor_set_data(ggml_opt_labels(o), as.vector(s$Y))
+  ggml_opt_eval(o)
+  # base R: each datapoint's prediction x . w + b
+  expect_equal(ggml_backend_tensor_get_data(ggml_opt_outputs(o)), as.vector(s$X %*% c(0.5, -1, 2) + 0.25),
+               tolerance = 1e-6)
+  # a training step: the outputs are those of the weights before the update
+  before <- ggml_backend_tensor_get_data(s$w)
+  ggml_opt_alloc(o, backward = TRUE)
+  ggml_opt_eval(o)
+  expect_equal(ggml_backend_tensor_get_data(ggml_opt_outputs(o)), as.vector(s$X %*% before + 0.25), tolerance = 1e-6)
+  expect_false(isTRUE(all.equal(ggml_backend_tensor_get_data(s$w), before)))
+  ggml_opt_free(o)
+})
+
 test_that("ggml_opt_eval: a forward step, a training step, and clear errors", {
   s <- linear_setup(n = 10, batch = 10)
   o <- ggml_opt_init(s$sched, ggml_opt_loss_type_mse(), ctx_compute = s$ctx, inputs = s$x, outputs = s$out)

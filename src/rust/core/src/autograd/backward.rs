@@ -193,7 +193,11 @@ pub fn backward(
                 res[2] = Some(gsum);
             }
         }
-        Op::Gather(idx) => res[0] = Some(gather_grad(b, c, gt, idx, xs[0].rows, xs[0].cols)?),
+        Op::Gather(idx, k) => {
+            let (r, v) = shape(0);
+            let g = if *k == 1 { gt } else { c.reshape(&contig(c, &gt)?, &[r, idx.len()])? };
+            res[0] = Some(gather_grad(b, c, g, idx, r, v)?)
+        }
         Op::SliceRows(from, to) => {
             let (r, cc) = shape(0);
             let mut t = gt;

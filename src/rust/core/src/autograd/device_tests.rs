@@ -138,9 +138,11 @@ fn every_op(be: &Backend) {
             vec![mat(3, 6, 0.), pos(3, 1, 1.), mat(3, 1, 2.), mat(3, 1, 3.), pos(3, 1, 4.)],
             vec![true, true, true, false, false],
         ),
-        (Op::Gather(vec![2, 0, 2]), vec![mat(3, 4, 0.)], vec![true]),
+        (Op::Gather(vec![2, 0, 2], 1), vec![mat(3, 4, 0.)], vec![true]),
         // Few reads per column (a convolution's patches): the sum of gathers.
-        (Op::Gather(vec![0, 1, 2, 3, 1, 2, 3, 2, 1]), vec![mat(1, 5, 0.)], vec![true]),
+        (Op::Gather(vec![0, 1, 2, 3, 1, 2, 3, 2, 1], 1), vec![mat(1, 5, 0.)], vec![true]),
+        // The same picks stacked three per column (patches [3, 3]).
+        (Op::Gather(vec![0, 1, 2, 3, 1, 2, 3, 2, 1], 3), vec![mat(1, 5, 0.)], vec![true]),
         (Op::SliceRows(1, 3), vec![mat(4, 3, 0.)], vec![true]),
         (Op::SliceRows(0, 2), vec![mat(4, 3, 0.)], vec![true]),
         (Op::ConcatRows, vec![mat(2, 3, 0.), mat(1, 3, 1.), mat(2, 3, 2.)], vec![true; 3]),

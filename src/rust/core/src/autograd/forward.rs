@@ -139,9 +139,12 @@ fn build(b: &mut Builder, c: &Context, op: &Op, xs: &[Val]) -> Result<Built> {
             Ok(Built { out: (loss, 1, 1), saved: vec![(p, r0, c0)], aux: None })
         }
         Op::BatchNorm { eps, training } => batch_norm(b, c, xs, *eps, *training),
-        Op::Gather(idx) => {
+        Op::Gather(idx, k) => {
             let ix = b.data(c, Some(DType::I32), &[idx.len()], idx.iter().map(|&k| k as f64).collect())?;
-            built(c.op(G::GetRows, &[x(b, 0)?, ix])?, r0, idx.len())
+            let t = c.op(G::GetRows, &[x(b, 0)?, ix])?;
+            // Stacking k picks per column is a view of the picks: no copy.
+            let t = if *k == 1 { t } else { c.reshape(&t, &[r0 * k, idx.len() / k])? };
+            built(t, r0 * k, idx.len() / k)
         }
         Op::SliceRows(from, to) => built(rows_of(c, &x(b, 0)?, *from, *to, c0)?, to - from, c0),
         Op::ConcatRows => {

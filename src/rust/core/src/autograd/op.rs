@@ -62,8 +62,10 @@ pub enum Op {
     SoftmaxCrossEntropyLoss,
     /// Inputs x, gamma, beta (and, in eval mode, running mean and variance).
     BatchNorm { eps: f64, training: bool },
-    /// Columns of the input picked by 0-based index (embedding lookup).
-    Gather(Vec<usize>),
+    /// Columns of the input picked by 0-based index (embedding lookup),
+    /// every `k` consecutive picks stacked into one column of the result
+    /// (`[rows * k, idx.len() / k]`: the patches of a convolution).
+    Gather(Vec<usize>, usize),
     /// Rows `from..to` (0-based, end exclusive).
     SliceRows(usize, usize),
     ConcatRows,
@@ -142,7 +144,17 @@ impl Op {
                 eps: param(p, 0, "ag_batch_norm", "eps")?,
                 training: param(p, 1, "ag_batch_norm", "training")? != 0.0,
             },
-            "gather" => Op::Gather(idx.ok_or_else(|| anyhow::anyhow!("gather needs indices"))?),
+            "gather" => {
+                let idx = idx.ok_or_else(|| anyhow::anyhow!("gather needs indices"))?;
+                let k = match p.first() {
+                    Some(&v) => count(v, "ag_embedding", "k")?,
+                    None => 1,
+                };
+                if k == 0 || idx.len() % k != 0 {
+                    bail!("ag_embedding: {} indices do not make whole columns of {k}", idx.len());
+                }
+                Op::Gather(idx, k)
+            }
             "slice_rows" => {
                 let from = count(param(p, 0, "slice_rows", "from")?, "slice_rows", "from")?;
                 let to = count(param(p, 1, "slice_rows", "to")?, "slice_rows", "to")?;
@@ -179,7 +191,7 @@ impl Op {
             Op::CrossEntropyLoss => "ag_cross_entropy_loss",
             Op::SoftmaxCrossEntropyLoss => "ag_softmax_cross_entropy_loss",
             Op::BatchNorm { .. } => "ag_batch_norm",
-            Op::Gather(_) => "ag_embedding",
+            Op::Gather(..) => "ag_embedding",
             Op::SliceRows(..) => "row slice",
             Op::ConcatRows => "row concatenation",
         }
@@ -311,14 +323,14 @@ impl Op {
                 }
                 x0
             }
-            Op::Gather(idx) => {
+            Op::Gather(idx, per) => {
                 if let Some(k) = idx.iter().find(|&&k| k >= x0.1) {
                     bail!(
                         "ag_embedding: index {k} is out of range; indices are 0-based and must be below the vocabulary size {}",
                         x0.1
                     );
                 }
-                (x0.0, idx.len())
+                (x0.0 * per, idx.len() / per)
             }
             Op::SliceRows(from, to) => {
                 if from >= to || *to > x0.0 {

@@ -6,7 +6,8 @@
 //! `ggml_graph_compute()` uses, with its thread count) in f64. Its tensors
 //! get a buffer each (tag `cpu`), so a value's memory is free as soon as the
 //! last tensor aliasing it goes, as R's own matrices are; buffers of the
-//! sizes in use are kept for reuse (at most 64 MiB of them). Device "gpu" is the
+//! sizes in use are kept for reuse (a training step then reuses the memory
+//! of the previous one: see [`Spare`]). Device "gpu" is the
 //! residency backend in f32 (f16 or bf16 parameters are read as f32).
 
 use super::value::{Mat, Place, Storage, Val};
@@ -58,15 +59,32 @@ pub(crate) fn no_backend() -> anyhow::Error {
 /// Device-"cpu" buffers kept for reuse: of each size at most this many...
 const SPARE_PER_SIZE: usize = 128;
 /// ...none larger than this...
-const SPARE_LARGEST: usize = 16 << 20;
-/// ...and at most this many bytes in all.
-const SPARE_BYTES: usize = 64 << 20;
+const SPARE_LARGEST: usize = 512 << 20;
+/// ...and at most this many bytes in all (less under a memory budget: see
+/// [`spare_cap`]).
+const SPARE_BYTES: usize = 2 << 30;
+
+/// The bytes of kept buffers allowed: [`SPARE_BYTES`], or a quarter of the
+/// memory budget when one is set (`ag_memory_limit()`), so that what
+/// is kept never crowds out what the budget is for.
+fn spare_cap() -> usize {
+    let limit = crate::memory::ledger::limit();
+    if limit.is_finite() {
+        ((limit / 4.0) as usize).min(SPARE_BYTES)
+    } else {
+        SPARE_BYTES
+    }
+}
 
 /// Buffers of device-"cpu" tensors, by size, kept so that a tensor of a
 /// size seen before reuses the buffer of one that is gone (nothing but this
-/// list holds it): a training step then takes the memory of the previous
-/// one instead of allocating and zeroing it again. The ledger counts them
-/// as allocated while they are kept.
+/// list holds it): the arena of a training loop. Each step builds the same
+/// graphs with the same sizes, so it takes the memory of the previous step
+/// instead of allocating fresh pages (and faulting them in) again; a
+/// kernel overwrites every element of its result, so nothing is cleared.
+/// The ledger counts kept buffers as allocated; they are freed when an
+/// allocation would exceed the budget, and the whole list never holds more
+/// than [`spare_cap`].
 #[derive(Default)]
 struct Spare {
     by_size: HashMap<usize, Vec<Arc<Buffer>>>,
@@ -99,14 +117,15 @@ impl Spare {
 
     fn keep(&mut self, b: &Arc<Buffer>) {
         let n = b.size();
-        if n > SPARE_LARGEST {
+        let cap = spare_cap();
+        if n > SPARE_LARGEST || n > cap {
             return;
         }
-        if self.bytes + n > SPARE_BYTES {
+        if self.bytes + n > cap {
             self.release_unused();
         }
         let list = self.by_size.entry(n).or_default();
-        if list.len() < SPARE_PER_SIZE && self.bytes + n <= SPARE_BYTES {
+        if list.len() < SPARE_PER_SIZE && self.bytes + n <= cap {
             list.push(b.clone());
             self.bytes += n;
         }

@@ -109,7 +109,9 @@ fn gradients_match_finite_differences() {
         vec![a.clone(), gamma, beta, col.clone(), rnd(3, 1, 11, 0.5, 1.0)],
         &[true, true, true, false, false],
     );
-    fd_check(Op::Gather(vec![2, 0, 2, 1]), vec![a.clone()], &[true]);
+    fd_check(Op::Gather(vec![2, 0, 2, 1], 1), vec![a.clone()], &[true]);
+    // Patches: three picks stacked per column (columns read up to 3 times).
+    fd_check(Op::Gather(vec![0, 1, 2, 1, 2, 3, 2, 3, 0, 3, 0, 1], 3), vec![a.clone()], &[true]);
     fd_check(Op::SliceRows(1, 3), vec![a.clone()], &[true]);
     fd_check(Op::ConcatRows, vec![a.clone(), row, pos], &[true, true, false]);
 }

@@ -259,6 +259,37 @@ fn walk_units(l: &Layout, base: usize, rows: bool, f: impl FnMut(usize, usize)) 
     }
 }
 
+/// Copies `src`'s elements into `dst` (same type, no conversion) straight
+/// from one buffer to the other when they are different buffers and `dst`
+/// is contiguous: one move when `src` is contiguous too, one per row when
+/// its rows are. Returns false (nothing done) otherwise.
+pub fn copy_direct(src: &DataRef, dst: &DataRef) -> crate::Result<bool> {
+    let l = &src.layout;
+    if src.buf.id() == dst.buf.id() || !dst.layout.is_contiguous() || l.dtype.quant().is_some() || l.dtype != dst.layout.dtype {
+        return Ok(false);
+    }
+    let g = src.buf.read("the source")?;
+    let b = host(&g, src)?;
+    let mut w = dst.buf.write("the result")?;
+    let Some(d) = w.host_bytes_mut() else {
+        bail!("the result lives in {}, which the CPU backend cannot write", dst.buf.describe());
+    };
+    check_span(d.len(), dst)?;
+    let es = l.dtype.size();
+    let n = l.nelements();
+    ensure!(n == dst.layout.nelements(), "internal: a copy of {n} elements into {}", dst.layout.nelements());
+    let out = &mut d[dst.offset..dst.offset + n * es];
+    if l.is_contiguous() {
+        out.copy_from_slice(&b[src.offset..src.offset + n * es]);
+    } else if l.nb[0] == es {
+        let row = l.ne[0] * es;
+        for_each_row(l, src.offset, |i, o| out[i * row..(i + 1) * row].copy_from_slice(&b[o..o + row]));
+    } else {
+        for_each_offset(l, src.offset, |i, o| out[i * es..(i + 1) * es].copy_from_slice(&b[o..o + es]));
+    }
+    Ok(true)
+}
+
 /// The element bytes of a tensor, packed in ggml order (no conversion).
 pub fn gather_bytes(mem: &BufferMem, r: &DataRef) -> crate::Result<Vec<u8>> {
     let b = host(mem, r)?;

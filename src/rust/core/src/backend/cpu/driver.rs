@@ -33,6 +33,9 @@ pub fn run(node: &Node, pool: &Pool) -> crate::Result<()> {
     let dst = &node.dst;
     // Same-type copies move bytes, so i32 and f16 values stay exact.
     if matches!(node.op, Op::Dup | Op::Cont | Op::Cpy) && node.srcs[0].layout.dtype == dst.layout.dtype {
+        if access::copy_direct(&node.srcs[0], dst)? {
+            return Ok(());
+        }
         let bytes = {
             let g = node.srcs[0].buf.read("the source")?;
             access::gather_bytes(&g, &node.srcs[0])?
@@ -66,8 +69,9 @@ fn strided_operand(op: &Op, i: usize) -> bool {
 
 fn run_as<T: Gemm>(node: &Node, pool: &Pool) -> crate::Result<()> {
     let dst = &node.dst;
-    // `cpy` reads its first source only: the second is the destination.
-    let reads = if matches!(node.op, Op::Cpy) { &node.srcs[..1] } else { &node.srcs[..] };
+    // `cpy` reads its first source only: the second is the destination;
+    // `repeat` takes only the sizes of its second (they are the result's).
+    let reads = if matches!(node.op, Op::Cpy | Op::Repeat) { &node.srcs[..1] } else { &node.srcs[..] };
     let out = {
         let locks = BufferLocks::read(reads.iter().map(|s| s.buf.as_ref()))?;
         let mut srcs: Vec<Src<'_, T>> = Vec::with_capacity(reads.len());

@@ -41,7 +41,7 @@ fn compute(node: &Node, q: QType, pool: &Pool) -> crate::Result<()> {
         let mut out = access::alloc_f32(dst.layout.nelements())?;
         match node.op {
             Op::MulMat => matmul::mul_mat(q, a, bytes, &b, &mut out, pool)?,
-            _ => get_rows(q, a, bytes, &b, &mut out, dst.layout.ne)?,
+            _ => get_rows(q, a, bytes, &b, &mut out, dst.layout.ne4())?,
         }
         out
     };

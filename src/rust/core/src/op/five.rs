@@ -5,8 +5,7 @@
 //! fifth size comes from the sources. Every other op refuses them, naming
 //! the source and the way back to four dimensions.
 
-use super::rules::{sh, Shaped};
-use super::shape::infer4;
+use super::rules::{sh, Out, Shaped};
 use super::Op;
 use crate::layout::Layout;
 use anyhow::{bail, ensure};
@@ -26,8 +25,9 @@ enum Fifth {
 const NAMES: [&str; 4] = ["a", "b", "c", "d"];
 
 /// The result of `op` on sources of which one has a fifth dimension above
-/// 1 (or `concat` along the fifth dimension).
-pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Shaped> {
+/// 1 (or `concat` along the fifth dimension); `infer4` is the op's rule of
+/// four dimensions.
+pub fn infer(op: &Op, s: &[Layout], infer4: fn(&Op, &[Layout]) -> crate::Result<Out>) -> crate::Result<Shaped> {
     if let Op::Concat { dim: 4 } = op {
         let (a, b) = (&s[0], &s[1]);
         ensure!(a.dtype == b.dtype, "concat needs tensors of one type, not {} and {}", sh(a), sh(b));
@@ -101,35 +101,4 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Shaped> {
     let o = infer4(op, &slices)?;
     let n4 = if matches!(op, Op::Sum) { 1 } else { n4 };
     Ok(Shaped { dtype: o.dtype, ne: [o.ne[0], o.ne[1], o.ne[2], o.ne[3], n4] })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::shape;
-    use super::*;
-    use crate::base::dtype::DType;
-
-    fn l(ne: [usize; 5]) -> Layout {
-        Layout::contiguous(DType::F32, ne)
-    }
-
-    #[test]
-    fn fifth_dimension_rules() {
-        let a = l([3, 2, 2, 2, 3]);
-        let ne = |op: Op, s: &[Layout]| shape::infer(&op, s).map(|o| o.ne);
-        assert_eq!(ne(Op::Add, &[a, a]).unwrap(), a.ne);
-        assert_eq!(ne(Op::Mul, &[a, l([3, 1, 1, 1, 1])]).unwrap(), a.ne);
-        assert!(ne(Op::Add, &[a, l([3, 2, 2, 2, 2])]).is_err(), "2 does not divide 3");
-        assert!(ne(Op::Add, &[l([3, 2, 2, 2, 1]), a]).is_err(), "b is not broadcast over a");
-        assert_eq!(ne(Op::Concat { dim: 4 }, &[a, a]).unwrap(), [3, 2, 2, 2, 6]);
-        assert_eq!(ne(Op::Concat { dim: 4 }, &[l([3, 1, 1, 1, 1]), l([3, 1, 1, 1, 1])]).unwrap(), [3, 1, 1, 1, 2]);
-        assert_eq!(ne(Op::Concat { dim: 1 }, &[a, a]).unwrap(), [3, 4, 2, 2, 3]);
-        assert!(ne(Op::Concat { dim: 5 }, &[a, a]).is_err());
-        assert!(ne(Op::Concat { dim: 4 }, &[a, l([3, 2, 2, 1, 3])]).is_err());
-        assert_eq!(ne(Op::SumRows, &[a]).unwrap(), [1, 2, 2, 2, 3]);
-        assert_eq!(ne(Op::Sum, &[a]).unwrap(), [1, 1, 1, 1, 1]);
-        assert_eq!(ne(Op::Repeat, &[l([3, 1, 1, 1, 1]), a]).unwrap(), a.ne);
-        let e = ne(Op::MulMat, &[a, a]).unwrap_err().to_string();
-        assert!(e.contains("up to four dimensions") && e.contains("ggml_reshape_4d"), "{e}");
-    }
 }

@@ -48,7 +48,7 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Shaped> {
         s.len()
     );
     if s.iter().any(|l| l.ne[4] > 1) || matches!(op, Op::Concat { dim: 4 }) {
-        return super::five::infer(op, s);
+        return super::five::infer(op, s, infer4);
     }
     infer4(op, s).map(Shaped::from)
 }
@@ -406,5 +406,26 @@ mod tests {
         assert_eq!(infer(&p, &[l([7, 6, 3, 1])]).unwrap().ne4(), [3, 3, 3, 1]);
         assert_eq!(infer(&Op::Concat { dim: 1 }, &[l([2, 3, 1, 1]), l([2, 4, 1, 1])]).unwrap().ne4(), [2, 7, 1, 1]);
         assert!(infer(&Op::Concat { dim: 0 }, &[l([2, 3, 1, 1]), l([2, 4, 1, 1])]).is_err());
+    }
+
+    #[test]
+    fn fifth_dimension_rules() {
+        let l5 = |ne: [usize; 5]| Layout::contiguous(DType::F32, ne);
+        let a = l5([3, 2, 2, 2, 3]);
+        let ne = |op: Op, s: &[Layout]| infer(&op, s).map(|o| o.ne);
+        assert_eq!(ne(Op::Add, &[a, a]).unwrap(), a.ne);
+        assert_eq!(ne(Op::Mul, &[a, l5([3, 1, 1, 1, 1])]).unwrap(), a.ne);
+        assert!(ne(Op::Add, &[a, l5([3, 2, 2, 2, 2])]).is_err(), "2 does not divide 3");
+        assert!(ne(Op::Add, &[l5([3, 2, 2, 2, 1]), a]).is_err(), "b is not broadcast over a");
+        assert_eq!(ne(Op::Concat { dim: 4 }, &[a, a]).unwrap(), [3, 2, 2, 2, 6]);
+        assert_eq!(ne(Op::Concat { dim: 4 }, &[l5([3, 1, 1, 1, 1]), l5([3, 1, 1, 1, 1])]).unwrap(), [3, 1, 1, 1, 2]);
+        assert_eq!(ne(Op::Concat { dim: 1 }, &[a, a]).unwrap(), [3, 4, 2, 2, 3]);
+        assert!(ne(Op::Concat { dim: 5 }, &[a, a]).is_err());
+        assert!(ne(Op::Concat { dim: 4 }, &[a, l5([3, 2, 2, 1, 3])]).is_err());
+        assert_eq!(ne(Op::SumRows, &[a]).unwrap(), [1, 2, 2, 2, 3]);
+        assert_eq!(ne(Op::Sum, &[a]).unwrap(), [1, 1, 1, 1, 1]);
+        assert_eq!(ne(Op::Repeat, &[l5([3, 1, 1, 1, 1]), a]).unwrap(), a.ne);
+        let e = ne(Op::MulMat, &[a, a]).unwrap_err().to_string();
+        assert!(e.contains("up to four dimensions") && e.contains("ggml_reshape_4d"), "{e}");
     }
 }

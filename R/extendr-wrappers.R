@@ -620,7 +620,7 @@ rs_event_new <- function(d) .Call(wrap__rs_event_new, d)
 #' @noRd
 rs_event <- function(e, what, b) .Call(wrap__rs_event, e, what, b)
 
-#' The tensor's strides (five, as ggml with 5 dimensions reports them),
+#' The tensor's strides (all five dimensions'),
 #' rows, element size, layout predicates, flags and op codes.
 #' @noRd
 rs_tensor_layout <- function(t) .Call(wrap__rs_tensor_layout, t)

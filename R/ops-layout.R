@@ -3,13 +3,15 @@
 #' These describe the same memory differently; no data is copied (use
 #' [ggml_cont()] for a contiguous copy). `ggml_permute()` moves dimension `i`
 #' of `a` to position `axis_i`. `ggml_reshape_*()` need a contiguous `a` with
-#' the same number of elements. `ggml_view_*()` take sizes, byte strides
+#' the same number of elements (`ggml_reshape_5d()` gives a tensor of five
+#' dimensions; `ggml_permute()` leaves a fifth dimension where it is).
+#' `ggml_view_*()` take sizes, byte strides
 #' `nb1..nb3` and a byte offset into `a`; the view must lie inside `a`'s data.
 #'
 #' @param a A `ggml_tensor`.
 #' @inheritParams ggml_add
 #' @param axis0,axis1,axis2,axis3 New positions of dimensions 0 to 3.
-#' @param ne0,ne1,ne2,ne3 Sizes.
+#' @param ne0,ne1,ne2,ne3,ne4 Sizes.
 #' @param nb1,nb2,nb3 Byte strides of dimensions 1 to 3.
 #' @param offset Byte offset into `a`.
 #' @return A `ggml_tensor` sharing `a`'s memory.
@@ -28,6 +30,7 @@
 #' ggml_tensor_shape(ggml_reshape_1d(ctx, a, 6))
 #' ggml_tensor_shape(ggml_reshape_2d(ctx, a, 2, 3))
 #' ggml_tensor_shape(ggml_reshape_4d(ctx, a, 1, 3, 1, 2))
+#' ggml_tensor_shape(ggml_reshape_5d(ctx, a, 3, 1, 1, 1, 2))
 #' row_bytes <- 3 * ggml_type_size(GGML_TYPE_F32)
 #' ggml_get_f32(ggml_view_2d(ctx, a, 2, 2, row_bytes, offset = 4))
 #' ggml_tensor_shape(ggml_view_3d(ctx, a, 3, 1, 2, row_bytes, row_bytes))
@@ -63,6 +66,12 @@ ggml_reshape_4d <- function(ctx, a, ne0, ne1, ne2, ne3) {
 
 #' @rdname ggml_transpose
 #' @export
+ggml_reshape_5d <- function(ctx, a, ne0, ne1, ne2, ne3, ne4) {
+  .new_tensor(.rs(rs_reshape(ctx, a, c(ne0, ne1, ne2, ne3, ne4))))
+}
+
+#' @rdname ggml_transpose
+#' @export
 ggml_view_1d <- function(ctx, a, ne0, offset = 0) {
   .new_tensor(.rs(rs_view(ctx, a, ne0, numeric(), offset)))
 }
@@ -94,7 +103,7 @@ ggml_view_4d <- function(ctx, a, ne0, ne1, ne2, ne3, nb1, nb2, nb3, offset = 0) 
 #' joined along dimension `dim` (0-based).
 #'
 #' @inheritParams ggml_add
-#' @param dim Dimension, 0 to 3.
+#' @param dim Dimension, 0 to 4 (4: the fifth, which [ggml_new_tensor_5d()] makes).
 #' @return A `ggml_tensor`.
 #' @export
 #' @examples

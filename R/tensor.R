@@ -25,9 +25,16 @@
 #' @param type A type code: `GGML_TYPE_F32`, `GGML_TYPE_F16`,
 #'   `GGML_TYPE_BF16`, `GGML_TYPE_I32`, or a quantized type such as
 #'   `GGML_TYPE_Q4_0` (then `ne0` is a multiple of its block size).
-#' @param n_dims Number of dimensions, 1 to 4.
+#' Tensors have up to five dimensions. The element-wise ops, the binary ops
+#' (broadcasting along the fifth dimension too), the row ops (`ggml_sum_rows()`,
+#' `ggml_soft_max()`, the norms, ...), copies and [ggml_concat()] (also along
+#' `dim = 4`) compute five-dimensional tensors on every backend; other ops take
+#' up to four and say so (fold the last two dimensions with
+#' [ggml_reshape_4d()] first).
+#'
+#' @param n_dims Number of dimensions, 1 to 5.
 #' @param ne Sizes (at least `n_dims` of them).
-#' @param ne0,ne1,ne2,ne3 Sizes of the dimensions.
+#' @param ne0,ne1,ne2,ne3,ne4 Sizes of the dimensions.
 #' @return A `ggml_tensor`.
 #' @export
 #' @examples
@@ -40,10 +47,13 @@
 #' c3 <- ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 2, 3, 4)
 #' c4 <- ggml_new_tensor_4d(ctx, GGML_TYPE_BF16, 2, 3, 4, 5)
 #' sapply(list(v, a, c3, c4), ggml_n_dims)
+#' c5 <- ggml_new_tensor_5d(ctx, GGML_TYPE_F32, 3, 2, 2, 2, 3)
+#' ggml_n_dims(c5)
+#' ggml_tensor_shape(c5)
 #' ggml_free(ctx)
 ggml_new_tensor <- function(ctx, type = GGML_TYPE_F32, n_dims, ne) {
-  if (!is.numeric(n_dims) || length(n_dims) != 1L || is.na(n_dims) || !n_dims %in% 1:4) {
-    .abort(sprintf("`n_dims` must be 1, 2, 3 or 4, not %s", .describe_value(n_dims)))
+  if (!is.numeric(n_dims) || length(n_dims) != 1L || is.na(n_dims) || !n_dims %in% 1:5) {
+    .abort(sprintf("`n_dims` must be 1, 2, 3, 4 or 5, not %s", .describe_value(n_dims)))
   }
   if (!is.numeric(ne) || anyNA(ne)) {
     .abort(sprintf("`ne` must be a numeric vector of sizes, not %s", .describe_value(ne)))
@@ -78,12 +88,19 @@ ggml_new_tensor_4d <- function(ctx, type = GGML_TYPE_F32, ne0, ne1, ne2, ne3) {
   .new_tensor(.rs(rs_new_tensor(ctx, type, .sizes(ne0 = ne0, ne1 = ne1, ne2 = ne2, ne3 = ne3))))
 }
 
+#' @rdname ggml_new_tensor
+#' @export
+ggml_new_tensor_5d <- function(ctx, type = GGML_TYPE_F32, ne0, ne1, ne2, ne3, ne4) {
+  .new_tensor(.rs(rs_new_tensor(ctx, type, .sizes(ne0 = ne0, ne1 = ne1, ne2 = ne2, ne3 = ne3, ne4 = ne4))))
+}
+
 #' Tensor properties
 #'
 #' @param tensor A `ggml_tensor`.
 #' @return `ggml_nelements()`, `ggml_nbytes()`: numbers.
 #'   `ggml_n_dims()`: an integer (1 + the last dimension above 1).
-#'   `ggml_tensor_shape()`: the four sizes (ne0..ne3), numbers.
+#'   `ggml_tensor_shape()`: the four sizes (ne0..ne3), numbers; five
+#'   (ne0..ne4) for a tensor of five dimensions.
 #'   `ggml_tensor_type()`: the type code. `ggml_is_contiguous()`: a logical.
 #' @export
 #' @examples
@@ -108,7 +125,10 @@ ggml_n_dims <- function(tensor) .rs(rs_tensor_info(tensor))$n_dims
 
 #' @rdname ggml_nelements
 #' @export
-ggml_tensor_shape <- function(tensor) as.numeric(.rs(rs_tensor_info(tensor))$ne)
+ggml_tensor_shape <- function(tensor) {
+  ne <- as.numeric(.rs(rs_tensor_info(tensor))$ne)
+  if (ne[5L] == 1) ne[1:4] else ne
+}
 
 #' @rdname ggml_nelements
 #' @export

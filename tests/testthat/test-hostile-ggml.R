@@ -22,7 +22,7 @@ test_that("bad sizes and types of new tensors and contexts are errors", {
   }
   cases <- c(cases, list(
     n_dims_na = quote(ggml_new_tensor(ctx, GGML_TYPE_F32, n_dims = NA, ne = c(2, 2))),
-    n_dims_5 = quote(ggml_new_tensor(ctx, GGML_TYPE_F32, n_dims = 5, ne = rep(2, 5))),
+    n_dims_6 = quote(ggml_new_tensor(ctx, GGML_TYPE_F32, n_dims = 6, ne = rep(2, 6))),
     n_dims_chr = quote(ggml_new_tensor(ctx, GGML_TYPE_F32, n_dims = "2", ne = c(2, 2))),
     ne_chr = quote(ggml_new_tensor(ctx, GGML_TYPE_F32, n_dims = 2, ne = c("a", "b"))),
     type_na = quote(ggml_new_tensor_1d(ctx, NA, 4)),

@@ -9,7 +9,7 @@ use ggmlr_core::layout::predicates as p;
 use ggmlr_core::op::codes;
 use ggmlr_core::tensor::io;
 
-/// The tensor's strides (five, as ggml with 5 dimensions reports them),
+/// The tensor's strides (all five dimensions'),
 /// rows, element size, layout predicates, flags and op codes.
 /// @noRd
 #[extendr]
@@ -17,9 +17,7 @@ fn rs_tensor_layout(t: Robj) -> Robj {
     guard(|| {
         let t = tensor(&t, "tensor")?;
         let l = t.layout();
-        let mut nb: Vec<f64> = l.nb.iter().map(|&b| b as f64).collect();
-        let last = l.nb.len() - 1;
-        nb.push((l.nb[last] * l.ne[last]) as f64);
+        let nb: Vec<f64> = l.nb.iter().map(|&b| b as f64).collect();
         let unary: Robj = match t.op() {
             ggmlr_core::op::Op::Unary(u) => codes::unary_code(*u).map_or(Robj::from(()), |c| (c as i32).into()),
             _ => Robj::from(()),
@@ -151,7 +149,7 @@ fn rs_ctx_objects(ctx: Robj) -> Robj {
             max_tensor_size = c.max_tensor_size() as f64,
             names = ts.iter().map(|t| t.name()).collect::<Vec<_>>(),
             types = ts.iter().map(|t| t.dtype().name()).collect::<Vec<_>>(),
-            shapes = ts.iter().map(|t| ggmlr_core::layout::fmt_shape(&t.ne())).collect::<Vec<_>>(),
+            shapes = ts.iter().map(|t| ggmlr_core::layout::fmt_shape(&t.dims())).collect::<Vec<_>>(),
             bytes = ts.iter().map(|t| t.nbytes() as f64).collect::<Vec<_>>(),
             ops = ts.iter().map(|t| codes::op_desc(t.op())).collect::<Vec<_>>()
         )

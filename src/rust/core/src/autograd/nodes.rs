@@ -52,7 +52,7 @@ pub fn cast(b: &Builder, c: &Context, x: &T) -> Result<T> {
     if x.dtype() == b.dtype() {
         return Ok(x.clone());
     }
-    let dst = c.new_tensor(b.dtype(), &x.ne())?;
+    let dst = c.new_tensor(b.dtype(), &x.dims())?;
     c.cpy(x, &dst)
 }
 

@@ -333,7 +333,7 @@ mod tests {
         for (i, d) in vulkan::discovery().devices.iter().enumerate() {
             let v = vulkan_device(i, d);
             assert!(v.supports(&Op::MulMat, &[l, l], &l));
-            let f64_like = Layout { dtype: DType::F32, ne: [1 << 30, 1, 1, 1], nb: [4, 1 << 32, 1 << 32, 1 << 32] };
+            let f64_like = Layout { dtype: DType::F32, ne: [1 << 30, 1, 1, 1, 1], nb: [4, 1 << 32, 1 << 32, 1 << 32, 1 << 32] };
             assert!(!v.supports(&Op::Add, &[f64_like, f64_like], &f64_like), "tensors beyond one binding");
         }
     }

@@ -56,11 +56,11 @@ impl Graph {
         let _ = writeln!(s, "n_nodes = {}", self.n_nodes());
         for (i, n) in self.nodes().iter().enumerate() {
             let mark = if n.flags() & Tensor::PARAM != 0 { "x" } else { " " };
-            let _ = writeln!(s, " - {i:3}: {:<20} {:>16} {mark} {}", fmt_shape(&n.ne()), op_desc(n.op()), n.name());
+            let _ = writeln!(s, " - {i:3}: {:<20} {:>16} {mark} {}", fmt_shape(&n.dims()), op_desc(n.op()), n.name());
         }
         let _ = writeln!(s, "n_leafs = {}", self.n_leafs());
         for (i, l) in self.leafs().iter().enumerate() {
-            let _ = writeln!(s, " - {i:3}: {:<20} {:>16}   {}", fmt_shape(&l.ne()), "NONE", l.name());
+            let _ = writeln!(s, " - {i:3}: {:<20} {:>16}   {}", fmt_shape(&l.dims()), "NONE", l.name());
         }
         s.push_str("========================================\n");
         s
@@ -73,7 +73,7 @@ impl Graph {
         let label = |t: &Tensor, what: &str| {
             let name = t.name();
             let name = if name.is_empty() { format!("#{}", t.id()) } else { name.replace('"', "\\\"") };
-            format!("{name} ({})|{what}|{}", t.dtype().name(), fmt_shape(&t.ne()))
+            format!("{name} ({})|{what}|{}", t.dtype().name(), fmt_shape(&t.dims()))
         };
         for n in self.nodes() {
             let color = if n.flags() & Tensor::PARAM != 0 {

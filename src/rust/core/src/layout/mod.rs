@@ -8,24 +8,78 @@ pub mod walk;
 
 use crate::base::dtype::DType;
 
+/// The most dimensions a tensor has: ggml's four, and a fifth (`ne[4]`)
+/// that the element-wise ops, the row ops and `concat` walk like the others.
+pub const MAX_DIMS: usize = 5;
+
+/// Sizes of all dimensions, ne0 fastest.
+pub type Dims = [usize; MAX_DIMS];
+
+/// Sizes given for the first four dimensions (the fifth is 1) or for all five.
+pub trait IntoDims {
+    fn into_dims(self) -> Dims;
+}
+
+impl IntoDims for [usize; 4] {
+    #[inline]
+    fn into_dims(self) -> Dims {
+        [self[0], self[1], self[2], self[3], 1]
+    }
+}
+
+impl IntoDims for Dims {
+    #[inline]
+    fn into_dims(self) -> Dims {
+        self
+    }
+}
+
 /// How a backend kernel sees one tensor: type, sizes and byte strides
 /// (ggml's `ne` and `nb`), relative to a byte offset in some buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
     pub dtype: DType,
-    pub ne: [usize; 4],
-    pub nb: [usize; 4],
+    pub ne: Dims,
+    pub nb: Dims,
 }
 
 impl Layout {
     /// A contiguous layout of the given sizes. For quantized types `nb[0]` is
     /// the bytes of a block and rows hold `ne[0] / block_size` blocks, as in
     /// ggml (creating such a tensor checks that `ne[0]` is a whole number of blocks).
-    pub fn contiguous(dtype: DType, ne: [usize; 4]) -> Layout {
+    pub fn contiguous(dtype: DType, ne: impl IntoDims) -> Layout {
+        let ne = ne.into_dims();
         let es = dtype.size();
         let row = es * (ne[0] / dtype.block_size());
-        let nb = [es, row, row * ne[1], row * ne[1] * ne[2]];
+        let mut nb = [es, row, 0, 0, 0];
+        for i in 2..MAX_DIMS {
+            nb[i] = nb[i - 1] * ne[i - 1];
+        }
         Layout { dtype, ne, nb }
+    }
+
+    /// The sizes of the first four dimensions, for kernels that work on up
+    /// to four: a fifth dimension above 1 is walked by their driver, which
+    /// hands them one slice of it at a time (or refused by the op's shape rule).
+    #[inline]
+    pub fn ne4(&self) -> [usize; 4] {
+        [self.ne[0], self.ne[1], self.ne[2], self.ne[3]]
+    }
+
+    /// The byte strides of the first four dimensions (see [`Layout::ne4`]).
+    #[inline]
+    pub fn nb4(&self) -> [usize; 4] {
+        [self.nb[0], self.nb[1], self.nb[2], self.nb[3]]
+    }
+
+    /// Slice `i` of the fifth dimension, as a layout of four dimensions and
+    /// the byte offset of the slice from the start of this one.
+    #[inline]
+    pub fn slice4(&self, i: usize) -> (Layout, usize) {
+        let mut l = *self;
+        l.ne[4] = 1;
+        l.nb[4] = l.nb[3] * l.ne[3];
+        (l, i * self.nb[4])
     }
 
     /// Bytes of the first dimension: one element, or a row of blocks
@@ -58,7 +112,7 @@ impl Layout {
         }
         let mut span = self.first_dim_bytes()?;
         let first = if self.dtype.block_size() == 1 { 0 } else { 1 };
-        for i in first..4 {
+        for i in first..MAX_DIMS {
             span = span.checked_add((self.ne[i] - 1).checked_mul(self.nb[i])?)?;
         }
         (span <= isize::MAX as usize / 2).then_some(span)
@@ -71,12 +125,12 @@ impl Layout {
 }
 
 /// ggml's number of dimensions: 1 + the last dimension above 1 (at least 1).
-pub fn n_dims(ne: &[usize; 4]) -> usize {
-    (1..4).rev().find(|&i| ne[i] > 1).map_or(1, |i| i + 1)
+pub fn n_dims(ne: &[usize]) -> usize {
+    (1..ne.len()).rev().find(|&i| ne[i] > 1).map_or(1, |i| i + 1)
 }
 
 /// "[3, 4]": the sizes up to the last dimension above 1.
-pub fn fmt_shape(ne: &[usize; 4]) -> String {
+pub fn fmt_shape(ne: &[usize]) -> String {
     let d = n_dims(ne);
     let parts: Vec<String> = ne[..d].iter().map(|n| n.to_string()).collect();
     format!("[{}]", parts.join(", "))
@@ -89,10 +143,10 @@ mod tests {
     #[test]
     fn layout_basics() {
         let l = Layout::contiguous(DType::F32, [3, 2, 1, 1]);
-        assert_eq!(l.nb, [4, 12, 24, 24]);
+        assert_eq!(l.nb, [4, 12, 24, 24, 24]);
         assert!(l.is_contiguous());
         assert_eq!(l.span_bytes(), 24);
-        let t = Layout { ne: [2, 3, 1, 1], nb: [12, 4, 24, 24], ..l };
+        let t = Layout { ne: [2, 3, 1, 1, 1], nb: [12, 4, 24, 24, 24], ..l };
         assert!(!t.is_contiguous());
         assert_eq!(t.span_bytes(), 12 + 8 + 4);
     }
@@ -102,10 +156,24 @@ mod tests {
         use crate::base::quant::QType;
         // ggml: nb = [18, 18 * 64 / 32, ...] for Q4_0 [64, 3, 2]; nbytes counts rows whole.
         let l = Layout::contiguous(DType::Quant(QType::Q4_0), [64, 3, 2, 1]);
-        assert_eq!(l.nb, [18, 36, 108, 216]);
+        assert_eq!(l.nb, [18, 36, 108, 216, 216]);
         assert_eq!(l.span_bytes(), 216);
         assert!(l.is_contiguous());
-        let v = Layout { ne: [64, 2, 1, 1], nb: [18, 72, 144, 144], ..l };
+        let v = Layout { ne: [64, 2, 1, 1, 1], nb: [18, 72, 144, 144, 144], ..l };
         assert_eq!(v.span_bytes(), 36 + 72);
+    }
+
+    #[test]
+    fn five_dimensions() {
+        let l = Layout::contiguous(DType::F32, [3, 2, 2, 2, 3]);
+        assert_eq!(l.nb, [4, 12, 24, 48, 96]);
+        assert_eq!((l.nelements(), l.span_bytes(), n_dims(&l.ne)), (72, 288, 5));
+        assert_eq!(fmt_shape(&l.ne), "[3, 2, 2, 2, 3]");
+        let (s, off) = l.slice4(2);
+        assert_eq!((s.ne, off, s.nelements()), ([3, 2, 2, 2, 1], 192, 24));
+        assert!(s.is_contiguous());
+        // a 4-D tensor is one slice of itself
+        let f = Layout::contiguous(DType::F32, [3, 2, 1, 1]);
+        assert_eq!((f.slice4(0), n_dims(&f.ne)), ((f, 0), 2));
     }
 }

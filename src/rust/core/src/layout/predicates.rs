@@ -93,17 +93,17 @@ mod tests {
         }
         assert!(is_contiguously_allocated(&a) && is_contiguous_rows(&a));
         assert!(!is_transposed(&a) && !is_permuted(&a));
-        let t = Layout { ne: [8, 4, 1, 1], nb: [16, 4, 128, 128], ..a };
+        let t = Layout { ne: [8, 4, 1, 1, 1], nb: [16, 4, 128, 128, 128], ..a };
         assert!(is_transposed(&t) && is_permuted(&t) && !is_contiguous_n(&t, 0));
         assert!(!same_stride(&a, &t) && !same_layout(&a, &t));
         // rows of 4 taken every 8 elements: contiguous only when gaps after dim 1 are allowed
-        let gappy = Layout { ne: [4, 3, 2, 1], nb: [4, 32, 96, 192], ..a };
+        let gappy = Layout { ne: [4, 3, 2, 1, 1], nb: [4, 32, 96, 192, 192], ..a };
         assert!(!is_contiguous_n(&gappy, 0) && is_contiguous_n(&gappy, 1));
         assert!(!is_contiguously_allocated(&gappy) && is_contiguous_rows(&gappy));
         let v = Layout::contiguous(DType::F32, [4, 1, 1, 1]);
         assert!(can_repeat(&v, &a));
         assert!(!can_repeat(&Layout::contiguous(DType::F32, [5, 1, 1, 1]), &a));
-        let hwc = Layout { ne: [5, 6, 3, 1], nb: [12, 60, 4, 360], ..a };
+        let hwc = Layout { ne: [5, 6, 3, 1, 1], nb: [12, 60, 4, 360, 360], ..a };
         assert!(is_contiguous_channels(&hwc));
     }
 }

@@ -15,17 +15,20 @@ pub fn for_each_offset(l: &Layout, base: usize, mut f: impl FnMut(usize, usize))
 }
 
 /// Calls `f(row_index, byte_offset)` for the start of every row (every
-/// index of dimensions 1..3), in ggml order: the walk of types stored in
+/// index of dimensions 1..4), in ggml order: the walk of types stored in
 /// blocks along dimension 0.
 #[inline]
 pub fn for_each_row(l: &Layout, base: usize, mut f: impl FnMut(usize, usize)) {
-    let [_, n1, n2, n3] = l.ne;
+    let [_, n1, n2, n3, n4] = l.ne;
     let mut r = 0;
-    for i3 in 0..n3 {
-        for i2 in 0..n2 {
-            for i1 in 0..n1 {
-                f(r, base + i1 * l.nb[1] + i2 * l.nb[2] + i3 * l.nb[3]);
-                r += 1;
+    for i4 in 0..n4 {
+        let b4 = base + i4 * l.nb[4];
+        for i3 in 0..n3 {
+            for i2 in 0..n2 {
+                for i1 in 0..n1 {
+                    f(r, b4 + i1 * l.nb[1] + i2 * l.nb[2] + i3 * l.nb[3]);
+                    r += 1;
+                }
             }
         }
     }

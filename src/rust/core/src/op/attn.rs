@@ -99,7 +99,7 @@ impl Attn {
                 let d = &s[3];
                 float(d, "d")?;
                 ensure!(
-                    d.ne == [v.ne[0], q.ne[2], q.ne[1], q.ne[3]],
+                    d.ne4() == [v.ne[0], q.ne[2], q.ne[1], q.ne[3]],
                     "flash_attn_back: the gradient d ({}) must have the shape of flash_attn_ext's result, \
                      [{}, {}, {}, {}]",
                     sh(d),

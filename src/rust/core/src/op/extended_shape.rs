@@ -14,7 +14,7 @@ fn sh(l: &Layout) -> String {
 /// Shape rule of the ops of this module; None for other ops.
 pub fn infer(op: &Op, s: &[Layout]) -> Option<crate::Result<Out>> {
     let r = match op {
-        Op::Map { .. } => one(s).map(|a| Out { dtype: DType::F32, ne: a.ne }),
+        Op::Map { .. } => one(s).map(|a| Out { dtype: DType::F32, ne: a.ne4() }),
         Op::Binary { .. } => two(s).and_then(|(a, b)| {
             let mut ne = [1usize; 4];
             for i in 0..4 {
@@ -32,7 +32,7 @@ pub fn infer(op: &Op, s: &[Layout]) -> Option<crate::Result<Out>> {
             Ok(Out { dtype: DType::F32, ne })
         }),
         Op::ReduceRows { .. } => one(s).map(|a| Out { dtype: DType::F32, ne: [1, a.ne[1], a.ne[2], a.ne[3]] }),
-        Op::ScanRows { .. } => one(s).map(|a| Out { dtype: DType::F32, ne: a.ne }),
+        Op::ScanRows { .. } => one(s).map(|a| Out { dtype: DType::F32, ne: a.ne4() }),
         Op::GatherAxis { dim } => two(s).and_then(|(a, idx)| {
             ensure!(*dim < 4, "gather: `dim` must be 0 to 3, not {dim}");
             ensure!(
@@ -40,7 +40,7 @@ pub fn infer(op: &Op, s: &[Layout]) -> Option<crate::Result<Out>> {
                 "gather: the indices ({}) must be a vector",
                 sh(idx)
             );
-            let mut ne = a.ne;
+            let mut ne = a.ne4();
             ne[*dim] = idx.ne[0];
             Ok(Out { dtype: if a.dtype == DType::I32 { DType::I32 } else { DType::F32 }, ne })
         }),
@@ -50,10 +50,10 @@ pub fn infer(op: &Op, s: &[Layout]) -> Option<crate::Result<Out>> {
                 "scatter: the updates ({}) must be [2, n]: (flat index, value) pairs",
                 sh(p)
             );
-            Ok(Out { dtype: DType::F32, ne: a.ne })
+            Ok(Out { dtype: DType::F32, ne: a.ne4() })
         }),
         Op::PadEx { lo, hi, mode, .. } => one(s).and_then(|a| {
-            let mut ne = a.ne;
+            let mut ne = a.ne4();
             for i in 0..4 {
                 ensure!(
                     *mode == PadMode::Constant || a.ne[i] > 0 || lo[i] + hi[i] == 0,

@@ -74,7 +74,7 @@ impl Glu {
                     self.kind.name(),
                     sh(a)
                 );
-                let mut ne = a.ne;
+                let mut ne = a.ne4();
                 ne[0] /= 2;
                 Ok(Out { dtype: a.dtype, ne })
             }
@@ -87,7 +87,7 @@ impl Glu {
                     sh(a),
                     sh(b)
                 );
-                Ok(Out { dtype: a.dtype, ne: a.ne })
+                Ok(Out { dtype: a.dtype, ne: a.ne4() })
             }
         }
     }
@@ -111,7 +111,7 @@ pub fn infer_silu_back(s: &[Layout]) -> crate::Result<Out> {
         sh(dy),
         sh(x)
     );
-    Ok(Out { dtype: dy.dtype, ne: dy.ne })
+    Ok(Out { dtype: dy.dtype, ne: dy.ne4() })
 }
 
 #[cfg(test)]

@@ -96,7 +96,7 @@ impl IndexOp {
             return Ok(Out { dtype: DType::F32, ne: [n as usize, 1, 1, 1] });
         }
         let a = &s[0];
-        let same = Out { dtype: a.dtype, ne: a.ne };
+        let same = Out { dtype: a.dtype, ne: a.ne4() };
         Ok(match *self {
             IndexOp::Arange { .. } => bail!("internal: arange is shaped above"),
             IndexOp::Roll { .. } | IndexOp::Diag | IndexOp::DiagMaskZero { .. } if !a.dtype.is_float() => {
@@ -155,7 +155,7 @@ impl IndexOp {
                     sh(a),
                     sh(pw)
                 );
-                Out { dtype: f32_or_f64(&[a, pw, ph]), ne: a.ne }
+                Out { dtype: f32_or_f64(&[a, pw, ph]), ne: a.ne4() }
             }
             IndexOp::Diag => {
                 ensure!(a.ne[1] == 1, "diag: a ({}) must have one row per matrix (second size 1)", sh(a));
@@ -173,7 +173,7 @@ impl IndexOp {
                     sh(idx),
                     sh(like)
                 );
-                Out { dtype: f32_or_f64(&[a]), ne: like.ne }
+                Out { dtype: f32_or_f64(&[a]), ne: like.ne4() }
             }
             IndexOp::RepeatBack => {
                 let like = &s[1];
@@ -184,7 +184,7 @@ impl IndexOp {
                     sh(a),
                     sh(like)
                 );
-                Out { dtype: a.dtype, ne: like.ne }
+                Out { dtype: a.dtype, ne: like.ne4() }
             }
             IndexOp::Set { nb, offset } => {
                 let b = &s[1];

@@ -10,6 +10,7 @@
 pub mod codes;
 pub mod extended;
 mod extended_shape;
+mod five;
 pub mod attn;
 pub mod conv;
 pub mod glu;

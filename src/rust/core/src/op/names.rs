@@ -68,7 +68,7 @@ pub fn op_from_name(name: &str, p: &[f64]) -> crate::Result<Op> {
         }
         "concat" => {
             need(1)?;
-            ensure!((0.0..4.0).contains(&p[0]), "concat: `dim` must be 0 to 3, not {}", p[0]);
+            ensure!((0.0..5.0).contains(&p[0]) && p[0].fract() == 0.0, "concat: `dim` must be 0, 1, 2, 3 or 4, not {}", p[0]);
             Op::Concat { dim: p[0] as usize }
         }
         "diag_mask_inf" => {

@@ -211,7 +211,7 @@ impl Rope {
                 sh(ff)
             );
         }
-        Ok(Out { dtype: a.dtype, ne: a.ne })
+        Ok(Out { dtype: a.dtype, ne: a.ne4() })
     }
 }
 
@@ -267,7 +267,7 @@ mod tests {
         assert_eq!(m.pairing(), Pairing::Halves);
         let a = Layout::contiguous(DType::F32, [8, 2, 3, 1]);
         let p3 = Layout::contiguous(DType::I32, [3, 1, 1, 1]);
-        assert_eq!(r.infer(&[a, p3]).unwrap().ne, a.ne);
+        assert_eq!(r.infer(&[a, p3]).unwrap().ne, a.ne4());
         assert!(m.infer(&[a, p3]).unwrap_err().to_string().contains("12 position"));
         assert!(Rope::new(7, 0).infer(&[a, p3]).is_err());
         assert!(Rope::new(8, 5).infer(&[a, p3]).unwrap_err().to_string().contains("mode"));

@@ -52,12 +52,12 @@ impl RowOp {
         match *self {
             RowOp::L2Norm { .. } => {
                 float(a, "a")?;
-                Ok(Out { dtype: a.dtype, ne: a.ne })
+                Ok(Out { dtype: a.dtype, ne: a.ne4() })
             }
             RowOp::GroupNorm { groups, .. } => {
                 float(a, "a")?;
                 ensure!(groups > 0, "group_norm: `n_groups` must be positive, not {groups}");
-                Ok(Out { dtype: a.dtype, ne: a.ne })
+                Ok(Out { dtype: a.dtype, ne: a.ne4() })
             }
             RowOp::RmsNormBack { .. } | RowOp::SoftMaxBack { .. } => {
                 let b = &s[1];
@@ -70,11 +70,11 @@ impl RowOp {
                     sh(a),
                     sh(b)
                 );
-                Ok(Out { dtype: f32_or_f64(&[a, b]), ne: a.ne })
+                Ok(Out { dtype: f32_or_f64(&[a, b]), ne: a.ne4() })
             }
             RowOp::Argsort { .. } => {
                 float(a, "a")?;
-                Ok(Out { dtype: DType::I32, ne: a.ne })
+                Ok(Out { dtype: DType::I32, ne: a.ne4() })
             }
             RowOp::TopK { k } => {
                 float(a, "a")?;
@@ -83,7 +83,7 @@ impl RowOp {
                     "top_k: `k` must be between 1 and the row length of a ({}), not {k}",
                     sh(a)
                 );
-                let mut ne = a.ne;
+                let mut ne = a.ne4();
                 ne[0] = k as usize;
                 Ok(Out { dtype: DType::I32, ne })
             }

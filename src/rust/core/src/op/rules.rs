@@ -2,7 +2,7 @@
 //! tensors are named in messages, and the common checks.
 
 use crate::base::dtype::DType;
-use crate::layout::{fmt_shape, Layout};
+use crate::layout::{fmt_shape, Dims, Layout};
 use anyhow::ensure;
 
 /// Type and sizes of a node's result.
@@ -12,13 +12,34 @@ pub struct Out {
     pub ne: [usize; 4],
 }
 
+/// Type and sizes of a node's result, all five dimensions (what
+/// [`crate::op::shape::infer`] gives; the rules of four give an [`Out`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shaped {
+    pub dtype: DType,
+    pub ne: Dims,
+}
+
+impl Shaped {
+    /// The sizes of the first four dimensions.
+    pub fn ne4(&self) -> [usize; 4] {
+        [self.ne[0], self.ne[1], self.ne[2], self.ne[3]]
+    }
+}
+
+impl From<Out> for Shaped {
+    fn from(o: Out) -> Shaped {
+        Shaped { dtype: o.dtype, ne: [o.ne[0], o.ne[1], o.ne[2], o.ne[3], 1] }
+    }
+}
+
 pub(crate) fn sh(l: &Layout) -> String {
     format!("{} {}", l.dtype.name(), fmt_shape(&l.ne))
 }
 
 /// ggml's `can_repeat`: `b` tiles `a` when every size of `a` is a multiple of `b`'s.
-pub fn can_repeat(b: &[usize; 4], a: &[usize; 4]) -> bool {
-    (0..4).all(|i| b[i] > 0 && a[i] % b[i] == 0)
+pub fn can_repeat(b: &[usize], a: &[usize]) -> bool {
+    b.len() == a.len() && b.iter().zip(a).all(|(&x, &y)| x > 0 && y % x == 0)
 }
 
 pub(crate) fn float(l: &Layout, what: &str) -> crate::Result<()> {

@@ -4,7 +4,7 @@
 //! sizes of its result, or an error that shows the offending shapes. View-like
 //! ops and `cpy` take extra arguments and are shaped by the graph builder.
 
-pub use super::rules::{can_repeat, Out};
+pub use super::rules::{can_repeat, Out, Shaped};
 pub(crate) use super::rules::{f32_or_f64, float, out_size, sh};
 use super::Op;
 use super::UnaryOp;
@@ -38,7 +38,7 @@ pub fn arity(op: &Op) -> (usize, usize) {
 }
 
 /// The result of `op` on sources with layouts `s`.
-pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
+pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Shaped> {
     let (lo, hi) = arity(op);
     ensure!(
         (lo..=hi).contains(&s.len()),
@@ -47,6 +47,14 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
         if hi > lo { format!(" to {hi}") } else { String::new() },
         s.len()
     );
+    if s.iter().any(|l| l.ne[4] > 1) || matches!(op, Op::Concat { dim: 4 }) {
+        return super::five::infer(op, s, infer4);
+    }
+    infer4(op, s).map(Shaped::from)
+}
+
+/// The rules of four dimensions (sources whose fifth size is 1).
+pub(super) fn infer4(op: &Op, s: &[Layout]) -> crate::Result<Out> {
     if let Some(r) = super::extended_shape::infer(op, s) {
         return r;
     }
@@ -54,7 +62,7 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
         return i.infer(s);
     }
     let a = &s[0];
-    let same = Out { dtype: a.dtype, ne: a.ne };
+    let same = Out { dtype: a.dtype, ne: a.ne4() };
     Ok(match op {
         Op::Index(_) => bail!("internal: index ops are shaped above"),
         Op::Glu(g) => g.infer(s)?,
@@ -176,7 +184,7 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
                 u.name()
             );
             ensure!(a.ne == y.ne, "the gradient ({}) and the output ({}) must have the same shape", sh(a), sh(y));
-            Out { dtype: f32_or_f64(&[a, y]), ne: a.ne }
+            Out { dtype: f32_or_f64(&[a, y]), ne: a.ne4() }
         }
         Op::CrossEntropyLoss | Op::CrossEntropyLossBack => {
             let back = matches!(op, Op::CrossEntropyLossBack);
@@ -187,7 +195,7 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
             if back {
                 float(a, "the loss gradient")?;
                 ensure!(a.nelements() == 1, "the loss gradient must have one element, not {}", sh(a));
-                Out { dtype: f32_or_f64(&[l]), ne: l.ne }
+                Out { dtype: f32_or_f64(&[l]), ne: l.ne4() }
             } else {
                 Out { dtype: f32_or_f64(&[l]), ne: [1, 1, 1, 1] }
             }
@@ -236,13 +244,13 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
                 sh(a),
                 sh(b)
             );
-            Out { dtype: a.dtype, ne: b.ne }
+            Out { dtype: a.dtype, ne: b.ne4() }
         }
         Op::Concat { dim } => {
             let b = &s[1];
-            ensure!(*dim < 4, "concat: `dim` must be 0 to 3, not {dim}");
+            ensure!(*dim < 5, "concat: `dim` must be 0 to 4, not {dim}");
             ensure!(a.dtype == b.dtype, "concat needs tensors of one type, not {} and {}", sh(a), sh(b));
-            let mut ne = a.ne;
+            let mut ne = a.ne4();
             for i in 0..4 {
                 if i != *dim {
                     ensure!(
@@ -311,7 +319,7 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Out> {
         }
         Op::Pad { p } => {
             ensure!(p.iter().all(|&x| x >= 0), "pad: paddings must be >= 0, got {p:?}");
-            let mut ne = a.ne;
+            let mut ne = a.ne4();
             for i in 0..4 {
                 ne[i] += p[i] as usize;
             }
@@ -359,8 +367,8 @@ mod tests {
     #[test]
     fn broadcasting_rules() {
         let a = l([6, 4, 1, 1]);
-        assert_eq!(infer(&Op::Add, &[a, l([6, 1, 1, 1])]).unwrap().ne, [6, 4, 1, 1]);
-        assert_eq!(infer(&Op::Mul, &[a, l([3, 2, 1, 1])]).unwrap().ne, [6, 4, 1, 1]);
+        assert_eq!(infer(&Op::Add, &[a, l([6, 1, 1, 1])]).unwrap().ne4(), [6, 4, 1, 1]);
+        assert_eq!(infer(&Op::Mul, &[a, l([3, 2, 1, 1])]).unwrap().ne4(), [6, 4, 1, 1]);
         let e = infer(&Op::Add, &[a, l([4, 1, 1, 1])]).unwrap_err().to_string();
         assert!(e.contains("f32 [4]") && e.contains("f32 [6, 4]"), "{e}");
         assert!(infer(&Op::Add1, &[a, l([2, 1, 1, 1])]).is_err());
@@ -371,10 +379,10 @@ mod tests {
     #[test]
     fn matmul_rules() {
         let o = infer(&Op::MulMat, &[l([5, 3, 1, 1]), l([5, 7, 2, 1])]).unwrap();
-        assert_eq!(o.ne, [3, 7, 2, 1]);
+        assert_eq!(o.ne4(), [3, 7, 2, 1]);
         assert!(infer(&Op::MulMat, &[l([5, 3, 1, 1]), l([4, 7, 1, 1])]).is_err());
         let o = infer(&Op::OutProd, &[l([3, 5, 1, 1]), l([7, 5, 1, 1])]).unwrap();
-        assert_eq!(o.ne, [3, 7, 1, 1]);
+        assert_eq!(o.ne4(), [3, 7, 1, 1]);
         // f64 sources give f64 results where ggml gives f32.
         let d = Layout::contiguous(DType::F64, [5, 3, 1, 1]);
         assert_eq!(infer(&Op::MulMat, &[d, l([5, 7, 1, 1])]).unwrap().dtype, DType::F64);
@@ -382,7 +390,7 @@ mod tests {
         assert_eq!(infer(&Op::Mean, &[l([5, 3, 1, 1])]).unwrap().dtype, DType::F32);
         let lin = Op::Linear { act: None };
         let o = infer(&lin, &[l([5, 3, 1, 1]), l([5, 7, 1, 1]), l([3, 1, 1, 1])]).unwrap();
-        assert_eq!(o.ne, [3, 7, 1, 1]);
+        assert_eq!(o.ne4(), [3, 7, 1, 1]);
         let e = infer(&lin, &[l([5, 3, 1, 1]), l([5, 7, 1, 1]), l([7, 1, 1, 1])]).unwrap_err().to_string();
         assert!(e.contains("one value per row"), "{e}");
         assert!(infer(&lin, &[l([5, 3, 2, 1]), l([5, 7, 2, 1]), l([3, 1, 1, 1])]).is_err());
@@ -393,10 +401,31 @@ mod tests {
         let k = l([3, 3, 2, 4]);
         let x = l([8, 6, 2, 1]);
         let op = Op::Im2Col { s0: 1, s1: 1, p0: 1, p1: 0, d0: 1, d1: 1, is_2d: true };
-        assert_eq!(infer(&op, &[k, x]).unwrap().ne, [18, 8, 4, 1]);
+        assert_eq!(infer(&op, &[k, x]).unwrap().ne4(), [18, 8, 4, 1]);
         let p = Op::Pool2d { op: crate::op::PoolOp::Max, k0: 2, k1: 2, s0: 2, s1: 2, p0: 0.0, p1: 0.0 };
-        assert_eq!(infer(&p, &[l([7, 6, 3, 1])]).unwrap().ne, [3, 3, 3, 1]);
-        assert_eq!(infer(&Op::Concat { dim: 1 }, &[l([2, 3, 1, 1]), l([2, 4, 1, 1])]).unwrap().ne, [2, 7, 1, 1]);
+        assert_eq!(infer(&p, &[l([7, 6, 3, 1])]).unwrap().ne4(), [3, 3, 3, 1]);
+        assert_eq!(infer(&Op::Concat { dim: 1 }, &[l([2, 3, 1, 1]), l([2, 4, 1, 1])]).unwrap().ne4(), [2, 7, 1, 1]);
         assert!(infer(&Op::Concat { dim: 0 }, &[l([2, 3, 1, 1]), l([2, 4, 1, 1])]).is_err());
+    }
+
+    #[test]
+    fn fifth_dimension_rules() {
+        let l5 = |ne: [usize; 5]| Layout::contiguous(DType::F32, ne);
+        let a = l5([3, 2, 2, 2, 3]);
+        let ne = |op: Op, s: &[Layout]| infer(&op, s).map(|o| o.ne);
+        assert_eq!(ne(Op::Add, &[a, a]).unwrap(), a.ne);
+        assert_eq!(ne(Op::Mul, &[a, l5([3, 1, 1, 1, 1])]).unwrap(), a.ne);
+        assert!(ne(Op::Add, &[a, l5([3, 2, 2, 2, 2])]).is_err(), "2 does not divide 3");
+        assert!(ne(Op::Add, &[l5([3, 2, 2, 2, 1]), a]).is_err(), "b is not broadcast over a");
+        assert_eq!(ne(Op::Concat { dim: 4 }, &[a, a]).unwrap(), [3, 2, 2, 2, 6]);
+        assert_eq!(ne(Op::Concat { dim: 4 }, &[l5([3, 1, 1, 1, 1]), l5([3, 1, 1, 1, 1])]).unwrap(), [3, 1, 1, 1, 2]);
+        assert_eq!(ne(Op::Concat { dim: 1 }, &[a, a]).unwrap(), [3, 4, 2, 2, 3]);
+        assert!(ne(Op::Concat { dim: 5 }, &[a, a]).is_err());
+        assert!(ne(Op::Concat { dim: 4 }, &[a, l5([3, 2, 2, 1, 3])]).is_err());
+        assert_eq!(ne(Op::SumRows, &[a]).unwrap(), [1, 2, 2, 2, 3]);
+        assert_eq!(ne(Op::Sum, &[a]).unwrap(), [1, 1, 1, 1, 1]);
+        assert_eq!(ne(Op::Repeat, &[l5([3, 1, 1, 1, 1]), a]).unwrap(), a.ne);
+        let e = ne(Op::MulMat, &[a, a]).unwrap_err().to_string();
+        assert!(e.contains("up to four dimensions") && e.contains("ggml_reshape_4d"), "{e}");
     }
 }

@@ -4,7 +4,7 @@
 use super::context::Context;
 use super::descriptor::Tensor;
 use crate::base::dtype::DType;
-use crate::layout::{fmt_shape, Layout};
+use crate::layout::{fmt_shape, Layout, MAX_DIMS};
 use crate::op::names::fn_name;
 use crate::op::{shape, Op};
 use anyhow::{ensure, Context as _};
@@ -79,7 +79,13 @@ impl Context {
     pub fn reshape(&self, a: &Arc<Tensor>, ne: &[usize]) -> crate::Result<Arc<Tensor>> {
         let what = || format!("ggml_reshape_{}d({}, {:?})", ne.len(), args(&[a]), ne);
         a.check_live().with_context(what)?;
-        let mut full = [1usize; 4];
+        ensure!(
+            (1..=MAX_DIMS).contains(&ne.len()),
+            "{}: a tensor has 1 to {MAX_DIMS} dimensions, not {}",
+            what(),
+            ne.len()
+        );
+        let mut full = [1usize; MAX_DIMS];
         full[..ne.len()].copy_from_slice(ne);
         ensure!(
             a.layout().is_contiguous(),
@@ -101,7 +107,7 @@ impl Context {
     pub fn view(&self, a: &Arc<Tensor>, ne: &[usize], nb: &[usize], offset: usize) -> crate::Result<Arc<Tensor>> {
         let what = || format!("ggml_view_{}d({}, ne = {:?}, offset = {offset})", ne.len(), args(&[a]), ne);
         a.check_live().with_context(what)?;
-        ensure!(nb.len() + 1 == ne.len(), "internal: view strides");
+        ensure!(nb.len() + 1 == ne.len() && ne.len() <= MAX_DIMS, "internal: view strides");
         let es = a.dtype().size();
         // Elements start at whole multiples of their size: another byte
         // offset or stride would read the bytes of two elements as one.
@@ -118,11 +124,11 @@ impl Context {
                 a.dtype().name()
             );
         }
-        let mut full_ne = [1usize; 4];
+        let mut full_ne = [1usize; MAX_DIMS];
         full_ne[..ne.len()].copy_from_slice(ne);
-        let mut full_nb = [es; 4];
+        let mut full_nb = [es; MAX_DIMS];
         full_nb[1..ne.len()].copy_from_slice(nb);
-        for i in ne.len()..4 {
+        for i in ne.len().max(1)..MAX_DIMS {
             full_nb[i] = full_nb[i - 1] * full_ne[i - 1];
         }
         let layout = Layout { dtype: a.dtype(), ne: full_ne, nb: full_nb };
@@ -150,7 +156,8 @@ impl Context {
         self.permute(a, [1, 0, 2, 3]).map_err(|e| e.context("ggml_transpose"))
     }
 
-    /// ggml's permute: dimension i of a becomes dimension axes[i] of the result.
+    /// ggml's permute: dimension i of a becomes dimension axes[i] of the
+    /// result (of the first four; a fifth dimension stays where it is).
     pub fn permute(&self, a: &Arc<Tensor>, axes: [usize; 4]) -> crate::Result<Arc<Tensor>> {
         let what = || format!("ggml_permute({}, axes = {:?})", args(&[a]), axes);
         a.check_live().with_context(what)?;
@@ -160,8 +167,7 @@ impl Context {
             seen[x] = true;
         }
         let l = a.layout();
-        let mut ne = [0usize; 4];
-        let mut nb = [0usize; 4];
+        let (mut ne, mut nb) = (l.ne, l.nb);
         for i in 0..4 {
             ne[axes[i]] = l.ne[i];
             nb[axes[i]] = l.nb[i];

@@ -28,7 +28,7 @@ impl Context {
         let out = shape::infer(&op, &layouts).with_context(what)?;
         let a = &srcs[0];
         ensure!(
-            out.ne == a.ne() && out.dtype == a.dtype(),
+            out.ne == a.dims() && out.dtype == a.dtype(),
             "{}: the result ({} {}) differs from a ({}), so it cannot be written into a's memory; use the \
              version without _inplace",
             what(),

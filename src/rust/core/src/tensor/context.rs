@@ -7,7 +7,7 @@
 
 use super::descriptor::{CtxState, DataSlot, Tensor};
 use crate::base::fmt::fmt_bytes;
-use crate::layout::{fmt_shape, Layout};
+use crate::layout::{fmt_shape, Layout, MAX_DIMS};
 use crate::memory::{align_up, Allocator, Buffer, BufferTag, HostMemory};
 use crate::op::Op;
 use anyhow::{bail, ensure};
@@ -236,11 +236,11 @@ impl Context {
     /// A new leaf tensor.
     pub fn new_tensor(&self, dtype: crate::base::dtype::DType, ne: &[usize]) -> crate::Result<Arc<Tensor>> {
         ensure!(
-            (1..=4).contains(&ne.len()),
-            "a tensor has 1 to 4 dimensions, not {}",
+            (1..=MAX_DIMS).contains(&ne.len()),
+            "a tensor has 1 to {MAX_DIMS} dimensions, not {}",
             ne.len()
         );
-        let mut full = [1usize; 4];
+        let mut full = [1usize; MAX_DIMS];
         full[..ne.len()].copy_from_slice(ne);
         self.push(Layout::contiguous(dtype, full), Op::None, Vec::new(), None)
     }

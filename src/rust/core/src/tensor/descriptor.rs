@@ -7,7 +7,7 @@
 //! still alive, so freed memory cannot be read.
 
 use crate::base::dtype::DType;
-use crate::layout::{fmt_shape, n_dims, Layout};
+use crate::layout::{fmt_shape, n_dims, Dims, Layout};
 use crate::memory::tag::{self, BufferTag};
 use crate::memory::Buffer;
 use crate::op::codes::{op_params, OP_PARAMS_BYTES};
@@ -161,7 +161,12 @@ impl Tensor {
     pub fn dtype(&self) -> DType {
         self.layout.dtype
     }
+    /// The sizes of the first four dimensions (see [`Tensor::dims`] for all).
     pub fn ne(&self) -> [usize; 4] {
+        self.layout.ne4()
+    }
+    /// The sizes of every dimension, the fifth included.
+    pub fn dims(&self) -> Dims {
         self.layout.ne
     }
     pub fn op(&self) -> &Op {

@@ -6,7 +6,7 @@ use crate::base::float::Float;
 use crate::layout::convert::{decode, encode};
 use crate::base::quant::{self, QType};
 use crate::layout::walk::{for_each_offset, for_each_row};
-use crate::layout::Layout;
+use crate::layout::{Dims, Layout};
 use crate::memory::BufferMem;
 use crate::tensor::DataRef;
 use anyhow::{bail, ensure};
@@ -158,36 +158,38 @@ pub fn gather<'m, T: Float>(mem: &'m BufferMem, r: &DataRef) -> crate::Result<Sr
     let b = host(mem, r)?;
     if let Some(q) = l.dtype.quant() {
         let v = gather_quant(q, b, r)?;
-        return Ok(Src::new(Cow::Owned(v.into_iter().map(T::from_f32).collect()), l.ne));
+        return Ok(Src::new(Cow::Owned(v.into_iter().map(T::from_f32).collect()), l.ne4()));
     }
     if l.dtype == T::DTYPE && l.is_contiguous() {
         if let Some(s) = typed::<T>(b, r.offset, n) {
-            return Ok(Src::new(Cow::Borrowed(s), l.ne));
+            return Ok(Src::new(Cow::Borrowed(s), l.ne4()));
         }
     }
     let es = std::mem::size_of::<T>();
     if l.dtype == T::DTYPE && n > 0 && l.nb.iter().all(|&x| x % es == 0) {
         if let Some(span) = typed::<T>(b, r.offset, l.span_bytes() / es) {
-            return Ok(Src::new(Cow::Owned(pack(span, l.ne, l.nb.map(|x| x / es))?), l.ne));
+            return Ok(Src::new(Cow::Owned(pack(span, l.ne, l.nb.map(|x| x / es))?), l.ne4()));
         }
     }
     let mut out = alloc::<T>(n)?;
     let dt = l.dtype;
     for_each_offset(l, r.offset, |i, o| out[i] = decode(dt, b, o));
-    Ok(Src::new(Cow::Owned(out), l.ne))
+    Ok(Src::new(Cow::Owned(out), l.ne4()))
 }
 
 /// The elements of `span` (sizes `ne`, element strides `st`) packed in ggml order.
-fn pack<T: Float>(span: &[T], ne: [usize; 4], st: [usize; 4]) -> crate::Result<Vec<T>> {
+fn pack<T: Float>(span: &[T], ne: Dims, st: Dims) -> crate::Result<Vec<T>> {
     let mut out = Vec::new();
     if out.try_reserve_exact(ne.iter().product()).is_err() {
         bail!("out of memory: {} {} values do not fit; use smaller tensors", ne.iter().product::<usize>(), T::DTYPE.name());
     }
-    for i3 in 0..ne[3] {
-        for i2 in 0..ne[2] {
-            for i1 in 0..ne[1] {
-                let row = i1 * st[1] + i2 * st[2] + i3 * st[3];
-                out.extend((0..ne[0]).map(|i0| span[row + i0 * st[0]]));
+    for i4 in 0..ne[4] {
+        for i3 in 0..ne[3] {
+            for i2 in 0..ne[2] {
+                for i1 in 0..ne[1] {
+                    let row = i1 * st[1] + i2 * st[2] + i3 * st[3] + i4 * st[4];
+                    out.extend((0..ne[0]).map(|i0| span[row + i0 * st[0]]));
+                }
             }
         }
     }
@@ -203,8 +205,9 @@ pub fn gather_strided<'m, T: Float>(mem: &'m BufferMem, r: &DataRef) -> crate::R
     if l.dtype == T::DTYPE && l.nelements() > 0 && l.nb.iter().all(|&b| b % es == 0) {
         let b = host(mem, r)?;
         if let Some(s) = typed::<T>(b, r.offset, l.span_bytes() / es) {
-            let st = l.nb.map(|b| b / es);
-            return Ok(Src { d: Cow::Borrowed(s), ne: l.ne, st });
+            let nb = l.nb4();
+            let st = nb.map(|b| b / es);
+            return Ok(Src { d: Cow::Borrowed(s), ne: l.ne4(), st });
         }
     }
     gather(mem, r)

@@ -14,7 +14,7 @@ use super::access::{self, Src};
 use super::matmul::Gemm;
 use super::par::Pool;
 use super::{attn, conv, conv_direct, elementwise, glu, index, movement, mul_mat_id, reduce, rope, rows};
-use crate::backend::Node;
+use crate::backend::node::{self, Node};
 use crate::base::dtype::DType;
 use crate::memory::BufferLocks;
 use crate::op::rows::RowOp;
@@ -23,6 +23,19 @@ use anyhow::ensure;
 
 /// Compute one node on the CPU.
 pub fn run(node: &Node, pool: &Pool) -> crate::Result<()> {
+    // A fifth dimension: the kernels compute one slice of it at a time
+    // (copies and the total sum walk all five dimensions themselves).
+    let five = node.dst.layout.ne[4] > 1 || node.srcs.iter().any(|s| s.layout.ne[4] > 1);
+    if five && !matches!(node.op, Op::Dup | Op::Cont | Op::Cpy | Op::Sum) {
+        let srcs: Vec<_> = node.srcs.iter().map(|s| s.layout).collect();
+        ensure!(
+            node::sliceable(&node.op, &srcs, &node.dst.layout),
+            "{}: {} does not compute tensors of five dimensions",
+            node.tensor.describe(),
+            node.op.name()
+        );
+        return node::slices(node).iter().try_for_each(|n| run(n, pool));
+    }
     if node.op.is_in_place() {
         return super::optstep::run(node, pool);
     }
@@ -86,8 +99,8 @@ fn run_as<T: Gemm>(node: &Node, pool: &Pool) -> crate::Result<()> {
             _ => None,
         };
         let run = |out: &mut [T]| match &exact_idx {
-            Some(ix) => movement::get_rows(&srcs[0], ix, out, dst.layout.ne),
-            None => kernel(&node.op, &srcs, out, dst.layout.ne, pool),
+            Some(ix) => movement::get_rows(&srcs[0], ix, out, dst.layout.ne4()),
+            None => kernel(&node.op, &srcs, out, dst.layout.ne4(), pool),
         };
         if reads.iter().all(|s| s.buf.id() != dst.buf.id()) {
             let mut g = dst.buf.write("the result")?;

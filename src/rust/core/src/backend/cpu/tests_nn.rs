@@ -38,15 +38,16 @@ fn vals(n: usize, seed: u64) -> Vec<f64> {
 fn run(op: &Op, data: &[(Vec<f64>, [usize; 4], DType)]) -> (Vec<f64>, [usize; 4]) {
     let layouts: Vec<Layout> = data.iter().map(|(_, ne, t)| Layout::contiguous(*t, *ne)).collect();
     let out = shape::infer(op, &layouts).unwrap();
+    let ne4 = out.ne4();
     let mut res = Vec::new();
     for threads in [1, 2] {
         let s: Vec<Src<'_, f64>> = data.iter().map(|(d, ne, _)| src(d.clone(), *ne)).collect();
         let mut o = vec![0f64; out.ne.iter().product()];
-        kernel(op, &s, &mut o, out.ne, &Pool::new(threads).unwrap()).unwrap();
+        kernel(op, &s, &mut o, ne4, &Pool::new(threads).unwrap()).unwrap();
         res.push(o);
     }
     assert_eq!(res[0], res[1], "1 and 2 threads differ for {}", op.name());
-    (res.pop().unwrap(), out.ne)
+    (res.pop().unwrap(), ne4)
 }
 
 fn f(d: Vec<f64>, ne: [usize; 4]) -> (Vec<f64>, [usize; 4], DType) {

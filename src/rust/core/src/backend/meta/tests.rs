@@ -62,7 +62,7 @@ fn split_tensors_round_trip_and_compute() {
     let crate::memory::BufferMem::Device(d) = &*buf.read("t").unwrap() else { panic!() };
     let m = d.as_any().downcast_ref::<MetaMemory>().unwrap();
     let e = m.layout.entries.iter().find(|e| e.split != Split::Mirrored).unwrap();
-    assert_eq!(e.part_layout(0).ne, [3, 1, 1, 1]);
+    assert_eq!(e.part_layout(0).ne4(), [3, 1, 1, 1]);
     let zlast = m.layout.entries.last().unwrap();
     for p in &m.parts {
         let mut bytes = vec![0u8; 32];

@@ -3,7 +3,7 @@
 //! one recorded command buffer and one queue submission.
 
 use super::{VkBuffer, VkContext, VkNode, VkTensorRef};
-use crate::backend::node::Node;
+use crate::backend::node::{self, Node};
 use crate::base::dtype::DType;
 use crate::base::fmt::fmt_bytes;
 use crate::layout::walk::for_each_offset;
@@ -56,6 +56,32 @@ pub fn vk_buffer(mem: &BufferMem) -> Option<&VkBuffer> {
 
 /// Run `nodes` (topological order, views resolved) on `ctx`.
 pub fn compute(ctx: &Arc<VkContext>, backend: &str, nodes: &[Node]) -> crate::Result<()> {
+    // Nodes over five dimensions run as one node per slice of the fifth.
+    let five = |n: &Node| n.dst.layout.ne[4] > 1 || n.srcs.iter().any(|s| s.layout.ne[4] > 1);
+    let sliced: Vec<Node>;
+    let nodes = if nodes.iter().any(five) {
+        let mut all = Vec::with_capacity(nodes.len());
+        for n in nodes {
+            if !five(n) {
+                all.push(n.clone());
+                continue;
+            }
+            let srcs: Vec<_> = n.srcs.iter().map(|s| s.layout).collect();
+            anyhow::ensure!(
+                node::sliceable(&n.op, &srcs, &n.dst.layout),
+                "computing {}: the Vulkan backend computes {} on tensors of up to four dimensions; \
+                 compute this graph on the CPU backend, or with a scheduler (ggml_backend_sched_new()) \
+                 that has the CPU backend to fall back to",
+                n.tensor.describe(),
+                n.op.name()
+            );
+            all.extend(node::slices(n));
+        }
+        sliced = all;
+        &sliced[..]
+    } else {
+        nodes
+    };
     let bufs = nodes.iter().flat_map(|n| n.srcs.iter().chain(std::iter::once(&n.dst)).map(|r| &*r.buf));
     let locks = BufferLocks::read(bufs)?;
     let mut vk_nodes = Vec::with_capacity(nodes.len());

@@ -48,7 +48,7 @@ fn encode_set(ctx: &VkContext, node: &VkNode, nb: [usize; 3], offset: usize) -> 
     }
     let es = dst.layout.dtype.size();
     anyhow::ensure!(dst.layout.is_contiguous(), "SET: the result must be contiguous on Vulkan");
-    let view = Layout { dtype: dst.layout.dtype, ne: b.layout.ne, nb: [es, nb[0] * es, nb[1] * es, nb[2] * es] };
+    let view = Layout { dtype: dst.layout.dtype, ne: b.layout.ne, nb: [es, nb[0] * es, nb[1] * es, nb[2] * es, nb[2] * es * b.layout.ne[3]] };
     let target = VkTensorRef { buf: dst.buf, offset: dst.offset + offset * es, layout: view };
     out.extend(encode_one(ctx, &VkNode { op: &CPY, srcs: vec![*b], dst: target })?);
     Ok(out)

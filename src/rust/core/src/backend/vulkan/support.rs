@@ -3,6 +3,7 @@
 //! read and write, and the sizes one dispatch can address.
 
 use super::device::DeviceLimits;
+use crate::backend::node;
 use crate::base::dtype::DType;
 use crate::layout::Layout;
 use crate::op::Op;
@@ -85,8 +86,10 @@ pub fn addressable(l: &Layout, limits: &DeviceLimits) -> bool {
         && l.nb.iter().all(|&b| u32::try_from(b / es.max(1)).is_ok())
 }
 
-/// Whether a node computing `op` from `srcs` into `dst` runs on the device.
+/// Whether a node computing `op` from `srcs` into `dst` runs on the device
+/// (a node over five dimensions runs as one dispatch per slice of the fifth).
 pub fn supports(op: &Op, srcs: &[Layout], dst: &Layout, limits: &DeviceLimits) -> bool {
     has_kernel(op)
         && srcs.iter().chain(std::iter::once(dst)).all(|l| has_dtype(l.dtype) && addressable(l, limits))
+        && (op.is_view() || matches!(op, Op::None) || !node::is_five_d(srcs, dst) || node::sliceable(op, srcs, dst))
 }

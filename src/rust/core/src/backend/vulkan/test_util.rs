@@ -92,7 +92,7 @@ pub fn upload(c: &Arc<VkContext>, v: &[f32], ne: [usize; 4], dt: DType, transpos
     let phys = if transposed { [ne[1], ne[0], ne[2], ne[3]] } else { ne };
     let pl = Layout::contiguous(dt, phys);
     let layout = if transposed {
-        Layout { dtype: dt, ne, nb: [pl.nb[1], pl.nb[0], pl.nb[2], pl.nb[3]] }
+        Layout { dtype: dt, ne: [ne[0], ne[1], ne[2], ne[3], 1], nb: [pl.nb[1], pl.nb[0], pl.nb[2], pl.nb[3], pl.nb[4]] }
     } else {
         pl
     };
@@ -124,7 +124,7 @@ pub fn download(c: &Arc<VkContext>, t: &DevT) -> Vec<f32> {
     let n = t.layout.nelements();
     (0..n)
         .map(|i| {
-            let q = coords(t.layout.ne, i);
+            let q = coords(t.layout.ne4(), i);
             let at = t.offset + (0..4).map(|d| q[d] * t.layout.nb[d]).sum::<usize>();
             get(&bytes, at, t.layout.dtype)
         })

@@ -46,7 +46,7 @@ pub fn mul_mat(q: QType, a: &DataRef, bytes: &[u8], b: &Src<'_>, out: &mut [f32]
             }
         });
         res?;
-        matmul::mul_mat(&Src::new(Cow::Owned(w), l.ne), b, out, pool);
+        matmul::mul_mat(&Src::new(Cow::Owned(w), l.ne4()), b, out, pool);
         return Ok(());
     }
     let p = partner(q);

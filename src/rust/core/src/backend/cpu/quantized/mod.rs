@@ -42,7 +42,7 @@ fn compute(node: &Node, q: QType, pool: &Pool) -> crate::Result<()> {
         match node.op {
             Op::MulMat => matmul::mul_mat(q, a, bytes, &access::gather(bm, &node.srcs[1])?, &mut out, pool)?,
             // Row indices in f64, where every i32 is exact.
-            _ => get_rows(q, a, bytes, &access::gather::<f64>(bm, &node.srcs[1])?, &mut out, dst.layout.ne)?,
+            _ => get_rows(q, a, bytes, &access::gather::<f64>(bm, &node.srcs[1])?, &mut out, dst.layout.ne4())?,
         }
         out
     };

@@ -120,8 +120,8 @@ fn cpu_paths_agree() {
 fn strided_weights_are_refused_not_misread() {
     let (bytes, _) = weights(QType::Q4_0, 64, 2);
     let mut a = data_ref(QType::Q4_0, &bytes, 64, 2);
-    a.layout.nb = [36, 18, 72, 72];
-    a.layout.ne = [64, 2, 1, 1];
+    a.layout.nb = [36, 18, 72, 72, 72];
+    a.layout.ne = [64, 2, 1, 1, 1];
     let b = vec![1f32; 128];
     let src = Src::new(Cow::Borrowed(&b), [64, 2, 1, 1]);
     let e = mul_mat(QType::Q4_0, &a, &bytes, &src, &mut [0f32; 4], &Pool::new(1).unwrap()).unwrap_err();

@@ -2,7 +2,7 @@
 #
 # Device "cpu" computes in double precision on the host. Device "gpu" runs
 # ops as ggml graphs on the residency backend (.ag_device_state$backend: the
-# best backend, Vulkan when present, else the CPU backend) in f32, with
+# best backend, a Vulkan GPU when present, else the CPU backend) in f32, with
 # weights resident in the persistent pool and activations in the pass pool
 # (see src/rust/core/src/autograd/device.rs).
 
@@ -34,8 +34,10 @@
 #' Default device and precision
 #'
 #' `ag_device()` sets the device of tensors created afterwards: `"cpu"`
-#' (double precision on the host) or `"gpu"` (the best backend: Vulkan when
-#' present, else the CPU backend). `ag_dtype()` sets the precision used on a
+#' (double precision on the host) or `"gpu"` (the backend of
+#' [ggml_backend_init_best()]: a Vulkan GPU when there is one, else the CPU
+#' backend in f32; a CPU-type Vulkan device such as lavapipe only with the
+#' environment variable `GGMLR_VULKAN_CPU_DEVICE=1`). `ag_dtype()` sets the precision used on a
 #' device (`"f32"`, `"f16"`, `"bf16"`); device `"cpu"` always computes in
 #' double precision. On `"gpu"` each op runs as a ggml graph on that backend in
 #' f32; parameters are uploaded once into the persistent pool (stored in f16

@@ -400,7 +400,9 @@ rs_vulkan_init <- function(device) .Call(wrap__rs_vulkan_init, device)
 #' @noRd
 rs_vulkan_is_backend <- function(b) .Call(wrap__rs_vulkan_is_backend, b)
 
-#' Index of the best device: discrete, then integrated, virtual, CPU-type; -1 when none.
+#' The best device's index (-1 when none; a CPU-type device only when
+#' GGMLR_VULKAN_CPU_DEVICE allows it), whether that variable allows it, and
+#' the first CPU-type device (-1 when none).
 #' @noRd
 rs_vulkan_best_device <- function() .Call(wrap__rs_vulkan_best_device)
 

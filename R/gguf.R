@@ -71,7 +71,7 @@ print.gguf <- function(x, ...) {
 #'   or fewer (signed) as integer, other numbers (uint32, int64, uint64,
 #'   float32, float64) as double, arrays as vectors and arrays of arrays as
 #'   lists. `gguf_metadata_types()`: a named character vector of the stored
-#'   types ("uint32", "array[string]", ...), which [gguf_write()] takes to
+#'   types (`"uint32"`, `"array[string]"`, ...), which [gguf_write()] takes to
 #'   write the values back exactly.
 #' @family gguf
 #' @export
@@ -227,7 +227,7 @@ gguf_free <- function(x) {
 #' @param types `NULL` or a named character vector of GGUF value types for
 #'   some metadata keys: "uint8", "int8", "uint16", "int16", "uint32",
 #'   "int32", "uint64", "int64", "float32", "float64", "bool", "string", or
-#'   "array[<type>]" (nested: "array[array[int32]]").
+#'   `"array[<type>]"` (nested: `"array[array[int32]]"`).
 #' @param tensor_types `NULL` or a named vector of type codes for some R
 #'   tensors (`GGML_TYPE_F16`, `GGML_TYPE_Q4_K`, ...).
 #' @param alignment Tensor data alignment in bytes (a power of 2; other than

@@ -64,6 +64,7 @@
 #' # pin a node to a backend, from the next allocation on
 #' ggml_backend_sched_reset(sched)
 #' ggml_backend_sched_set_tensor_backend(sched, y, cpu)
+#' ggml_backend_sched_alloc_graph(sched, g)
 #' ggml_backend_tensor_set_data(a, c(-1, 0, 1, 2))
 #' ggml_backend_sched_graph_compute_async(sched, g)
 #' ggml_backend_sched_synchronize(sched)

@@ -23,7 +23,8 @@
 #'   GGML_TYPE_Q4_1, GGML_TYPE_Q4_K, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q5_K,
 #'   GGML_TYPE_Q6_K, GGML_TYPE_Q8_0, GGML_TYPE_Q8_1, GGML_TYPE_Q8_K, GGML_TYPE_TQ1_0,
 #'   GGML_TYPE_TQ2_0)
-#' data.frame(name = sapply(quantized, ggml_type_name), block_bytes = sapply(quantized, ggml_type_size))
+#' data.frame(name = sapply(quantized, ggml_type_name),
+#'            block_bytes = sapply(quantized, ggml_type_size))
 GGML_TYPE_F32 <- 0L
 
 #' @rdname GGML_TYPE_F32

@@ -96,9 +96,16 @@ ggml_vulkan_backend_stats <- function(backend) {
 
 #' The best available backend
 #'
-#' Returns a backend on the best Vulkan device (discrete GPU, then integrated,
-#' virtual, then CPU-type devices such as lavapipe), or the CPU backend when
-#' there is no Vulkan device or it cannot be started. A message says which.
+#' Returns a backend on the best Vulkan GPU (discrete, then integrated, then
+#' virtual), or the CPU backend when there is none or it cannot be started. A
+#' message says which backend was chosen and why.
+#'
+#' A CPU-type Vulkan device (a software implementation such as llvmpipe /
+#' lavapipe, which many servers and CI machines have) runs shaders on the
+#' host, far slower than the CPU backend, so it is never chosen here by
+#' itself: use it by index with [ggml_vulkan_init()], or set the environment
+#' variable `GGMLR_VULKAN_CPU_DEVICE=1` to let this function (and
+#' `ag_device("gpu")`) take it when there is no GPU.
 #'
 #' @return A `ggml_backend` object.
 #' @export
@@ -107,16 +114,24 @@ ggml_vulkan_backend_stats <- function(backend) {
 #' ggml_backend_free(b)
 ggml_backend_init_best <- function() {
   best <- .rs(rs_vulkan_best_device())
-  if (best >= 0L) {
-    vk <- tryCatch(ggml_vulkan_init(best), ggmlR_error = function(e) e)
+  devs <- if (best$index >= 0L || best$cpu_device >= 0L) ggml_vulkan_list_devices() else NULL
+  label <- function(i) sprintf("Vulkan device %d, %s (%s)", i, devs$name[devs$index == i], devs$type[devs$index == i])
+  if (best$index >= 0L) {
+    vk <- tryCatch(ggml_vulkan_init(best$index), ggmlR_error = function(e) e)
     if (inherits(vk, "ggml_backend")) {
-      devs <- ggml_vulkan_list_devices()
-      message(sprintf("ggml_backend_init_best(): using Vulkan device %d, %s (%s)",
-                      best, devs$name[devs$index == best], devs$type[devs$index == best]))
+      why <- if (devs$type[devs$index == best$index] == "cpu") {
+        sprintf(": a CPU-type device, used because %s is set", best$env)
+      } else ""
+      message(sprintf("ggml_backend_init_best(): using %s%s", label(best$index), why))
       return(vk)
     }
-    message(sprintf("ggml_backend_init_best(): Vulkan device %d failed (%s); using the CPU backend",
-                    best, conditionMessage(vk)))
+    message(sprintf("ggml_backend_init_best(): %s failed (%s); using the CPU backend",
+                    label(best$index), conditionMessage(vk)))
+  } else if (best$cpu_device >= 0L) {
+    message(sprintf(paste0(
+      "ggml_backend_init_best(): using the CPU backend; the only Vulkan device is %s, ",
+      "a software device slower than the CPU backend (ggml_vulkan_init(%d) or %s=1 uses it)"),
+      label(best$cpu_device), best$cpu_device, best$env))
   } else {
     message("ggml_backend_init_best(): no Vulkan device; using the CPU backend")
   }

@@ -13,3 +13,8 @@
   .ag_residency_on_load(.ag_device_state)
   .ag_dispatch_on_load(ns)
 }
+
+# The active-binding functions .ag_tensor_data_fn, .ag_tensor_grad_fn and
+# .ag_grads_fn run in environments the engine makes for each tensor or
+# gradient store, where `e`, `store` and `id` are bound.
+utils::globalVariables(c("e", "store", "id"))

@@ -118,8 +118,15 @@ for (nth in threads) {
   }
 }
 tab <- do.call(rbind, rows)
-cat("ggml_mul_mat (f32) vs R %*% (double, R's BLAS) and numpy float32 matmul:\n")
+cat(sprintf("ggml_mul_mat (f32) vs R %%*%% (double, R's BLAS) and numpy float32 matmul (load average now %.1f):\n", .load()))
 print(tab, row.names = FALSE)
+if (have_np) {
+  one <- tab[tab$threads == 1, ]
+  two <- tab[tab$threads == 2, ]
+  cat("\n2 threads over 1 thread (same run): ggml",
+      paste(sprintf("%d: %.2fx", one$n, two$ggml_GFLOPs / one$ggml_GFLOPs), collapse = ", "),
+      "| numpy", paste(sprintf("%d: %.2fx", one$n, two$numpy_f32_GFLOPs / one$numpy_f32_GFLOPs), collapse = ", "), "\n")
+}
 k <- tab$n == 1024 & tab$threads == 2
 cat(sprintf("\nAt 1024, 2 threads: %.1f GFLOP/s = %.1f%% of the 2-core peak estimate (target 60%%)%s\n",
   tab$ggml_GFLOPs[k], tab$pct_of_peak[k],

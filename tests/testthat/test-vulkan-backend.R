@@ -84,6 +84,64 @@ test_that("ggml_backend_init_best picks the best Vulkan device and says so", {
   ggml_backend_free(b)
 })
 
+test_that("the best backend never picks a CPU-type Vulkan device by itself", {
+  skip_if_no_vulkan()
+  devs <- ggml_vulkan_list_devices()
+  gpu <- devs$type != "cpu"
+  with_vulkan_cpu_device("", {
+    if (any(gpu)) {
+      expect_message(b <- ggml_backend_init_best(), "using Vulkan device")
+      expect_true(ggml_vulkan_is_backend(b))
+      expect_true(gpu[devs$index == ggml_vulkan_backend_stats(b)$device])
+    } else {
+      i <- devs$index[1L]
+      expect_message(b <- ggml_backend_init_best(), sprintf(
+        "using the CPU backend; the only Vulkan device is Vulkan device %d, .*software device.*ggml_vulkan_init\\(%d\\) or GGMLR_VULKAN_CPU_DEVICE=1", i, i))
+      expect_false(ggml_vulkan_is_backend(b))
+      expect_identical(ggml_backend_name(b), ggml_backend_name(ggml_backend_cpu_init()))
+      # Named by index, the device is used.
+      vk <- ggml_vulkan_init(i)
+      expect_true(ggml_vulkan_is_backend(vk))
+      expect_identical(ggml_vulkan_backend_stats(vk)$device_type, "cpu")
+      ggml_backend_free(vk)
+    }
+    ggml_backend_free(b)
+  })
+  if (!any(gpu)) {
+    for (v in c("1", "true")) with_vulkan_cpu_device(v, {
+      expect_message(b <- ggml_backend_init_best(),
+                     "using Vulkan device [0-9]+, .*\\(cpu\\): a CPU-type device, used because GGMLR_VULKAN_CPU_DEVICE is set")
+      expect_true(ggml_vulkan_is_backend(b))
+      ggml_backend_free(b)
+    })
+    with_vulkan_cpu_device("0", expect_false(ggml_vulkan_is_backend(suppressMessages(ggml_backend_init_best()))))
+  }
+})
+
+test_that("device \"gpu\" without a GPU is the CPU backend in f32", {
+  skip_if_no_vulkan()
+  devs <- ggml_vulkan_list_devices()
+  skip_if(any(devs$type != "cpu"), "a Vulkan GPU is present")
+  st <- get(".ag_device_state", envir = asNamespace("ggmlR"))
+  old <- list(backend = st$backend, device = st$device)
+  on.exit({
+    st$backend <- old$backend
+    st$device <- old$device
+  })
+  st$backend <- NULL
+  with_vulkan_cpu_device("", {
+    expect_message(ag_device("gpu"), "using the CPU backend")
+    expect_false(ggml_vulkan_is_backend(st$backend))
+    x <- matrix(c(1 + 2^-30, 2, 3, 4), 2)
+    y <- ag_matmul(ag_tensor(x), ag_tensor(diag(2)))
+    expect_identical(y$device, "gpu")
+    # f32: 1 + 2^-30 rounds to 1; the product matches base R's in f32.
+    expect_identical(.ag_data(y)[1, 1], 1)
+    expect_equal(.ag_data(y), x %*% diag(2), tolerance = 1e-7)
+  })
+  ag_device(old$device)
+})
+
 test_that("tensors outside the backend's memory are a clear error, and nothing is lost", {
   skip_if_no_vulkan()
   vk <- ggml_vulkan_init(0L)

@@ -23,20 +23,19 @@ fn rs_vulkan_is_backend(b: Robj) -> Robj {
     guard(|| Ok(backend_arg(&b, "backend").map(|b| b.is_vulkan()).unwrap_or(false).into()))
 }
 
-/// Index of the best device: discrete, then integrated, virtual, CPU-type; -1 when none.
+/// The best device's index (-1 when none; a CPU-type device only when
+/// GGMLR_VULKAN_CPU_DEVICE allows it), whether that variable allows it, and
+/// the first CPU-type device (-1 when none).
 /// @noRd
 #[extendr]
 fn rs_vulkan_best_device() -> Robj {
     guard(|| {
-        let rank = |t: &str| match t {
-            "discrete" => 0,
-            "integrated" => 1,
-            "virtual" => 2,
-            "cpu" => 3,
-            _ => 4,
-        };
-        let best = vulkan::discovery().devices.iter().min_by_key(|d| (rank(d.device_type), d.index));
-        Ok(best.map(|d| d.index as i32).unwrap_or(-1).into())
+        let devs = &vulkan::discovery().devices;
+        let allow = vulkan::cpu_device_allowed();
+        let idx = |d: Option<&vulkan::DeviceInfo>| d.map(|d| d.index as i32).unwrap_or(-1);
+        let best = idx(vulkan::best_device(devs, allow));
+        let cpu = idx(devs.iter().find(|d| d.device_type == "cpu"));
+        Ok(list!(index = best, cpu_allowed = allow, cpu_device = cpu, env = vulkan::CPU_DEVICE_ENV).into())
     })
 }
 

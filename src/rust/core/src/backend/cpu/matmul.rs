@@ -1,5 +1,5 @@
-//! The products of f32 tensors (`matrixmultiply`'s sgemm), split across the
-//! backend's threads on disjoint blocks of the result, and the [`Gemm`]
+//! The products of f32 tensors (`gemm_rt`: AVX-512 / AVX2 kernels on the
+//! backend's threads), and the [`Gemm`]
 //! trait through which the driver reaches the products of each compute
 //! type. Operands are read with their own strides, so a transposed view
 //! needs no copy.
@@ -9,13 +9,14 @@
 //! in row-major terms `C (N x M) = B (N x K) * A^T (K x M)`.
 
 use super::access::Src;
+use super::gemm_rt::{product, Strided};
 use super::par::{par_rows, Pool};
 use crate::base::float::Float;
 use crate::op::UnaryOp;
 use rayon::prelude::*;
 
-/// A compute type with the products: f32 through `matrixmultiply`'s sgemm
-/// (below), f64 through the tuned kernel of `dgemm` (`matmul_f64`).
+/// A compute type with the products: f32 and f64 through `gemm_rt`
+/// (`matmul_f64` for f64).
 pub trait Gemm: Float {
     /// ggml's `mul_mat(a[K,M], b[K,N]) -> [M,N]`.
     fn mul_mat(a: &Src<'_, Self>, b: &Src<'_, Self>, out: &mut [Self], pool: &Pool);
@@ -72,75 +73,26 @@ struct Mat<'a> {
     cs: usize,
 }
 
-/// Multiply-adds of one sgemm call at most, when a product is split for
-/// Ctrl-C (about a quarter second on one core)...
-const SLAB_WORK: usize = 1 << 31;
-/// ... in whole multiples of this depth (sgemm's own blocking of k).
-const SLAB_DEPTH: usize = 256;
-
-/// C (m x n, row-major, contiguous rows of n) = A (m x k) * B (k x n), rows of C
-/// split across the pool.
+/// C (m x n, row-major, contiguous rows of n) = A (m x k) * B (k x n), on
+/// the pool's threads when large (`gemm_rt`).
 fn gemm(pool: &Pool, m: usize, k: usize, n: usize, a: Mat<'_>, b: Mat<'_>, c: &mut [f32]) {
     debug_assert_eq!(c.len(), m * n);
     if m == 0 || n == 0 {
         return;
     }
-    // A large block is summed over slabs of k (whole multiples of sgemm's
-    // own depth blocking, so nothing is packed twice), so that a requested
-    // stop (Ctrl-C) is seen between slabs, within a fraction of a second.
-    let run = |row0: usize, c_rows: &mut [f32]| {
-        let rows = c_rows.len() / n;
-        if k == 0 {
-            c_rows.fill(0.0);
-            return;
-        }
-        let a_last = (row0 + rows - 1) * a.rs + (k - 1) * a.cs;
+    if k > 0 {
+        let a_last = (m - 1) * a.rs + (k - 1) * a.cs;
         let b_last = (k - 1) * b.rs + (n - 1) * b.cs;
         assert!(a_last < a.d.len() && b_last < b.d.len(), "gemm operand bounds");
-        let depth = (SLAB_WORK / rows.saturating_mul(n).max(1)).max(1).div_ceil(SLAB_DEPTH) * SLAB_DEPTH;
-        let mut k0 = 0;
-        while k0 < k {
-            if crate::base::cancel::requested() {
-                return;
-            }
-            let kk = depth.min(k - k0);
-            // SAFETY: every element sgemm reads lies within `a.d` / `b.d`
-            // (checked above: strides are non-negative, the last element of
-            // the whole product is in bounds, and this slab's columns of A and
-            // rows of B are within it), and it writes exactly the `rows x n`
-            // elements of `c_rows`.
-            unsafe {
-                matrixmultiply::sgemm(
-                    rows,
-                    kk,
-                    n,
-                    1.0,
-                    a.d.as_ptr().add(row0 * a.rs + k0 * a.cs),
-                    a.rs as isize,
-                    a.cs as isize,
-                    b.d.as_ptr().add(k0 * b.rs),
-                    b.rs as isize,
-                    b.cs as isize,
-                    if k0 == 0 { 0.0 } else { 1.0 },
-                    c_rows.as_mut_ptr(),
-                    n as isize,
-                    1,
-                );
-            }
-            k0 += kk;
-        }
-    };
-    let work = m * n * k;
-    if pool.n_threads <= 1 || work < (1 << 18) || m < 2 {
-        run(0, c);
-        return;
     }
-    // One block per thread: each sgemm call packs the shared operand again, so
-    // more blocks cost packing work (measured slower on 2 cores).
-    let per = m.div_ceil(pool.n_threads).div_ceil(8) * 8;
-    pool.install(|| {
-        c.par_chunks_mut(per.max(1) * n).enumerate().for_each(|(i, chunk)| run(i * per, chunk));
-    });
+    let (av, bv) = (
+        Strided { ptr: a.d.as_ptr(), rs: a.rs as isize, cs: a.cs as isize },
+        Strided { ptr: b.d.as_ptr(), rs: b.rs as isize, cs: b.cs as isize },
+    );
+    // SAFETY: the last element each operand addresses is in bounds (checked
+    // above; strides are non-negative), and C is exactly `c`, borrowed
+    // exclusively, with contiguous rows of n.
+    unsafe { product(pool, m, k, n, av, bv, c.as_mut_ptr(), n as isize, 1) }
 }
 
 /// Batched product with ggml's broadcasting of a over b's dimensions 2 and 3.

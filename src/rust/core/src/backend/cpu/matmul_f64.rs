@@ -1,49 +1,46 @@
-//! The products of f64 tensors: the tuned kernel of `dgemm`, on the pool's
-//! threads (`dgemm_par`) when the product is large enough, reading every
+//! The products of f64 tensors through `gemm_rt` (AVX-512 / AVX2 kernels,
+//! on the pool's threads when the product is large enough), reading every
 //! operand with its own strides. `linear` adds a bias and applies an
-//! activation to each block of the result while it is in the cache.
+//! activation to each column of the result after the product.
 
 use super::access::Src;
-use super::dgemm::{dgemm, View};
-use super::dgemm_par::{dgemm_par, Post};
+use super::dgemm_par::Post;
+use super::gemm_rt::{self, Strided};
 use super::matmul::{batched, bias_act, Gemm};
-use super::par::Pool;
+use super::par::{par_rows, Pool, PAR_MIN};
 use crate::op::UnaryOp;
 
-/// Work (multiply-adds) above which a product is split over threads (about
-/// where the time saved outweighs waking the other threads)...
-const PAR_GEMM_WORK: usize = 1 << 20;
-/// ...when it is also this deep (shallower ones mostly move memory).
-const PAR_GEMM_DEPTH: usize = 64;
-
 /// An `rows x cols` operand inside `d` with element strides `rs`, `cs`.
-fn view(d: &[f64], rows: usize, cols: usize, rs: usize, cs: usize) -> View {
+fn view(d: &[f64], rows: usize, cols: usize, rs: usize, cs: usize) -> Strided<f64> {
     if rows > 0 && cols > 0 {
         let last = (rows - 1) * rs + (cols - 1) * cs;
         assert!(last < d.len(), "f64 product operand bounds");
     }
-    View { ptr: d.as_ptr(), rs: rs as isize, cs: cs as isize }
+    Strided { ptr: d.as_ptr(), rs: rs as isize, cs: cs as isize }
 }
 
-/// `C (m x n, column-major, contiguous) = op(A) (m x k) * op(B) (k x n)`,
-/// then `post` on every column segment of C.
-fn product(pool: &Pool, m: usize, k: usize, n: usize, a: View, b: View, c: &mut [f64], post: Post) {
+/// `C (m x n, column-major, contiguous) = op(A) (m x k) * op(B) (k x n)`
+/// (`gemm_rt`, on the pool's threads when large), then `post` on every
+/// column of C.
+fn product(pool: &Pool, m: usize, k: usize, n: usize, a: Strided<f64>, b: Strided<f64>, c: &mut [f64], post: Post) {
     assert_eq!(c.len(), m * n, "f64 product result size");
     if m == 0 || n == 0 {
         return;
     }
-    let big = m * n * k > PAR_GEMM_WORK && k >= PAR_GEMM_DEPTH && pool.n_threads > 1;
     // SAFETY: `view` checked that op(A) (m x k) and op(B) (k x n) lie inside
-    // their slices, which outlive the call; C is exactly the m x n block
-    // (leading dimension m) of `c`, borrowed exclusively.
-    unsafe {
-        if big {
-            return dgemm_par(pool, m, k, n, a, b, c.as_mut_ptr(), m, post);
+    // their slices, which outlive the call; C is exactly the m x n
+    // column-major block of `c`, borrowed exclusively.
+    unsafe { gemm_rt::product(pool, m, k, n, a, b, c.as_mut_ptr(), 1, m as isize) };
+    if m * n >= PAR_MIN && pool.n_threads > 1 {
+        par_rows(pool, c, m, |j0, cols| {
+            for (j, col) in cols.chunks_mut(m).enumerate() {
+                post(0, j0 + j, col);
+            }
+        });
+    } else {
+        for (j, col) in c.chunks_mut(m).enumerate() {
+            post(0, j, col);
         }
-        dgemm(m, k, n, a, b, c.as_mut_ptr(), m);
-    }
-    for (j, col) in c.chunks_mut(m).enumerate() {
-        post(0, j, col);
     }
 }
 

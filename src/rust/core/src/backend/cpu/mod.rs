@@ -10,6 +10,7 @@ mod conv_direct;
 pub mod dgemm;
 pub mod dgemm_par;
 pub mod driver;
+mod gemm_rt;
 mod elementwise;
 mod extended;
 mod glu;
@@ -27,6 +28,8 @@ mod rows;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_gemm;
 #[cfg(test)]
 mod tests_nn;
 

@@ -18,6 +18,7 @@
 //! from this context. `run_graph` returns after the device finished, so the
 //! host may read or reuse any buffer afterwards.
 
+pub mod choice;
 pub mod compute;
 mod context;
 mod device;
@@ -28,6 +29,7 @@ mod memory;
 mod shaders;
 pub mod support;
 
+pub use choice::{best_device, cpu_device_allowed, CPU_DEVICE_ENV};
 pub use context::VkContext;
 pub use device::{device_info, device_memory, device_type_name, discovery, DeviceInfo, DeviceLimits, Discovery};
 pub use encode::{VkNode, VkTensorRef};

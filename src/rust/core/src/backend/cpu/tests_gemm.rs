@@ -1,0 +1,140 @@
+//! The products through `gemm_rt` against a plain triple loop (all stride
+//! layouts, threads, depths crossing a slab), and the side-by-side timing of
+//! the candidate kernels (ignored: run with `cargo test --release -p
+//! ggmlr-core gemm_candidates -- --ignored --nocapture`).
+
+use super::dgemm::{dgemm, View};
+use super::dgemm_par::dgemm_par;
+use super::gemm_rt::{product, Strided};
+use super::par::Pool;
+
+fn naive(m: usize, k: usize, n: usize, a: &[f64], b: &[f64]) -> Vec<f64> {
+    // a row-major m x k, b row-major k x n, result row-major.
+    let mut c = vec![0.0; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            for j in 0..n {
+                c[i * n + j] += a[i * k + p] * b[p * n + j];
+            }
+        }
+    }
+    c
+}
+
+fn vals(len: usize, seed: usize) -> Vec<f64> {
+    (0..len).map(|i| ((i * 7 + seed * 13) % 17) as f64 / 8.0 - 1.0).collect()
+}
+
+#[test]
+fn gemm_rt_matches_the_triple_loop_in_every_layout() {
+    let pool = Pool::new(2).unwrap();
+    for &(m, k, n) in &[(1, 1, 1), (3, 0, 2), (7, 5, 3), (33, 70, 65), (130, 300, 90)] {
+        let (a, b) = (vals(m * k, 1), vals(k * n, 2));
+        let want = naive(m, k, n, &a, &b);
+        // A row-major or transposed storage, B the same; C row- or column-major.
+        let at: Vec<f64> = (0..m * k).map(|x| a[(x % m) * k + x / m]).collect();
+        let bt: Vec<f64> = (0..k * n).map(|x| b[(x % k) * n + x / k]).collect();
+        for (ad, ars, acs) in [(&a, k, 1), (&at, 1, m)] {
+            for (bd, brs, bcs) in [(&b, n, 1), (&bt, 1, k)] {
+                for (crs, ccs) in [(n, 1), (1, m)] {
+                    for p in [&Pool::single(), &pool] {
+                        let mut c64 = vec![f64::NAN; m * n];
+                        let av = Strided { ptr: ad.as_ptr(), rs: ars as isize, cs: acs as isize };
+                        let bv = Strided { ptr: bd.as_ptr(), rs: brs as isize, cs: bcs as isize };
+                        // SAFETY: the views address m x k and k x n values of their vectors; C is m x n.
+                        unsafe { product(p, m, k, n, av, bv, c64.as_mut_ptr(), crs as isize, ccs as isize) };
+                        let a32: Vec<f32> = ad.iter().map(|&x| x as f32).collect();
+                        let b32: Vec<f32> = bd.iter().map(|&x| x as f32).collect();
+                        let mut c32 = vec![f32::NAN; m * n];
+                        let av = Strided { ptr: a32.as_ptr(), rs: ars as isize, cs: acs as isize };
+                        let bv = Strided { ptr: b32.as_ptr(), rs: brs as isize, cs: bcs as isize };
+                        // SAFETY: as above.
+                        unsafe { product(p, m, k, n, av, bv, c32.as_mut_ptr(), crs as isize, ccs as isize) };
+                        for i in 0..m {
+                            for j in 0..n {
+                                let (w, at) = (want[i * n + j], i * crs + j * ccs);
+                                assert!((c64[at] - w).abs() <= 1e-12 * (1.0 + w.abs()), "f64 {m}x{k}x{n} ({i},{j})");
+                                assert!((c32[at] as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()), "f32 {m}x{k}x{n} ({i},{j})");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn best(mut f: impl FnMut()) -> f64 {
+    f();
+    let (start, mut b, mut k) = (std::time::Instant::now(), f64::MAX, 0);
+    while k < 3 || start.elapsed().as_secs_f64() < 0.5 {
+        let t = std::time::Instant::now();
+        f();
+        b = b.min(t.elapsed().as_secs_f64());
+        k += 1;
+    }
+    b
+}
+
+#[test]
+#[ignore]
+fn gemm_candidates() {
+    let sizes: Vec<usize> = std::env::var("GEMM_SIZES")
+        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|_| vec![256, 512, 1024, 2048]);
+    println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
+    println!("GFLOP/s, best of repeated runs; columns: gemm crate | matrixmultiply (rows split over the pool) | package dgemm");
+    for threads in [1usize, 2] {
+        let pool = Pool::new(threads).unwrap();
+        for &n in &sizes {
+            let gf = |t: f64| 2.0 * (n as f64).powi(3) / t / 1e9;
+            let (a, b) = (vals(n * n, 1), vals(n * n, 2));
+            let (a32, b32): (Vec<f32>, Vec<f32>) = (a.iter().map(|&x| x as f32).collect(), b.iter().map(|&x| x as f32).collect());
+            let mut c = vec![0.0f64; n * n];
+            let mut c32 = vec![0.0f32; n * n];
+            let s = |p: *const f64| Strided { ptr: p, rs: n as isize, cs: 1 };
+            let s32 = |p: *const f32| Strided { ptr: p, rs: n as isize, cs: 1 };
+            // SAFETY (all timed calls): n x n operands and results, exclusively borrowed.
+            let g32 = best(|| unsafe { product(&pool, n, n, n, s32(a32.as_ptr()), s32(b32.as_ptr()), c32.as_mut_ptr(), n as isize, 1) });
+            // ggml's layout: C (n x m) = B (n x k) * A^T, A^T read with rs = 1.
+            let t32 = |p: *const f32| Strided { ptr: p, rs: 1, cs: n as isize };
+            let g32t = best(|| unsafe { product(&pool, n, n, n, s32(a32.as_ptr()), t32(b32.as_ptr()), c32.as_mut_ptr(), n as isize, 1) });
+            let g64 = best(|| unsafe { product(&pool, n, n, n, s(a.as_ptr()), s(b.as_ptr()), c.as_mut_ptr(), n as isize, 1) });
+            let per = n.div_ceil(threads);
+            let m32 = best(|| {
+                use rayon::prelude::*;
+                let (ap, bp) = (a32.as_ptr() as usize, b32.as_ptr() as usize);
+                pool.install(|| {
+                    c32.par_chunks_mut(per * n).enumerate().for_each(|(i, ch)| unsafe {
+                        let rows = ch.len() / n;
+                        matrixmultiply::sgemm(rows, n, n, 1.0, (ap as *const f32).add(i * per * n), n as isize, 1, bp as *const f32, n as isize, 1, 0.0, ch.as_mut_ptr(), n as isize, 1)
+                    })
+                })
+            });
+            let m64 = best(|| {
+                use rayon::prelude::*;
+                let (ap, bp) = (a.as_ptr() as usize, b.as_ptr() as usize);
+                pool.install(|| {
+                    c.par_chunks_mut(per * n).enumerate().for_each(|(i, ch)| unsafe {
+                        let rows = ch.len() / n;
+                        matrixmultiply::dgemm(rows, n, n, 1.0, (ap as *const f64).add(i * per * n), n as isize, 1, bp as *const f64, n as isize, 1, 0.0, ch.as_mut_ptr(), n as isize, 1)
+                    })
+                })
+            });
+            let v = |p: *const f64| View { ptr: p, rs: 1, cs: n as isize };
+            let post = |_: usize, _: usize, _: &mut [f64]| {};
+            let d64 = best(|| unsafe {
+                if threads > 1 {
+                    dgemm_par(&pool, n, n, n, v(a.as_ptr()), v(b.as_ptr()), c.as_mut_ptr(), n, &post)
+                } else {
+                    dgemm(n, n, n, v(a.as_ptr()), v(b.as_ptr()), c.as_mut_ptr(), n)
+                }
+            });
+            println!(
+                "n={n:5} threads={threads}  f32: gemm {:7.1} (B^T {:7.1}) | mm {:7.1}    f64: gemm {:6.1} | mm {:6.1} | dgemm {:6.1}",
+                gf(g32), gf(g32t), gf(m32), gf(g64), gf(m64), gf(d64)
+            );
+        }
+    }
+    println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
+}

@@ -233,11 +233,18 @@ impl HTensor {
 
     /// ONNX `Cast` to `to`: float to integer truncates toward zero and wraps
     /// like a C cast; anything to bool is "not zero"; float to float16 or
-    /// bfloat16 rounds to that precision.
+    /// bfloat16 rounds to that precision; to the narrow float types it
+    /// rounds and saturates.
     pub fn cast(&self, to: Elem) -> HTensor {
+        self.cast_sat(to, true)
+    }
+
+    /// `cast`, with float8 targets saturating only with `saturate` (Cast's
+    /// attribute of that name).
+    pub fn cast_sat(&self, to: Elem, saturate: bool) -> HTensor {
         let data = if to.is_float() {
             let v = self.f64s();
-            Data::F(v.iter().map(|&x| round_to(to, x)).collect())
+            Data::F(v.iter().map(|&x| round_to_sat(to, x, saturate)).collect())
         } else if to == Elem::Bool {
             Data::I(self.f64s().iter().map(|&x| (x != 0.0) as i64).collect())
         } else {
@@ -262,12 +269,20 @@ pub fn f_to_i(x: f64) -> i64 {
     x as i64
 }
 
-/// A value rounded to the precision of float type `t`.
+/// A value rounded to the precision of float type `t` (the narrow types
+/// saturating).
 pub fn round_to(t: Elem, x: f64) -> f64 {
+    round_to_sat(t, x, true)
+}
+
+/// A value rounded to float type `t`; out of range values of the float8
+/// types saturate only with `saturate`.
+pub fn round_to_sat(t: Elem, x: f64, saturate: bool) -> f64 {
     match t {
         Elem::F32 => x as f32 as f64,
         Elem::F16 => half::f16::from_f64(x).to_f64(),
         Elem::BF16 => half::bf16::from_f64(x).to_f64(),
+        t if t.is_narrow() => super::lowp::round(t, x as f32 as f64, saturate),
         _ => x,
     }
 }
@@ -282,6 +297,10 @@ pub fn wrap_int(t: Elem, x: i64) -> i64 {
         Elem::I32 => x as i32 as i64,
         Elem::U32 => x as u32 as i64,
         Elem::Bool => (x != 0) as i64,
+        Elem::U4 => x & 0xf,
+        Elem::I4 => ((x & 0xf) ^ 8) - 8,
+        Elem::U2 => x & 0x3,
+        Elem::I2 => ((x & 0x3) ^ 2) - 2,
         _ => x,
     }
 }

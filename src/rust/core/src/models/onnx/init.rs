@@ -64,7 +64,7 @@ impl Init {
             shape.push(0);
         }
         let n = numel(&shape)?;
-        let bytes = n.checked_mul(elem.size()).ok_or_else(|| anyhow::anyhow!("the tensor is too large"))?;
+        let bytes = elem.raw_bytes(n).ok_or_else(|| anyhow::anyhow!("the tensor is too large"))?;
         let data = if t.data_location == Some(1) {
             Stored::Raw(external(t, dir, bytes)?)
         } else if let Some(raw) = &t.raw_data {
@@ -84,8 +84,11 @@ impl Init {
                 Elem::U32 | Elem::U64 => (t.uint64_data.len(), Stored::U64(t.uint64_data.clone())),
                 _ => (t.int32_data.len(), Stored::I32(t.int32_data.clone())),
             };
+            // int32_data holds 2 (4-bit) or 4 (2-bit) packed elements each.
+            let per = if elem.bits() < 8 { 8 / elem.bits() } else { 1 };
+            let want = n.div_ceil(per);
             ensure!(
-                have == n,
+                have == want,
                 "it holds {have} values, but a {} tensor of shape {} has {n}",
                 elem.name(),
                 fmt_shape(&shape)
@@ -102,7 +105,28 @@ impl Init {
     /// The values as a host tensor.
     pub fn to_host(&self) -> crate::Result<HTensor> {
         let n = self.numel();
-        let data = if self.elem.is_float() {
+        let data = if self.elem.is_narrow() {
+            let v: Vec<u8> = match &self.data {
+                Stored::Raw(b) => (0..n).map(|i| narrow_at(self.elem, b, i)).collect(),
+                Stored::I32(v) => {
+                    // Packed 4- or 2-bit elements, or one element per value.
+                    let bits = self.elem.bits();
+                    let per = if bits < 8 { 8 / bits } else { 1 };
+                    let bytes: Vec<u8> = v.iter().map(|&x| x as u8).collect();
+                    if per == 1 {
+                        bytes
+                    } else {
+                        (0..n).map(|i| narrow_at(self.elem, &bytes, i)).collect()
+                    }
+                }
+                _ => bail!("internal: wide data for a {} tensor", self.elem.name()),
+            };
+            if self.elem.is_float() {
+                Data::F(v.iter().map(|&b| crate::models::onnx::lowp::decode(self.elem, b)).collect())
+            } else {
+                Data::I(v.iter().map(|&b| narrow_int(self.elem, b)).collect())
+            }
+        } else if self.elem.is_float() {
             Data::F(self.floats()?)
         } else {
             let v: Vec<i64> = match &self.data {
@@ -138,6 +162,25 @@ impl Init {
             return Ok(v.clone());
         }
         Ok(self.to_host()?.f64s().iter().map(|&x| x as f32).collect())
+    }
+}
+
+/// The bit pattern of element `i` of a narrow type's raw data (packed
+/// lowest bits first for the 4- and 2-bit types).
+fn narrow_at(e: Elem, b: &[u8], i: usize) -> u8 {
+    match e.bits() {
+        4 => (b[i / 2] >> (4 * (i % 2))) & 0xf,
+        2 => (b[i / 4] >> (2 * (i % 4))) & 0x3,
+        _ => b[i],
+    }
+}
+
+/// The value of a 4- or 2-bit integer's bit pattern.
+fn narrow_int(e: Elem, b: u8) -> i64 {
+    match e {
+        Elem::I4 => ((b << 4) as i8 >> 4) as i64,
+        Elem::I2 => ((b << 6) as i8 >> 6) as i64,
+        _ => b as i64,
     }
 }
 
@@ -245,6 +288,27 @@ mod tests {
         assert!(Init::from_proto(&t, None, "x").is_err());
         let t = tp(vec![2], 8);
         assert!(format!("{:#}", Init::from_proto(&t, None, "x").unwrap_err()).contains("string"));
+    }
+
+    #[test]
+    fn narrow_types_unpack() {
+        // int4 [-8, 7, 1] packed low nibble first: 0x78, 0x01.
+        let mut t = tp(vec![3], 22);
+        t.raw_data = Some(Bytes::from_static(&[0x78, 0x01]));
+        assert_eq!(Init::from_proto(&t, None, "x").unwrap().to_host().unwrap().i64s().to_vec(), vec![-8, 7, 1]);
+        t.raw_data = Some(Bytes::from_static(&[0x78]));
+        assert!(Init::from_proto(&t, None, "x").is_err());
+        // uint2 [3, 0, 1, 2, 1] in int32_data, four to a value.
+        let mut t = tp(vec![5], 25);
+        t.int32_data = vec![0b1001_0011, 0b01];
+        assert_eq!(Init::from_proto(&t, None, "x").unwrap().to_host().unwrap().i64s().to_vec(), vec![3, 0, 1, 2, 1]);
+        // float8e4m3fn 1.0 (0x38) and -448 (0xfe); float4e2m1 6 and -0.5.
+        let mut t = tp(vec![2], 17);
+        t.raw_data = Some(Bytes::from_static(&[0x38, 0xfe]));
+        assert_eq!(Init::from_proto(&t, None, "x").unwrap().to_f32().unwrap(), vec![1.0, -448.0]);
+        let mut t = tp(vec![2], 23);
+        t.raw_data = Some(Bytes::from_static(&[0x97]));
+        assert_eq!(Init::from_proto(&t, None, "x").unwrap().to_f32().unwrap(), vec![6.0, -0.5]);
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod elem;
 pub mod host;
 pub mod init;
 pub mod load;
+pub mod lowp;
 pub mod model;
 pub mod ops;
 pub mod plan;

@@ -190,7 +190,10 @@ impl Runner {
             // Values of a narrower type than f32 are rounded to it, as the
             // model's type says.
             let e = v.elem();
-            let vals = if e.is_float() {
+            let vals = if e.is_narrow() {
+                // Computed on the host, already on the type's grid.
+                vals
+            } else if e.is_float() {
                 vals.into_iter().map(|x| super::host::round_to(e, x)).collect()
             } else {
                 vals.into_iter().map(f64::round).collect()

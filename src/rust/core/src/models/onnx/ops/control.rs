@@ -117,27 +117,29 @@ fn lower_loop(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<V
     Ok(outs)
 }
 
-fn lower_scan(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
-    let g = graph(n, "body")?.clone();
-    let m = n.int("num_scan_inputs", 0).max(0) as usize;
-    let all: Vec<Val> = ins.iter().flatten().cloned().collect();
-    ensure!(m <= all.len(), "Scan has {} inputs but num_scan_inputs = {m}", all.len());
-    let n_states = all.len() - m;
-    let mut states: Vec<Val> = all[..n_states].to_vec();
-    let xs: Vec<Val> = all[n_states..].to_vec();
-    let in_axes = n.ints("scan_input_axes").unwrap_or_else(|| vec![0; m]);
-    let in_dirs = n.ints("scan_input_directions").unwrap_or_else(|| vec![0; m]);
+/// One Scan: `states` carried through the body, `xs` (tensor, axis,
+/// reversed) sliced per iteration; returns the final states and the
+/// stacked scan outputs (axes and directions per output).
+struct ScanArgs {
+    in_axes: Vec<i64>,
+    in_dirs: Vec<i64>,
+    out_axes: Vec<i64>,
+    out_dirs: Vec<i64>,
+}
+
+fn scan(p: &mut Planner, g: &Graph, mut states: Vec<Val>, xs: &[Val], a: &ScanArgs) -> crate::Result<Vec<Val>> {
+    let n_states = states.len();
     let mut xdev = Vec::new();
     let mut len = None;
     for (k, x) in xs.iter().enumerate() {
         let d = p.dev(x)?;
-        let a = super::common::axis(*in_axes.get(k).unwrap_or(&0), d.shape.len())?;
-        let l = d.shape[a];
+        let ax = super::common::axis(*a.in_axes.get(k).unwrap_or(&0), d.shape.len())?;
+        let l = d.shape[ax];
         if let Some(prev) = len {
             ensure!(prev == l, "the scan inputs have different lengths ({prev} and {l})");
         }
         len = Some(l);
-        xdev.push((d, a, in_dirs.get(k).copied().unwrap_or(0) != 0));
+        xdev.push((d, ax, a.in_dirs.get(k).copied().unwrap_or(0) != 0));
     }
     let len = len.unwrap_or(0);
     ensure!(len <= MAX_ITERATIONS, "a Scan of {len} iterations is too long");
@@ -145,29 +147,85 @@ fn lower_scan(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<V
     let mut scans: Vec<Vec<Val>> = vec![Vec::new(); n_scan_out];
     for t in 0..len {
         let mut inputs = states.clone();
-        for (d, a, rev) in &xdev {
+        for (d, ax, rev) in &xdev {
             let i = if *rev { len - 1 - t } else { t };
-            let s = narrow(p.eb(), d, *a, i, 1)?;
+            let s = narrow(p.eb(), d, *ax, i, 1)?;
             let mut shape = s.shape.clone();
-            shape.remove(*a);
+            shape.remove(*ax);
             inputs.push(Val::D(reshape(p.eb(), &s, shape)?));
         }
-        let outs = body(p, &g, inputs)?;
+        let outs = body(p, g, inputs)?;
         ensure!(outs.len() == n_states + n_scan_out, "the Scan body gives {} outputs, expected {}", outs.len(), n_states + n_scan_out);
         states = outs[..n_states].to_vec();
         for (k, v) in outs[n_states..].iter().enumerate() {
             scans[k].push(v.clone());
         }
     }
-    let out_axes = n.ints("scan_output_axes").unwrap_or_else(|| vec![0; n_scan_out]);
-    let out_dirs = n.ints("scan_output_directions").unwrap_or_else(|| vec![0; n_scan_out]);
     let mut outs = states;
     for (k, parts) in scans.into_iter().enumerate() {
         let rank = parts.first().map_or(0, |v| v.shape().len());
-        let a = *out_axes.get(k).unwrap_or(&0);
-        let a = if a < 0 { a + rank as i64 + 1 } else { a };
-        ensure!((0..=rank as i64).contains(&a), "scan output axis {a} is out of range");
-        outs.push(stack(p, parts, a as usize, out_dirs.get(k).copied().unwrap_or(0) != 0)?);
+        let ax = *a.out_axes.get(k).unwrap_or(&0);
+        let ax = if ax < 0 { ax + rank as i64 + 1 } else { ax };
+        ensure!((0..=rank as i64).contains(&ax), "scan output axis {ax} is out of range");
+        outs.push(stack(p, parts, ax as usize, a.out_dirs.get(k).copied().unwrap_or(0) != 0)?);
     }
     Ok(outs)
+}
+
+fn lower_scan(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+    let g = graph(n, "body")?.clone();
+    let m = n.int("num_scan_inputs", 0).max(0) as usize;
+    if p.opset < 9 {
+        return lower_scan8(p, n, &g, ins, m);
+    }
+    let all: Vec<Val> = ins.iter().flatten().cloned().collect();
+    ensure!(m <= all.len(), "Scan has {} inputs but num_scan_inputs = {m}", all.len());
+    let n_states = all.len() - m;
+    let n_scan_out = g.outputs.len().saturating_sub(n_states);
+    let a = ScanArgs {
+        in_axes: n.ints("scan_input_axes").unwrap_or_else(|| vec![0; m]),
+        in_dirs: n.ints("scan_input_directions").unwrap_or_else(|| vec![0; m]),
+        out_axes: n.ints("scan_output_axes").unwrap_or_else(|| vec![0; n_scan_out]),
+        out_dirs: n.ints("scan_output_directions").unwrap_or_else(|| vec![0; n_scan_out]),
+    };
+    scan(p, &g, all[..n_states].to_vec(), &all[n_states..], &a)
+}
+
+/// Scan-8: a batch axis first on every input and output, an optional
+/// first input of sequence lengths (all the full length here), the scan
+/// axis after the batch's and `directions` per scan input. Each batch
+/// entry is scanned on its own and the results are stacked.
+fn lower_scan8(p: &mut Planner, n: &Node, g: &Graph, ins: &[Option<Val>], m: usize) -> crate::Result<Vec<Val>> {
+    let all: Vec<Val> = ins.iter().skip(1).flatten().cloned().collect();
+    ensure!(m <= all.len(), "Scan has {} inputs but num_scan_inputs = {m}", all.len());
+    let n_states = all.len() - m;
+    let Some(first) = all.first() else { return Ok(Vec::new()) };
+    let batch = first.shape().first().copied().unwrap_or(0);
+    for v in &all {
+        ensure!(v.shape().first() == Some(&batch), "Scan-8's inputs need the batch ({batch}) as their first dimension, not {}", fmt_shape(v.shape()));
+    }
+    if let Some(sl) = opt(ins, 0) {
+        let full = all.get(n_states).map_or(0, |x| x.shape().get(1).copied().unwrap_or(0));
+        let lens = p.ints_of(sl, "sequence_lens")?;
+        ensure!(lens.iter().all(|&l| l as usize == full), "Scan with sequence_lens {lens:?} shorter than the inputs ({full}) is not supported");
+    }
+    let a = ScanArgs { in_axes: vec![0; m], in_dirs: n.ints("directions").unwrap_or_else(|| vec![0; m]), out_axes: Vec::new(), out_dirs: Vec::new() };
+    let mut per: Vec<Vec<Val>> = Vec::new();
+    for b in 0..batch {
+        let mut slices = Vec::with_capacity(all.len());
+        for v in &all {
+            let d = p.dev(v)?;
+            let s = narrow(p.eb(), &d, 0, b, 1)?;
+            let shape = s.shape[1..].to_vec();
+            slices.push(Val::D(reshape(p.eb(), &s, shape)?));
+        }
+        let outs = scan(p, g, slices[..n_states].to_vec(), &slices[n_states..], &a)?;
+        if per.is_empty() {
+            per = vec![Vec::new(); outs.len()];
+        }
+        for (k, v) in outs.into_iter().enumerate() {
+            per[k].push(v);
+        }
+    }
+    per.into_iter().map(|parts| stack(p, parts, 0, false)).collect()
 }

@@ -1,7 +1,9 @@
-//! Convolutions: Conv (1-D and 2-D, groups, dilations, strides, explicit or
-//! automatic padding) as ggml does it, `im2col` then one `mul_mat` (batched
-//! over groups); ConvTranspose as a convolution of the input spread by the
-//! stride with the flipped kernel.
+//! Convolutions: Conv (1-D, 2-D and 3-D, groups, dilations, strides,
+//! explicit or automatic padding) as ggml does it, `im2col` then one
+//! `mul_mat` (batched over groups); a 3-D convolution is a 2-D one over
+//! the depth windows (each output depth's KD input slices stacked as
+//! channels, the output depths as batch). ConvTranspose is a convolution
+//! of the input spread by the stride with the flipped kernel.
 
 use super::common::{arg, one, opt, Fold, Lower};
 use crate::base::dtype::DType;
@@ -158,13 +160,49 @@ pub fn conv2d(p: &mut Planner, x: &Dev, w: T, group: usize, geo: [Geo; 2]) -> cr
     Ok(Dev { t, shape: vec![nn, oc, oh, ow], elem: super::common::float_result(x.elem) })
 }
 
+/// 3-D convolution of `x` [N, C, D, H, W] by kernel `w` (ggml [KW, KH,
+/// Cg*KD, OC], an ONNX [OC, Cg, KD, KH, KW] tensor as it is) with depth
+/// `kd`, geometry `geo` (D, H, W) -> [N, OC, OD, OH, OW].
+pub fn conv3d(p: &mut Planner, x: &Dev, w: T, kd: usize, group: usize, geo: [Geo; 3]) -> crate::Result<Dev> {
+    let [nn, c, d] = [x.shape[0], x.shape[1], x.shape[2]];
+    let (h, wd) = (x.shape[3], x.shape[4]);
+    let gd = geo[0];
+    let od = out_size(d, &gd, false)?;
+    // Depth padded with zeros, then per tap the strided depth slices.
+    let xt = dev::canonical(p.eb(), x)?;
+    let plane = h * wd;
+    let lo = gd.pb;
+    let need = (od - 1) * gd.s + gd.d * (kd - 1) + 1;
+    let hi = need.saturating_sub(d + lo);
+    let dp = d + lo + hi;
+    let b = p.eb();
+    let mut t = b.reshape(&xt.t, [plane, d, c * nn, 1])?;
+    if lo + hi > 0 {
+        t = b.op(Op::PadEx { lo: [0, lo, 0, 0], hi: [0, hi, 0, 0], mode: PadMode::Constant, value: 0.0 }, &[t])?;
+    }
+    let es = t.dtype().size();
+    let mut taps = Vec::with_capacity(kd);
+    for j in 0..kd {
+        let v = b.view(&t, [plane, od, c * nn, 1], [es, plane * gd.s * es, plane * dp * es, plane * dp * c * nn * es], j * gd.d * plane * es)?;
+        let v = b.contig(&v)?;
+        taps.push(Dev { t: b.reshape(&v, dev::ne_of(&[nn, c, 1, od, h, wd]))?, shape: vec![nn, c, 1, od, h, wd], elem: x.elem });
+    }
+    let st = dev::concat(b, &taps, 2)?; // [N, C, KD, OD, H, W]
+    let st = dev::permute(b, &st, &[0, 3, 1, 2, 4, 5])?; // [N, OD, C, KD, H, W]
+    let st = reshape(b, &st, vec![nn * od, c * kd, h, wd])?;
+    let y = conv2d(p, &st, w, group, [geo[1], geo[2]])?; // [N*OD, OC, OH, OW]
+    let (oc, oh, ow) = (y.shape[1], y.shape[2], y.shape[3]);
+    let y = reshape(p.eb(), &y, vec![nn, od, oc, oh, ow])?;
+    dev::permute(p.eb(), &y, &[0, 2, 1, 3, 4])
+}
+
 /// `x` [N, C, L] as [N, C, 1, L] and back: 1-D convolutions are 2-D ones.
 fn spatial(n: &Node, x: &Val, w: &Val) -> crate::Result<usize> {
     let r = x.shape().len();
     ensure!(r == w.shape().len(), "the input {} and the kernel {} differ in rank", fmt_shape(x.shape()), fmt_shape(w.shape()));
     match r {
-        3 | 4 => Ok(r - 2),
-        _ => bail!("{} with {} spatial dimensions is not supported (1 or 2)", n.op, r.saturating_sub(2)),
+        3..=5 => Ok(r - 2),
+        _ => bail!("{} with {} spatial dimensions is not supported (1, 2 or 3)", n.op, r.saturating_sub(2)),
     }
 }
 
@@ -180,6 +218,16 @@ pub(super) fn lower_conv(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crat
     let mut x = p.dev(&xv)?;
     let sp: Vec<usize> = x.shape[2..].to_vec();
     let g = geometry(n, &sp, &kdims)?;
+    if nsp == 3 {
+        let w = weight(p, &wv, [ws[4], ws[3], ws[1] * ws[2], ws[0]])?;
+        let mut y = conv3d(p, &x, w, ws[2], group, [g[0], g[1], g[2]])?;
+        if let Some(bv) = opt(ins, 2) {
+            let bd = p.dev(bv)?;
+            let bd = reshape(p.eb(), &bd, vec![1, bd.shape.iter().product(), 1, 1, 1])?;
+            y = binary(p.eb(), BinFn::Add, &y, &bd, y.elem)?;
+        }
+        return one(y);
+    }
     let (geo, kne) = if nsp == 1 {
         x = reshape(p.eb(), &x, vec![x.shape[0], x.shape[1], 1, sp[0]])?;
         ([Geo { k: 1, s: 1, d: 1, pb: 0, pe: 0 }, g[0]], [ws[2], 1, ws[1], ws[0]])
@@ -200,19 +248,24 @@ pub(super) fn lower_conv(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crat
     one(y)
 }
 
-/// ConvTranspose weights [C, OCg, KH, KW] as a convolution kernel
-/// [G*OCg, Cg, KH, KW]: channels swapped per group, taps flipped.
+/// ConvTranspose weights [C, OCg, K...] as a convolution kernel
+/// [G*OCg, Cg, K...]: channels swapped per group, taps flipped.
 fn flip_kernel(w: &HTensor, group: usize) -> crate::Result<HTensor> {
     let s = &w.shape;
-    let (c, ocg, kh, kw) = (s[0], s[1], s[2], s[3]);
+    let (c, ocg) = (s[0], s[1]);
     ensure!(c % group == 0, "{c} input channels do not split into {group} groups");
     let cg = c / group;
     let st = strides(s);
-    let out = vec![group * ocg, cg, kh, kw];
+    let mut out = vec![group * ocg, cg];
+    out.extend_from_slice(&s[2..]);
     let idx = crate::models::onnx::host::index_map(&out, |q| {
-        let (o, ci, y, x) = (q[0], q[1], q[2], q[3]);
+        let (o, ci) = (q[0], q[1]);
         let (g, og) = (o / ocg, o % ocg);
-        (g * cg + ci) * st[0] + og * st[1] + (kh - 1 - y) * st[2] + (kw - 1 - x) * st[3]
+        let mut i = (g * cg + ci) * st[0] + og * st[1];
+        for a in 2..s.len() {
+            i += (s[a] - 1 - q[a]) * st[a];
+        }
+        i
     })?;
     Ok(w.pick(&idx, out))
 }
@@ -223,30 +276,27 @@ fn lower_conv_transpose(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate
     let group = n.int("group", 1).max(1) as usize;
     let mut w = (*p.value_of(&wv, "weights")?).clone();
     let mut x = p.dev(&xv)?;
-    if nsp == 1 {
-        x = reshape(p.eb(), &x, vec![x.shape[0], x.shape[1], 1, x.shape[2]])?;
-        w = w.reshaped(vec![w.shape[0], w.shape[1], 1, w.shape[2]])?;
-    }
-    let k = [w.shape[2], w.shape[3]];
-    let sp = [x.shape[2], x.shape[3]];
     let r = nsp;
     let strides = list(n, "strides", r, 1)?;
     let dil = list(n, "dilations", r, 1)?;
     let opad = list(n, "output_padding", r, 0)?;
-    let (s, d, op) = if nsp == 1 {
-        ([1, strides[0]], [1, dil[0]], [0, opad[0]])
+    // 1-D as 2-D with a unit height; `off` maps engine axes to the node's.
+    let (s, d, op, off) = if nsp == 1 {
+        x = reshape(p.eb(), &x, vec![x.shape[0], x.shape[1], 1, x.shape[2]])?;
+        w = w.reshaped(vec![w.shape[0], w.shape[1], 1, w.shape[2]])?;
+        (vec![1, strides[0]], vec![1, dil[0]], vec![0, opad[0]], 1)
     } else {
-        ([strides[0], strides[1]], [dil[0], dil[1]], [opad[0], opad[1]])
+        (strides, dil, opad, 0)
     };
+    let ns = s.len();
+    let k: Vec<usize> = w.shape[2..].to_vec();
+    let sp: Vec<usize> = x.shape[2..].to_vec();
     // Pads: explicit, or from auto_pad / output_shape.
     let auto = n.string("auto_pad", "NOTSET");
     let out_shape = n.ints("output_shape");
-    let mut pads = [[0i64; 2]; 2];
-    for i in 0..2 {
-        let li = if nsp == 1 { 0 } else { i };
-        if nsp == 1 && i == 0 {
-            continue;
-        }
+    let mut pads = vec![[0i64; 2]; ns];
+    for i in off..ns {
+        let li = i - off;
         let full = (s[i] * (sp[i] - 1) + op[i] + d[i] * (k[i] - 1) + 1) as i64;
         let target = match &out_shape {
             Some(o) => {
@@ -275,24 +325,28 @@ fn lower_conv_transpose(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate
         };
     }
     let kt = flip_kernel(&w, group)?;
-    // Spread x by the stride: a zero after each element, per spatial dim.
-    let [nn, c, h, wd] = [x.shape[0], x.shape[1], x.shape[2], x.shape[3]];
-    let b = p.eb();
-    let mut t = dev::shaped(b, &x, [1, wd, h, c * nn])?;
-    if s[1] > 1 {
-        t = b.op(Op::PadEx { lo: [0; 4], hi: [s[1] - 1, 0, 0, 0], mode: PadMode::Constant, value: 0.0 }, &[t])?;
+    // Spread x by the stride: s - 1 zeros after each element, per spatial
+    // axis (the axis viewed as [outer, L, 1, inner], the unit axis padded).
+    let mut spread = dev::canonical(p.eb(), &x)?;
+    for i in 0..ns {
+        if s[i] == 1 {
+            continue;
+        }
+        let a = 2 + i;
+        let inner: usize = spread.shape[a + 1..].iter().product();
+        let outer: usize = spread.shape[..a].iter().product();
+        let l = spread.shape[a];
+        let b = p.eb();
+        let t = dev::shaped(b, &spread, [inner, 1, l, outer])?;
+        let t = b.op(Op::PadEx { lo: [0; 4], hi: [0, s[i] - 1, 0, 0], mode: PadMode::Constant, value: 0.0 }, &[t])?;
+        let mut shape = spread.shape.clone();
+        shape[a] = l * s[i];
+        let t = b.reshape(&t, dev::ne_of(&shape))?;
+        spread = Dev { t, shape, elem: x.elem };
     }
-    let w2 = s[1] * wd;
-    t = b.reshape(&t, [w2, 1, h, c * nn])?;
-    if s[0] > 1 {
-        t = b.op(Op::PadEx { lo: [0; 4], hi: [0, s[0] - 1, 0, 0], mode: PadMode::Constant, value: 0.0 }, &[t])?;
-    }
-    let h2 = s[0] * h;
-    let t = b.reshape(&t, [w2, h2, c, nn])?;
-    let mut spread = Dev { t, shape: vec![nn, c, h2, w2], elem: x.elem };
     // Borders: (k-1)*d - pad before; the spread's trailing zeros count after.
-    let mut geo = [Geo { k: 1, s: 1, d: 1, pb: 0, pe: 0 }; 2];
-    for i in 0..2 {
+    let mut geo = vec![Geo { k: 1, s: 1, d: 1, pb: 0, pe: 0 }; ns];
+    for i in 0..ns {
         let span = d[i] * (k[i] - 1);
         let before = span as i64 - pads[i][0];
         let after = span as i64 - pads[i][1] + op[i] as i64 - (s[i] as i64 - 1);
@@ -308,16 +362,24 @@ fn lower_conv_transpose(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate
         }
         geo[i] = Geo { k: k[i], s: 1, d: d[i], pb: lo as usize, pe: hi as usize };
     }
-    let kne = [kt.shape[3], kt.shape[2], kt.shape[1], kt.shape[0]];
+    let ks = &kt.shape;
+    // ggml [KW, KH, Cg*KD, OC]: the flipped [OC, Cg, (KD,) KH, KW] as it is.
+    let kne = if ns == 3 { [ks[4], ks[3], ks[1] * ks[2], ks[0]] } else { [ks[3], ks[2], ks[1], ks[0]] };
     let key = super::common::derived_key("flip", &[&wv]).map(|k| format!("{k}/{group}"));
     let kv: Vec<f32> = kt.f64s().iter().map(|&v| v as f32).collect();
     let dtype = if p.b.f16 && kv.len() >= super::matmul::F16_MIN { DType::F16 } else { DType::F32 };
     let wt = p.b.constant(key.as_deref(), dtype, kne, move || Ok(kv))?;
     let spread = dev::canonical(p.eb(), &spread)?;
-    let mut y = conv2d(p, &spread, wt, group, geo)?;
+    let mut y = if ns == 3 {
+        conv3d(p, &spread, wt, ks[2], group, [geo[0], geo[1], geo[2]])?
+    } else {
+        conv2d(p, &spread, wt, group, [geo[0], geo[1]])?
+    };
     if let Some(bv) = opt(ins, 2) {
         let bd = p.dev(bv)?;
-        let bd = reshape(p.eb(), &bd, vec![1, bd.shape.iter().product(), 1, 1])?;
+        let mut bs = vec![1usize; y.shape.len()];
+        bs[1] = bd.shape.iter().product();
+        let bd = reshape(p.eb(), &bd, bs)?;
         y = binary(p.eb(), BinFn::Add, &y, &bd, y.elem)?;
     }
     if nsp == 1 {

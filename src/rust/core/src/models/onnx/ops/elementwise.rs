@@ -496,6 +496,13 @@ fn cast_target(n: &Node, like: Option<Elem>, input: Elem) -> crate::Result<Elem>
 fn lower_cast(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let v = arg(ins, 0, "input")?;
     let to = cast_target(n, opt(ins, 1).map(|t| t.elem()), v.elem())?;
+    if to.is_narrow() && !v.elem().is_narrow() {
+        // Rounding to float8, float4 or 4- and 2-bit integers is done on
+        // the host, on the input's values.
+        let h = p.value_of(v, "input of a Cast to a narrow type")?;
+        let taint = Planner::taint_of(v);
+        return Ok(vec![Val::c(h.cast_sat(to, n.int("saturate", 1) != 0), taint)]);
+    }
     let x = p.dev(v)?;
     let y = if to == Elem::Bool {
         unary(p.eb(), Op::Map { f: MapFn::NonZero, a: 0.0, b: 0.0 }, &x, to)?
@@ -513,7 +520,7 @@ fn lower_cast(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<V
 fn fold_cast(n: &Node, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?;
     let to = cast_target(n, hopt(ins, 1).map(|t| t.elem), x.elem)?;
-    Ok(vec![x.cast(to)])
+    Ok(vec![x.cast_sat(to, n.int("saturate", 1) != 0)])
 }
 
 fn lower_identity(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {

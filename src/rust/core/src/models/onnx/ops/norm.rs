@@ -1,5 +1,6 @@
 //! Normalizations: BatchNormalization (folded into a scale and a shift
-//! when its statistics are constant), Instance-, Layer-, Group- and
+//! when its statistics are constant; in training mode normalized by the
+//! batch's statistics, with the updated running ones), Instance-, Layer-, Group- and
 //! RMSNormalization on the engine's row norms, LpNormalization,
 //! MeanVarianceNormalization and LRN.
 
@@ -36,10 +37,13 @@ fn per_channel(p: &mut Planner, v: &Val, rank: usize) -> crate::Result<Dev> {
 fn lower_batchnorm(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "X")?)?;
     let (sc, bi, mean, var) = (arg(ins, 1, "scale")?, arg(ins, 2, "B")?, arg(ins, 3, "mean")?, arg(ins, 4, "var")?);
-    ensure!(n.int("training_mode", 0) == 0, "BatchNormalization in training mode is not supported");
     ensure!(x.shape.len() >= 2 || x.shape.len() == 1, "BatchNormalization needs an input [N, C, ...]");
     let eps = n.float("epsilon", 1e-5) as f64;
     let rank = x.shape.len();
+    let extra = n.outputs.iter().skip(1).any(|o| !o.is_empty());
+    if n.int("training_mode", 0) != 0 || (p.opset < 14 && extra) {
+        return batchnorm_training(p, n, &x, [sc, bi, mean, var], eps);
+    }
     if let (Val::C(a), Val::C(b), Val::C(m), Val::C(v)) = (sc, bi, mean, var) {
         // y = x * s + t with s = scale / sqrt(var + eps), t = B - mean * s.
         let (a, b, m, v) = (a.value()?, b.value()?, m.value()?, v.value()?);
@@ -65,6 +69,43 @@ fn lower_batchnorm(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Res
     let y = binary(p.eb(), BinFn::Div, &y, &sd, x.elem)?;
     let y = binary(p.eb(), BinFn::Mul, &y, &a, x.elem)?;
     one(binary(p.eb(), BinFn::Add, &y, &b, x.elem)?)
+}
+
+/// BatchNormalization in training mode: `x` normalized by its own mean
+/// and (biased) variance over every axis but the channels', then scaled
+/// and shifted; the further outputs are the running mean and variance
+/// updated with `momentum` (and before opset 14 the batch's own).
+fn batchnorm_training(p: &mut Planner, n: &Node, x: &Dev, params: [&Val; 4], eps: f64) -> crate::Result<Vec<Val>> {
+    let rank = x.shape.len();
+    ensure!(rank >= 2, "BatchNormalization in training mode needs an input [N, C, ...], not {}", fmt_shape(&x.shape));
+    let c = x.shape[1];
+    let momentum = n.float("momentum", 0.9);
+    let ax: Vec<usize> = std::iter::once(0).chain(2..rank).collect();
+    let e = x.elem;
+    let m = reduce(p.eb(), RowFn::Mean, x, &ax, true)?;
+    let dx = binary(p.eb(), BinFn::Sub, x, &m, e)?;
+    let sq = unary(p.eb(), Op::Unary(crate::op::UnaryOp::Sqr), &dx, e)?;
+    let v = reduce(p.eb(), RowFn::Mean, &sq, &ax, true)?;
+    let ve = unary(p.eb(), Op::Map { f: MapFn::Affine, a: 1.0, b: eps as f32 }, &v, e)?;
+    let inv = unary(p.eb(), Op::Map { f: MapFn::PowC, a: -0.5, b: 0.0 }, &ve, e)?;
+    let (a, b) = (per_channel(p, params[0], rank)?, per_channel(p, params[1], rank)?);
+    let y = binary(p.eb(), BinFn::Mul, &dx, &inv, e)?;
+    let y = binary(p.eb(), BinFn::Mul, &y, &a, e)?;
+    let y = binary(p.eb(), BinFn::Add, &y, &b, e)?;
+    let (m1, v1) = (reshape(p.eb(), &m, vec![c])?, reshape(p.eb(), &v, vec![c])?);
+    let mut outs = vec![Val::D(y)];
+    for (running, batch) in [(params[2], &m1), (params[3], &v1)] {
+        let r = p.dev(running)?;
+        let r = reshape(p.eb(), &r, vec![c])?;
+        let r = unary(p.eb(), Op::Scale { s: f64::from(momentum) }, &r, e)?;
+        let bt = unary(p.eb(), Op::Scale { s: f64::from(1.0 - momentum) }, batch, e)?;
+        outs.push(Val::D(binary(p.eb(), BinFn::Add, &r, &bt, e)?));
+    }
+    if p.opset < 14 {
+        outs.push(Val::D(m1));
+        outs.push(Val::D(v1));
+    }
+    Ok(outs)
 }
 
 /// Normalizes `x` over its last dimensions as rows of length `n` (each

@@ -1,6 +1,11 @@
-//! Pooling: MaxPool, AveragePool and LpPool (1-D and 2-D; explicit,
-//! automatic or ceil-mode padding, both averaging conventions) on the
-//! engine's `pool_2d`, and the global poolings as row reductions.
+//! Pooling: MaxPool, AveragePool and LpPool (explicit, automatic or
+//! ceil-mode padding, both averaging conventions). Windows of one or two
+//! spatial dimensions without dilation are the engine's `pool_2d`; any
+//! other (three or more spatial dimensions, dilations, MaxPool's Indices
+//! output) pools one axis after the other, as a window's maximum or sum
+//! is the maximum or sum along each of its axes in turn: per axis, the
+//! padded input's strided views, one per kernel tap, are combined. The
+//! global poolings are row reductions.
 
 use super::conv::{geometry, out_size, Geo};
 use super::common::{arg, one, Fold, Lower};
@@ -11,7 +16,7 @@ use crate::models::onnx::model::Node;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{BinFn, MapFn, Op, PadMode, PoolOp, RowFn, UnaryOp};
-use anyhow::{bail, ensure};
+use anyhow::ensure;
 
 pub fn find(op: &str) -> Option<(Option<Lower>, Option<Fold>)> {
     Some(match op {
@@ -24,7 +29,7 @@ pub fn find(op: &str) -> Option<(Option<Lower>, Option<Fold>)> {
 fn lower_pool(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let mut x = p.dev(arg(ins, 0, "X")?)?;
     let r = x.shape.len();
-    ensure!(r == 3 || r == 4, "{} with {} spatial dimensions is not supported (1 or 2)", n.op, r.saturating_sub(2));
+    ensure!(r >= 3, "{} needs an input [N, C, spatial...], not {}", n.op, fmt_shape(&x.shape));
     let nsp = r - 2;
     let k: Vec<usize> = n
         .ints("kernel_shape")
@@ -35,7 +40,10 @@ fn lower_pool(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<V
     ensure!(k.len() == nsp, "kernel_shape {k:?} does not fit {} spatial dimensions", nsp);
     let sp: Vec<usize> = x.shape[2..].to_vec();
     let g = geometry(n, &sp, &k)?;
-    ensure!(g.iter().all(|g| g.d == 1), "{} with dilations is not supported", n.op);
+    let indices = n.outputs.len() > 1 && !n.outputs[1].is_empty();
+    if nsp > 2 || g.iter().any(|g| g.d > 1) || indices {
+        return pool_by_axes(p, n, &x, &g);
+    }
     if nsp == 1 {
         x = reshape(p.eb(), &x, vec![x.shape[0], x.shape[1], 1, sp[0]])?;
     }
@@ -103,10 +111,160 @@ fn lower_pool(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<V
         let s = vec![y.shape[0], y.shape[1], y.shape[3]];
         y = reshape(p.eb(), &y, s)?;
     }
-    if n.outputs.len() > 1 && !n.outputs[1].is_empty() {
-        bail!("MaxPool's Indices output is not supported");
-    }
     one(y)
+}
+
+/// Number of taps of window `o` along an axis (geometry `g`, input size
+/// `size`) that fall inside the input, or inside the padded input when
+/// `include_pad`.
+fn taps_inside(o: usize, g: &Geo, size: usize, include_pad: bool) -> usize {
+    let start = (o * g.s) as i64 - g.pb as i64;
+    let (lo, hi) = if include_pad { (-(g.pb as i64), (size + g.pe) as i64) } else { (0, size as i64) };
+    (0..g.k).filter(|&j| {
+        let q = start + (j * g.d) as i64;
+        q >= lo && q < hi
+    })
+    .count()
+}
+
+/// Pads `t` (canonical, ggml [inner, len, outer]) along its middle axis.
+fn pad_axis(p: &mut Planner, t: &Dev, axis: usize, lo: usize, hi: usize, fill: f32) -> crate::Result<Dev> {
+    if lo + hi == 0 {
+        return Ok(t.clone());
+    }
+    let len = t.shape[axis];
+    let inner: usize = t.shape[axis + 1..].iter().product();
+    let outer: usize = t.shape[..axis].iter().product();
+    let c = dev::canonical(p.eb(), t)?;
+    let u = p.b.reshape(&c.t, [inner, len, outer, 1])?;
+    let u = p.b.op(Op::PadEx { lo: [0, lo, 0, 0], hi: [0, hi, 0, 0], mode: PadMode::Constant, value: fill }, &[u])?;
+    let mut shape = t.shape.clone();
+    shape[axis] = len + lo + hi;
+    let u = p.b.reshape(&u, dev::ne_of(&shape))?;
+    Ok(Dev { t: u, shape, elem: t.elem })
+}
+
+/// Pooling along each spatial axis in turn, innermost first (so that
+/// MaxPool's index is of the first maximum in row-major window order).
+fn pool_by_axes(p: &mut Planner, n: &Node, x: &Dev, g: &[Geo]) -> crate::Result<Vec<Val>> {
+    let kind = n.op.as_str();
+    let ceil = n.int("ceil_mode", 0) != 0;
+    let include = n.int("count_include_pad", 0) != 0;
+    let lp = n.int("p", 2) as f32;
+    let r = x.shape.len();
+    let elem = x.elem;
+    let want_idx = kind == "MaxPool" && n.outputs.len() > 1 && !n.outputs[1].is_empty();
+    let mut cur = x.clone();
+    if kind == "LpPool" {
+        cur = unary(p.eb(), Op::Unary(UnaryOp::Abs), &cur, elem)?;
+        cur = unary(p.eb(), Op::Map { f: MapFn::PowC, a: lp, b: 0.0 }, &cur, elem)?;
+    }
+    // MaxPool's indices: every input element's flat index (the spatial
+    // part row-major, or column-major with storage_order 1).
+    let mut idx = if want_idx {
+        let total = crate::models::onnx::host::numel(&x.shape)?;
+        ensure!(total <= 1 << 24, "MaxPool's Indices output needs an input of at most 2^24 elements, not {total}");
+        let sp = &x.shape[2..];
+        let step: usize = sp.iter().product();
+        let col_major = n.int("storage_order", 0) != 0;
+        let mut v = Vec::with_capacity(total);
+        for i in 0..total {
+            let (c, mut rem) = (i / step, i % step);
+            let mut k = 0usize;
+            if col_major {
+                // Spatial coordinates from row-major `rem`, weighed column-major.
+                let mut coord = vec![0usize; sp.len()];
+                for a in (0..sp.len()).rev() {
+                    coord[a] = rem % sp[a];
+                    rem /= sp[a];
+                }
+                let mut w = 1usize;
+                for a in 0..sp.len() {
+                    k += coord[a] * w;
+                    w *= sp[a];
+                }
+            } else {
+                k = rem;
+            }
+            v.push((c * step + k) as f64);
+        }
+        let h = HTensor::from_f64(Elem::F32, x.shape.clone(), v)?;
+        Some(p.upload_host(&h, None, crate::base::dtype::DType::F32)?)
+    } else {
+        None
+    };
+    let fill = if kind == "MaxPool" { f32::NEG_INFINITY } else { 0.0 };
+    for a in (2..r).rev() {
+        let ga = g[a - 2];
+        let size = x.shape[a];
+        let o = out_size(size, &ga, ceil)?;
+        let need = (o - 1) * ga.s + ga.d * (ga.k - 1) + 1;
+        let hi = need.saturating_sub(size + ga.pb);
+        let padded = pad_axis(p, &cur, a, ga.pb, hi, fill)?;
+        let pidx = match &idx {
+            Some(t) => Some(pad_axis(p, t, a, ga.pb, hi, 0.0)?),
+            None => None,
+        };
+        let len = padded.shape[a];
+        let inner: usize = padded.shape[a + 1..].iter().product();
+        let outer: usize = padded.shape[..a].iter().product();
+        let mut shape = padded.shape.clone();
+        shape[a] = o;
+        let tap = |p: &mut Planner, t: &Dev, j: usize| -> crate::Result<Dev> {
+            let c = dev::canonical(p.eb(), t)?;
+            let es = c.t.dtype().size();
+            let src = p.b.reshape(&c.t, [inner, len, outer, 1])?;
+            let ne = [inner, o, outer, 1];
+            let nb = [es, inner * ga.s * es, inner * len * es, inner * len * outer * es];
+            let v = p.b.view(&src, ne, nb, j * ga.d * inner * es)?;
+            let v = p.b.contig(&v)?;
+            let v = p.b.reshape(&v, dev::ne_of(&shape))?;
+            Ok(Dev { t: v, shape: shape.clone(), elem })
+        };
+        let mut acc = tap(p, &padded, 0)?;
+        let mut acc_idx = match &pidx {
+            Some(t) => Some(tap(p, t, 0)?),
+            None => None,
+        };
+        for j in 1..ga.k {
+            let v = tap(p, &padded, j)?;
+            if kind == "MaxPool" {
+                if let (Some(ai), Some(pi)) = (&acc_idx, &pidx) {
+                    let vi = tap(p, pi, j)?;
+                    let gt = binary(p.eb(), BinFn::Greater, &v, &acc, elem)?;
+                    let take = binary(p.eb(), BinFn::Mask, &vi, &gt, elem)?;
+                    let keep = binary(p.eb(), BinFn::MaskNot, ai, &gt, elem)?;
+                    acc_idx = Some(binary(p.eb(), BinFn::Add, &take, &keep, elem)?);
+                }
+                acc = binary(p.eb(), BinFn::Max, &acc, &v, elem)?;
+            } else {
+                acc = binary(p.eb(), BinFn::Add, &acc, &v, elem)?;
+            }
+        }
+        if kind == "AveragePool" {
+            let scale: Vec<f64> = (0..o)
+                .map(|i| {
+                    let c = taps_inside(i, &ga, size, include);
+                    if c > 0 { 1.0 / c as f64 } else { 0.0 }
+                })
+                .collect();
+            let mut ms = vec![1usize; r];
+            ms[a] = o;
+            let m = HTensor::from_f64(Elem::F32, ms, scale)?;
+            let md = p.upload_host(&m, None, crate::base::dtype::DType::F32)?;
+            acc = binary(p.eb(), BinFn::Mul, &acc, &md, elem)?;
+        }
+        cur = acc;
+        idx = acc_idx;
+    }
+    if kind == "LpPool" {
+        cur = unary(p.eb(), Op::Map { f: MapFn::PowC, a: 1.0 / lp, b: 0.0 }, &cur, elem)?;
+    }
+    let mut outs = vec![Val::D(cur)];
+    if let Some(i) = idx {
+        outs.push(Val::D(Dev { elem: Elem::I64, ..i }));
+    }
+    Ok(outs)
 }
 
 fn lower_global(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {

@@ -9,7 +9,7 @@
 use super::common::{arg, axis, derived_key, harg, hopt, opt, Fold, Lower};
 use crate::models::onnx::dev::{binary, concat, reduce, reshape, unary};
 use crate::models::onnx::elem::Elem;
-use crate::models::onnx::host::{broadcast_index, HTensor};
+use crate::models::onnx::host::{broadcast_index, fmt_shape, HTensor};
 use crate::models::onnx::model::Node;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Const, Dev, Taint, Val};
@@ -47,6 +47,45 @@ fn param_axis(a: i64, rank: usize, scale: &Val) -> crate::Result<usize> {
     axis(a, rank)
 }
 
+/// Per element of `x`, the index of its parameter in `t` (a scale or zero
+/// point): broadcast per tensor or per axis, or with `block` > 0 one per
+/// `block` consecutive elements along axis `a` (`t` then has x's shape
+/// with that axis divided by `block`, rounded up).
+fn param_index(x: &[usize], t: &HTensor, a: usize, block: usize) -> crate::Result<Vec<usize>> {
+    let r = x.len();
+    if block == 0 {
+        return broadcast_index(x, &param_shape(t.numel(), t.numel() == 1, a, r));
+    }
+    let mut want = x.to_vec();
+    want[a] = x[a].div_ceil(block);
+    ensure!(
+        t.shape == want,
+        "a blocked scale or zero point for an input of shape {} and block_size {block} needs shape {}, not {}",
+        fmt_shape(x),
+        fmt_shape(&want),
+        fmt_shape(&t.shape)
+    );
+    let st = crate::models::onnx::host::strides(&want);
+    crate::models::onnx::host::index_map(x, |q| (0..r).map(|d| if d == a { q[d] / block } else { q[d] } * st[d]).sum())
+}
+
+/// The host inputs of a node (all its inputs' values; on a run for
+/// computed ones) and their highest taint.
+fn host_inputs(p: &mut Planner, ins: &[Option<Val>], what: &str) -> crate::Result<(Vec<Option<Arc<HTensor>>>, Taint)> {
+    let mut hs = Vec::with_capacity(ins.len());
+    let mut taint = Taint::Static;
+    for v in ins {
+        hs.push(match v {
+            Some(v) => {
+                taint = taint.max(Planner::taint_of(v));
+                Some(p.value_of(v, what)?)
+            }
+            None => None,
+        });
+    }
+    Ok((hs, taint))
+}
+
 fn param(p: &mut Planner, v: &Val, a: usize, r: usize) -> crate::Result<Dev> {
     let scalar = v.shape().iter().product::<usize>() == 1;
     let len = v.shape().iter().product();
@@ -65,7 +104,7 @@ fn dequant(p: &mut Planner, x: &Val, s: &Val, zp: Option<&Val>, a: i64) -> crate
                 Some(z) => Some(z.konst().expect("constant").value()?),
                 None => None,
             };
-            let t = host_dequant(&*xc.value()?, &*sc.value()?, zh.as_deref(), a)?;
+            let t = host_dequant(&*xc.value()?, &*sc.value()?, zh.as_deref(), a, 0)?;
             let refs: Vec<&Val> = std::iter::once(x).chain(std::iter::once(s)).chain(zp).collect();
             let key = derived_key("dq", &refs).map(|k| format!("{k}/{a}"));
             let taint = refs.iter().map(|v| Planner::taint_of(v)).max().unwrap_or(Taint::Static);
@@ -83,15 +122,13 @@ fn dequant(p: &mut Planner, x: &Val, s: &Val, zp: Option<&Val>, a: i64) -> crate
     Ok(Val::D(binary(p.eb(), BinFn::Mul, &y, &sd, elem)?))
 }
 
-fn host_dequant(x: &HTensor, s: &HTensor, zp: Option<&HTensor>, a: usize) -> crate::Result<HTensor> {
-    let r = x.rank();
-    let ps = |t: &HTensor| param_shape(t.numel(), t.numel() == 1, a, r);
-    let si = broadcast_index(&x.shape, &ps(s))?;
+fn host_dequant(x: &HTensor, s: &HTensor, zp: Option<&HTensor>, a: usize, block: usize) -> crate::Result<HTensor> {
+    let si = param_index(&x.shape, s, a, block)?;
     let xv = x.f64s();
     let sv = s.f64s();
     let zv = zp.map(|z| z.f64s().to_vec());
     let zi = match zp {
-        Some(z) => Some(broadcast_index(&x.shape, &ps(z))?),
+        Some(z) => Some(param_index(&x.shape, z, a, block)?),
         None => None,
     };
     let v: Vec<f64> = (0..xv.len())
@@ -136,7 +173,12 @@ fn quant(p: &mut Planner, y: &Dev, s: &Val, zp: Option<&Val>, a: i64, out: Elem)
 }
 
 fn lower_dequantize(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
-    ensure!(n.int("block_size", 0) == 0, "DequantizeLinear with block_size is not supported");
+    if n.int("block_size", 0) > 0 {
+        // Blocked scales (weights, mostly constants): on the host.
+        let (hs, taint) = host_inputs(p, ins, "input of a blocked DequantizeLinear")?;
+        let y = fold_dequantize(n, &hs, p.opset)?.remove(0);
+        return Ok(vec![Val::c(y, taint)]);
+    }
     let (x, s) = (arg(ins, 0, "x")?.clone(), arg(ins, 1, "x_scale")?.clone());
     Ok(vec![dequant(p, &x, &s, opt(ins, 2), n.int("axis", 1))?])
 }
@@ -144,16 +186,23 @@ fn lower_dequantize(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Re
 fn fold_dequantize(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "x")?;
     let s = harg(ins, 1, "x_scale")?;
-    let a = if s.numel() == 1 { 0 } else { axis(n.int("axis", 1), x.rank())? };
-    Ok(vec![host_dequant(x, s, hopt(ins, 2), a)?])
+    let block = n.int("block_size", 0).max(0) as usize;
+    let a = if s.numel() == 1 && block == 0 { 0 } else { axis(n.int("axis", 1), x.rank())? };
+    Ok(vec![host_dequant(x, s, hopt(ins, 2), a, block)?])
 }
 
 fn lower_quantize(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
-    ensure!(n.int("block_size", 0) == 0, "QuantizeLinear with block_size is not supported");
-    let x = p.dev(arg(ins, 0, "x")?)?;
+    let xv = arg(ins, 0, "x")?;
     let s = arg(ins, 1, "y_scale")?.clone();
     let zp = opt(ins, 2).cloned();
     let out = quant_elem(n, zp.as_ref().map(|z| z.elem()))?;
+    if (out.is_narrow() && out.is_float()) || n.int("block_size", 0) > 0 {
+        // Rounding to float8 or float4, and blocked scales: on the host.
+        let (hs, taint) = host_inputs(p, ins, "input of a QuantizeLinear")?;
+        let y = fold_quantize(n, &hs, p.opset)?.remove(0);
+        return Ok(vec![Val::c(y, taint)]);
+    }
+    let x = p.dev(xv)?;
     Ok(vec![Val::D(quant(p, &x, &s, zp.as_ref(), n.int("axis", 1), out)?)])
 }
 
@@ -162,16 +211,16 @@ fn fold_quantize(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Resu
     let s = harg(ins, 1, "y_scale")?;
     let zp = hopt(ins, 2);
     let out = quant_elem(n, zp.map(|z| z.elem))?;
-    let r = x.rank();
-    let a = if s.numel() == 1 { 0 } else { axis(n.int("axis", 1), r)? };
-    let ps = |t: &HTensor| param_shape(t.numel(), t.numel() == 1, a, r);
-    let si = broadcast_index(&x.shape, &ps(s))?;
+    let block = n.int("block_size", 0).max(0) as usize;
+    let a = if s.numel() == 1 && block == 0 { 0 } else { axis(n.int("axis", 1), x.rank())? };
+    let si = param_index(&x.shape, s, a, block)?;
     let zi = match zp {
-        Some(z) => Some(broadcast_index(&x.shape, &ps(z))?),
+        Some(z) => Some(param_index(&x.shape, z, a, block)?),
         None => None,
     };
     let (xv, sv) = (x.f64s(), s.f64s());
     let zv = zp.map(|z| z.f64s().to_vec());
+    let saturate = n.int("saturate", 1) != 0;
     let v: Vec<f64> = (0..xv.len())
         .map(|i| {
             let q = xv[i] / sv[si[i]];
@@ -179,6 +228,7 @@ fn fold_quantize(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Resu
             let q = q + zv.as_ref().zip(zi.as_ref()).map_or(0.0, |(z, zi)| z[zi[i]]);
             match out.int_range() {
                 Some((lo, hi)) => q.clamp(lo as f64, hi as f64),
+                None if out.is_narrow() => crate::models::onnx::host::round_to_sat(out, q, saturate),
                 None => q,
             }
         })

@@ -37,6 +37,8 @@ struct Params {
     cubic_a: f64,
     exclude_outside: bool,
     extrapolation: f64,
+    /// Linear and cubic downsampling with the filter widened by 1 / scale.
+    antialias: bool,
 }
 
 fn params(n: &Node, opset: i64) -> crate::Result<Params> {
@@ -47,7 +49,8 @@ fn params(n: &Node, opset: i64) -> crate::Result<Params> {
         "bilinear" => "linear".to_string(),
         other => bail!("{} mode '{other}' is not supported (nearest, linear, cubic)", n.op),
     };
-    ensure!(n.int("antialias", 0) == 0, "{} with antialias is not supported", n.op);
+    let antialias = n.int("antialias", 0) != 0;
+    ensure!(!antialias || mode != "nearest", "{} with antialias needs mode linear or cubic, not nearest", n.op);
     Ok(Params {
         mode,
         coord: if legacy { "asymmetric".into() } else { n.string("coordinate_transformation_mode", "half_pixel") },
@@ -55,6 +58,7 @@ fn params(n: &Node, opset: i64) -> crate::Result<Params> {
         cubic_a: n.float("cubic_coeff_a", -0.75) as f64,
         exclude_outside: n.int("exclude_outside", 0) != 0,
         extrapolation: n.float("extrapolation_value", 0.0) as f64,
+        antialias,
     })
 }
 
@@ -70,6 +74,45 @@ fn cubic_coeffs(r: f64, a: f64) -> [f64; 4] {
         }
     };
     [w(r + 1.0), w(r), w(1.0 - r), w(2.0 - r)]
+}
+
+/// Antialiased taps around source coordinate `xo` for an axis scaled by
+/// `scale`: the linear (triangle) or cubic filter stretched by 1 / scale
+/// when downsampling, sampled at the input positions it covers and
+/// normalised to sum 1 (as the ONNX reference: positions `base + i` with
+/// `base` the integer below `xo`, or `xo - 1` when `xo` is an integer).
+fn antialias_taps(xo: f64, scale: f64, cubic: bool, a: f64) -> Vec<(i64, f64)> {
+    let s = scale.min(1.0);
+    let mut base = xo.floor();
+    let mut r = xo - base;
+    if r == 0.0 {
+        r = 1.0;
+        base -= 1.0;
+    }
+    let base = base as i64;
+    let reach = if cubic { 2.0 } else { 1.0 };
+    let start = (-reach / s).floor() as i64 + 1;
+    let end = 2 - start;
+    let f = |x: f64| -> f64 {
+        let x = x.abs();
+        if !cubic {
+            (1.0 - x).clamp(0.0, 1.0)
+        } else if x <= 1.0 {
+            ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+        } else if x < 2.0 {
+            ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a
+        } else {
+            0.0
+        }
+    };
+    let mut t: Vec<(i64, f64)> = (start..end).map(|i| (base + i, f(s * (i as f64 - r)))).collect();
+    let sum: f64 = t.iter().map(|x| x.1).sum();
+    if sum != 0.0 {
+        for x in t.iter_mut() {
+            x.1 /= sum;
+        }
+    }
+    t
 }
 
 fn axis_plan(pr: &Params, input: usize, output: usize, scale: f64, roi: (f64, f64)) -> crate::Result<AxisPlan> {
@@ -118,6 +161,13 @@ fn axis_plan(pr: &Params, input: usize, output: usize, scale: f64, roi: (f64, f6
         outside.push(out_of_range);
         let clamp = |i: i64| i.clamp(0, input as i64 - 1) as usize;
         let t = match pr.mode.as_str() {
+            "linear" | "cubic" if pr.antialias => {
+                let mut t = antialias_taps(xo, scale, pr.mode == "cubic", pr.cubic_a);
+                if pr.exclude_outside {
+                    renorm(&mut t, input);
+                }
+                t.into_iter().map(|(i, w)| (clamp(i), w)).collect()
+            }
             "nearest" => {
                 let fl = xo.floor();
                 let frac = xo - fl;

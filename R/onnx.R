@@ -216,9 +216,18 @@ onnx_device_info <- function(model) {
   .rs(rs_onnx_device_info(model$ptr))
 }
 
-# Reads a serialized ONNX TensorProto (.pb, as in ONNX test data).
+# Reads a serialized ONNX TensorProto (.pb, as in ONNX test data), or one
+# compressed with gzip (.pb.gz).
 .onnx_read_tensor <- function(path) {
-  .rs(rs_onnx_read_tensor(normalizePath(path, mustWork = TRUE)))
+  path <- normalizePath(path, mustWork = TRUE)
+  if (grepl("\\.gz$", path)) {
+    bytes <- memDecompress(readBin(path, "raw", file.size(path)), "gzip")
+    plain <- tempfile(fileext = ".pb")
+    on.exit(unlink(plain))
+    writeBin(bytes, plain)
+    path <- plain
+  }
+  .rs(rs_onnx_read_tensor(path))
 }
 
 # The operators the importer implements (sorted).

@@ -128,11 +128,17 @@ ggml_set_i32_1d <- function(tensor, i, value) {
     }
     return(idx)
   }
-  if (any(idx < 0) || any(idx >= ne)) {
+  if (length(idx) > length(ne) && any(idx[-seq_along(ne)] != 0)) {
+    .abort(sprintf("coordinates (%s) name more dimensions than the tensor's sizes (%s); coordinates start at 0.",
+      paste(idx, collapse = ", "), paste(ne, collapse = ", ")), call = call)
+  }
+  # Coordinates of the dimensions not given (a fifth one) are 0.
+  at <- c(idx, rep(0, max(0L, length(ne) - length(idx))))[seq_along(ne)]
+  if (any(at < 0) || any(at >= ne)) {
     .abort(sprintf("coordinates (%s) are outside the tensor's sizes (%s); coordinates start at 0.",
       paste(idx, collapse = ", "), paste(ne, collapse = ", ")), call = call)
   }
-  sum(idx * cumprod(c(1, ne[1:3])))
+  sum(at * cumprod(c(1, ne[-length(ne)])))
 }
 
 # Read (value missing) or write one element at ggml-order position `pos`.

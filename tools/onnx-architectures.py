@@ -11,11 +11,12 @@ ONNX and records onnxruntime's outputs for them:
     python3 tools/onnx-architectures.py [OUT] [--size small|bench]
 
 OUT defaults to tests/testthat/fixtures/onnx-arch. Each model is
-OUT/<name>.onnx with OUT/<name>/input_0.pb and output_0.pb (onnxruntime's
+OUT/<name>.onnx with OUT/<name>/input_0.pb.gz and output_0.pb.gz (onnxruntime's
 result on the CPU). --size bench makes the larger variants inst/bench/onnx.R
 times.
 """
 import argparse
+import gzip
 import math
 import os
 
@@ -126,9 +127,11 @@ def main():
         y = sess.run(None, {"x": x})[0]
         d = os.path.join(a.out, name)
         os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, "input_0.pb"), "wb") as f:
+        # Compressed: uncompressed, some tensors look like executables to
+        # file(1), which R CMD check reports.
+        with gzip.GzipFile(os.path.join(d, "input_0.pb.gz"), "wb", mtime=0) as f:
             f.write(numpy_helper.from_array(x, "x").SerializeToString())
-        with open(os.path.join(d, "output_0.pb"), "wb") as f:
+        with gzip.GzipFile(os.path.join(d, "output_0.pb.gz"), "wb", mtime=0) as f:
             f.write(numpy_helper.from_array(y, "y").SerializeToString())
         print(f"{name}: {path} ({os.path.getsize(path)} bytes), output {list(y.shape)}")
 

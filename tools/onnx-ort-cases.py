@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes single-operator ONNX models with random inputs and onnxruntime's
 outputs for them, laid out as onnx's node test cases (one folder per case:
-model.onnx, test_data_set_0/{input,output}_*.pb) with index.tsv (case, op,
+model.onnx, test_data_set_0/{input,output}_*.pb.gz) with index.tsv (case, op,
 rtol, atol), into OUT (default tests/testthat/fixtures/onnx-ort).
 
 The cases cover what the onnx package's own node tests leave thin: Resize
@@ -10,6 +10,7 @@ indices), 3-D Conv and ConvTranspose, BatchNormalization in training mode.
 
     python3 tools/onnx-ort-cases.py [OUT]
 """
+import gzip
 import os
 import shutil
 import sys
@@ -24,6 +25,13 @@ out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "tests", "t
 rng = np.random.default_rng(20261201)
 F = TensorProto.FLOAT
 cases = []
+
+
+def save_tensor(t, path):
+    # Compressed: uncompressed, some tensors look like executables to file(1),
+    # which R CMD check reports.
+    with gzip.GzipFile(path, "wb", mtime=0) as f:
+        f.write(t.SerializeToString())
 
 
 def case(name, node, inputs, n_out, opset=19, inits=(), rtol=1e-4, atol=1e-5):
@@ -43,9 +51,9 @@ def case(name, node, inputs, n_out, opset=19, inits=(), rtol=1e-4, atol=1e-5):
     os.makedirs(ds)
     onnx.save(m, os.path.join(d, "model.onnx"))
     for j, (k, v) in enumerate(inputs.items()):
-        onnx.save_tensor(numpy_helper.from_array(v, k), os.path.join(ds, f"input_{j}.pb"))
+        save_tensor(numpy_helper.from_array(v, k), os.path.join(ds, f"input_{j}.pb.gz"))
     for j, v in enumerate(res):
-        onnx.save_tensor(numpy_helper.from_array(np.asarray(v), node.output[j]), os.path.join(ds, f"output_{j}.pb"))
+        save_tensor(numpy_helper.from_array(np.asarray(v), node.output[j]), os.path.join(ds, f"output_{j}.pb.gz"))
     cases.append((name, node.op_type, rtol, atol))
 
 

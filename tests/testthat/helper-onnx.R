@@ -4,6 +4,11 @@
 
 onnx_fixture <- function(...) test_path("fixtures", ...)
 
+# The folder of a node test case: R CMD build leaves out folders whose names
+# end in "old", so such a case's folder gets a trailing "_"
+# (tools/onnx-node-fixtures.R writes them so).
+onnx_case_dir <- function(case) ifelse(grepl("[Oo]ld$", case), paste0(case, "_"), case)
+
 onnx_devices <- function() {
   devs <- "cpu"
   if (ggml_vulkan_available() || nzchar(Sys.getenv("GGMLR_REQUIRE_VULKAN"))) devs <- c(devs, "vulkan")
@@ -11,7 +16,10 @@ onnx_devices <- function() {
 }
 
 # A TensorProto file as an array with dim() in ONNX order (row-major values).
+# The fixtures are stored compressed (`path`.gz): uncompressed, some of them
+# look like executables to file(1), which R CMD check reports.
 onnx_pb <- function(path) {
+  if (!file.exists(path) && file.exists(paste0(path, ".gz"))) path <- paste0(path, ".gz")
   t <- ggmlR:::.onnx_read_tensor(path)
   v <- t$value
   if (length(t$shape) >= 1) dim(v) <- t$shape

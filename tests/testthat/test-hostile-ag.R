@@ -48,7 +48,7 @@ test_that("the calls in argument errors are the user's, not internal helpers", {
   e <- tryCatch(ggml_new_tensor(ggml_init(1024), GGML_TYPE_F32, n_dims = NA, ne = 1), error = identity)
   expect_s3_class(e, "ggmlR_error")
   expect_identical(deparse(conditionCall(e)[[1]]), "ggml_new_tensor")
-  expect_match(conditionMessage(e), "`n_dims` must be 1, 2, 3 or 4, not NA")
+  expect_match(conditionMessage(e), "`n_dims` must be 1, 2, 3, 4 or 5, not NA")
   e <- tryCatch(ggml_new_tensor_1d(ggml_init(1024), GGML_TYPE_F32, -3), error = identity)
   expect_identical(deparse(conditionCall(e)[[1]]), "ggml_new_tensor_1d")
   e <- tryCatch(ag_linear(4, 3, activation = c("relu", "tanh")), error = identity)

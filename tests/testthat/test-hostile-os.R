@@ -138,10 +138,12 @@ test_that("Ctrl-C stops a long compute and an ncnn extract as R's own interrupt"
 test_that("Ctrl-C stops a long Vulkan graph between slices and a long backward() between nodes; all stay usable", {
   cases <- list(
     backward = quote({
-      # d sum(W3 W2 W1 X) / d W1 = (W3 W2)' 1 X' = n everywhere when every W
-      # is J / n and X is ones (J: all ones).
-      n <- 900
-      ws <- lapply(1:3, function(i) ag_param(matrix(1 / n, n, n)))
+      # d sum(W8 ... W1 X) / d W1 = (W8 ... W2)' 1 X' = n everywhere when
+      # every W is J / n and X is ones (J: all ones). Sixteen products of 1200
+      # in the backward pass: about 55 GFLOP, more than 0.3 s on any CPU of
+      # this kind, so the signal comes while it runs.
+      n <- 1200
+      ws <- lapply(1:8, function(i) ag_param(matrix(1 / n, n, n)))
       with_grad_tape({
         h <- ag_tensor(matrix(1, n, n))
         for (w in ws) h <- ag_matmul(w, h)

@@ -10,7 +10,7 @@ for (dev in onnx_devices()) {
     if (dev == "vulkan") skip_if_no_vulkan()
     bad <- character(0)
     for (i in seq_len(nrow(index))) {
-      r <- tryCatch(onnx_run_case(onnx_fixture("onnx-node", index$case[i]), dev, index$rtol[i], index$atol[i]),
+      r <- tryCatch(onnx_run_case(onnx_fixture("onnx-node", onnx_case_dir(index$case[i])), dev, index$rtol[i], index$atol[i]),
                     error = function(e) paste("error:", conditionMessage(e)))
       if (nzchar(r)) bad <- c(bad, sprintf("%s (%s): %s", index$case[i], index$op[i], r))
     }

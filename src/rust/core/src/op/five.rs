@@ -64,7 +64,9 @@ pub fn infer(op: &Op, s: &[Layout], infer4: fn(&Op, &[Layout]) -> crate::Result<
         | Op::ScanRows { .. }
         | Op::ReduceRows { .. } => Fifth::Same,
         _ => {
-            let (i, l) = s.iter().enumerate().find(|(_, l)| l.ne[4] > 1).expect("a source of five dimensions");
+            let Some((i, l)) = s.iter().enumerate().find(|(_, l)| l.ne[4] > 1) else {
+                bail!("{}: the five-dimension shape rule was asked about sources of at most four", op.name());
+            };
             bail!(
                 "{} works on tensors of up to four dimensions, and {} ({}) has five; \
                  fold its last two dimensions together with ggml_reshape_4d() first",

@@ -48,6 +48,27 @@ pub(super) unsafe fn product<T: Copy + Send + Sync + 'static + num_zero::Zero>(
     c_rs: isize,
     c_cs: isize,
 ) {
+    // SAFETY: the caller's contract is this function's.
+    unsafe { product_on(Some(pool), m, k, n, a, b, c, c_rs, c_cs) }
+}
+
+/// [`product`] on `pool`'s threads, or on the calling thread only when
+/// `pool` is `None`.
+///
+/// # Safety
+/// As for [`product`].
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn product_on<T: Copy + Send + Sync + 'static + num_zero::Zero>(
+    pool: Option<&Pool>,
+    m: usize,
+    k: usize,
+    n: usize,
+    a: Strided<T>,
+    b: Strided<T>,
+    c: *mut T,
+    c_rs: isize,
+    c_cs: isize,
+) {
     if m == 0 || n == 0 {
         return;
     }
@@ -59,7 +80,8 @@ pub(super) unsafe fn product<T: Copy + Send + Sync + 'static + num_zero::Zero>(
         }
         return;
     }
-    let threads = if pool.n_threads > 1 && m * n * k >= PAR_WORK { pool.n_threads } else { 1 };
+    let pool = pool.filter(|p| p.n_threads > 1 && m * n * k >= PAR_WORK);
+    let threads = pool.map_or(1, |p| p.n_threads);
     let depth = (SLAB_WORK / (m * n).max(1)).max(1).div_ceil(SLAB_DEPTH) * SLAB_DEPTH;
     let run = move || {
         let par = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
@@ -99,11 +121,12 @@ pub(super) unsafe fn product<T: Copy + Send + Sync + 'static + num_zero::Zero>(
             k0 += kk;
         }
     };
-    if threads > 1 {
-        let run = SendFn(run);
-        pool.install(move || run.call());
-    } else {
-        run();
+    match pool {
+        Some(pool) => {
+            let run = SendFn(run);
+            pool.install(move || run.call());
+        }
+        None => run(),
     }
 }
 

@@ -29,7 +29,8 @@ pub(super) struct Strided<T> {
 }
 
 /// `C (m x n) = A (m x k) * B (k x n)`, C at `c` with strides `c_rs`, `c_cs`
-/// (overwritten), on `pool`'s threads when the product is large. A
+/// (overwritten), on `pool`'s threads when the product is large (on the
+/// calling thread only when `pool` is `None`). A
 /// requested stop (Ctrl-C) leaves C partly computed; the caller reports it.
 ///
 /// # Safety
@@ -38,27 +39,6 @@ pub(super) struct Strided<T> {
 /// whose elements do not overlap.
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn product<T: Copy + Send + Sync + 'static + num_zero::Zero>(
-    pool: &Pool,
-    m: usize,
-    k: usize,
-    n: usize,
-    a: Strided<T>,
-    b: Strided<T>,
-    c: *mut T,
-    c_rs: isize,
-    c_cs: isize,
-) {
-    // SAFETY: the caller's contract is this function's.
-    unsafe { product_on(Some(pool), m, k, n, a, b, c, c_rs, c_cs) }
-}
-
-/// [`product`] on `pool`'s threads, or on the calling thread only when
-/// `pool` is `None`.
-///
-/// # Safety
-/// As for [`product`].
-#[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn product_on<T: Copy + Send + Sync + 'static + num_zero::Zero>(
     pool: Option<&Pool>,
     m: usize,
     k: usize,

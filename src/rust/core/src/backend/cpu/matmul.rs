@@ -92,7 +92,7 @@ fn gemm(pool: &Pool, m: usize, k: usize, n: usize, a: Mat<'_>, b: Mat<'_>, c: &m
     // SAFETY: the last element each operand addresses is in bounds (checked
     // above; strides are non-negative), and C is exactly `c`, borrowed
     // exclusively, with contiguous rows of n.
-    unsafe { product(pool, m, k, n, av, bv, c.as_mut_ptr(), n as isize, 1) }
+    unsafe { product(Some(pool), m, k, n, av, bv, c.as_mut_ptr(), n as isize, 1) }
 }
 
 /// Batched product with ggml's broadcasting of a over b's dimensions 2 and 3.

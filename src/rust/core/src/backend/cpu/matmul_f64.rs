@@ -50,7 +50,7 @@ fn product(pool: &Pool, m: usize, k: usize, n: usize, a: Strided<f64>, b: Stride
             return dgemm_par(pool, m, k, n, a, b, c.as_mut_ptr(), m, post);
         }
         // shallow and large (convolution patches): `gemm`'s own split
-        gemm_rt::product_on(large.then_some(pool), m, k, n, a, b, c.as_mut_ptr(), 1, m as isize);
+        gemm_rt::product(large.then_some(pool), m, k, n, a, b, c.as_mut_ptr(), 1, m as isize);
     }
     for (j, col) in c.chunks_mut(m).enumerate() {
         post(0, j, col);

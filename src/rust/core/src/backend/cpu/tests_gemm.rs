@@ -42,14 +42,14 @@ fn gemm_rt_matches_the_triple_loop_in_every_layout() {
                         let av = Strided { ptr: ad.as_ptr(), rs: ars as isize, cs: acs as isize };
                         let bv = Strided { ptr: bd.as_ptr(), rs: brs as isize, cs: bcs as isize };
                         // SAFETY: the views address m x k and k x n values of their vectors; C is m x n.
-                        unsafe { product(p, m, k, n, av, bv, c64.as_mut_ptr(), crs as isize, ccs as isize) };
+                        unsafe { product(Some(p), m, k, n, av, bv, c64.as_mut_ptr(), crs as isize, ccs as isize) };
                         let a32: Vec<f32> = ad.iter().map(|&x| x as f32).collect();
                         let b32: Vec<f32> = bd.iter().map(|&x| x as f32).collect();
                         let mut c32 = vec![f32::NAN; m * n];
                         let av = Strided { ptr: a32.as_ptr(), rs: ars as isize, cs: acs as isize };
                         let bv = Strided { ptr: b32.as_ptr(), rs: brs as isize, cs: bcs as isize };
                         // SAFETY: as above.
-                        unsafe { product(p, m, k, n, av, bv, c32.as_mut_ptr(), crs as isize, ccs as isize) };
+                        unsafe { product(Some(p), m, k, n, av, bv, c32.as_mut_ptr(), crs as isize, ccs as isize) };
                         for i in 0..m {
                             for j in 0..n {
                                 let (w, at) = (want[i * n + j], i * crs + j * ccs);
@@ -95,11 +95,11 @@ fn gemm_candidates() {
             let s = |p: *const f64| Strided { ptr: p, rs: n as isize, cs: 1 };
             let s32 = |p: *const f32| Strided { ptr: p, rs: n as isize, cs: 1 };
             // SAFETY (all timed calls): n x n operands and results, exclusively borrowed.
-            let g32 = best(|| unsafe { product(&pool, n, n, n, s32(a32.as_ptr()), s32(b32.as_ptr()), c32.as_mut_ptr(), n as isize, 1) });
+            let g32 = best(|| unsafe { product(Some(&pool), n, n, n, s32(a32.as_ptr()), s32(b32.as_ptr()), c32.as_mut_ptr(), n as isize, 1) });
             // ggml's layout: C (n x m) = B (n x k) * A^T, A^T read with rs = 1.
             let t32 = |p: *const f32| Strided { ptr: p, rs: 1, cs: n as isize };
-            let g32t = best(|| unsafe { product(&pool, n, n, n, s32(a32.as_ptr()), t32(b32.as_ptr()), c32.as_mut_ptr(), n as isize, 1) });
-            let g64 = best(|| unsafe { product(&pool, n, n, n, s(a.as_ptr()), s(b.as_ptr()), c.as_mut_ptr(), n as isize, 1) });
+            let g32t = best(|| unsafe { product(Some(&pool), n, n, n, s32(a32.as_ptr()), t32(b32.as_ptr()), c32.as_mut_ptr(), n as isize, 1) });
+            let g64 = best(|| unsafe { product(Some(&pool), n, n, n, s(a.as_ptr()), s(b.as_ptr()), c.as_mut_ptr(), n as isize, 1) });
             let per = n.div_ceil(threads);
             let m32 = best(|| {
                 use rayon::prelude::*;

@@ -1,9 +1,9 @@
-//! AVX-512 (VNNI) dot products of Q4_0 and Q8_0 weights with Q8_0
-//! activations, two blocks per 64-byte register: `vpdpbusd` sums four
-//! products of unsigned by signed bytes into each i32 lane in one
-//! instruction. Q4_0's nibbles are taken unsigned (0..15) and eight times the
-//! activations' sum is taken off, which gives the signed product exactly.
-//! An odd last block goes through the AVX2 kernel.
+//! AVX-512 (VNNI) dot products of Q8_0 weights with Q8_0 activations, two
+//! blocks per 64-byte register: `vpdpbusd` sums four products of unsigned
+//! by signed bytes into each i32 lane in one instruction (1.4x the AVX2
+//! kernel in cache). An odd last block goes through the AVX2 kernel. A Q4_0
+//! kernel built the same way (unsigned nibbles, eight times the activations'
+//! sum taken off) measured 10% slower than AVX2's, so Q4_0 stays on AVX2.
 
 #![cfg(target_arch = "x86_64")]
 
@@ -14,15 +14,6 @@ use core::arch::x86_64::*;
 fn h2f(b: &[u8], o: usize) -> f32 {
     let h = u16::from_le_bytes([b[o], b[o + 1]]);
     _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h as i32)))
-}
-
-/// 16 bytes of `b` at `o` (`b` holds them: checked).
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
-fn load16(b: &[u8], o: usize) -> __m128i {
-    let s = &b[o..o + 16];
-    // SAFETY: `s` is 16 bytes long (the slice above is bounds-checked); unaligned loads are allowed.
-    unsafe { _mm_loadu_si128(s.as_ptr() as *const __m128i) }
 }
 
 /// 32 bytes of `b` at `o` (checked).
@@ -50,14 +41,6 @@ fn scales(d0: f32, d1: f32) -> __m512 {
     _mm512_castpd_ps(_mm512_insertf64x4::<1>(_mm512_castpd256_pd512(lo), hi))
 }
 
-/// The 32 nibbles of a Q4_0 block's 16 bytes at `o`: low nibbles then high ones (unmasked).
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
-fn halves(b: &[u8], o: usize) -> __m256i {
-    let q = load16(b, o);
-    _mm256_set_m128i(_mm_srli_epi16::<4>(q), q)
-}
-
 /// Sum over pairs of blocks (`xs` and `ys` bytes each) of `d * q` for
 /// `(d, q) = pair(two x blocks, two y blocks)`, in two interleaved
 /// accumulators so that consecutive pairs do not wait on each other.
@@ -74,23 +57,6 @@ fn sum_pairs(x: &[u8], y: &[u8], pairs: usize, xs: usize, ys: usize, pair: impl 
         }
     }
     _mm512_reduce_add_ps(_mm512_add_ps(a0, a1))
-}
-
-#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
-pub fn q4_0(x: &[u8], y: &[u8], nb: usize) -> f32 {
-    let (mask, eight) = (_mm512_set1_epi8(0x0F), _mm512_set1_epi8(8));
-    let pairs = nb / 2;
-    let s = sum_pairs(x, y, pairs, 18, 34, |xb, yb| {
-        let qx = _mm512_and_si512(join(halves(xb, 2), halves(xb, 20)), mask);
-        let qy = join(load32(yb, 2), load32(yb, 36));
-        let zero = _mm512_setzero_si512();
-        let i = _mm512_sub_epi32(_mm512_dpbusd_epi32(zero, qx, qy), _mm512_dpbusd_epi32(zero, eight, qy));
-        (scales(h2f(xb, 0) * h2f(yb, 0), h2f(xb, 18) * h2f(yb, 34)), i)
-    });
-    if nb % 2 == 1 {
-        return s + super::avx2::q4_0(&x[36 * pairs..], &y[68 * pairs..], 1);
-    }
-    s
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]

@@ -1,5 +1,5 @@
 //! The row loops of the quantized dot products, chosen at run time: the
-//! AVX-512 VNNI kernels of [`super::avx512`] for Q4_0 and Q8_0 where the CPU
+//! AVX-512 VNNI kernel of [`super::avx512`] for Q8_0 where the CPU
 //! has them, the AVX2 kernels of [`super::avx2`] (with the portable ones
 //! compiled for AVX2 for the other types) where it has AVX2 and FMA, the
 //! portable kernels of [`super::dot`] elsewhere.
@@ -118,7 +118,6 @@ unsafe fn rows_avx2(w: Rows<'_>, act: Act<'_>, out: &mut [f32], scratch: &mut Ve
 unsafe fn rows_avx512(w: Rows<'_>, act: Act<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
     use super::avx512;
     let kernel: fn(&[u8], &[u8], usize) -> f32 = match (w.q, act) {
-        (QType::Q4_0, Act::Q(_)) => avx512::q4_0,
         (QType::Q8_0, Act::Q(_)) => avx512::q8_0,
         // SAFETY: the CPU has AVX2, FMA and F16C (implied by this path).
         _ => return unsafe { rows_avx2(w, act, out, scratch) },

@@ -9,10 +9,12 @@
 //!   `[filters, OW OH N]` is already channels first.
 //! - Kernel gradient: `gz %*% t(patches)`, permuted back to the kernel's
 //!   layout; bias gradient: the row sums of `gz`.
-//! - Input gradient: the transposed convolution, as a convolution with
-//!   stride 1 of `gz` (its values spread `stride` apart with zeros between)
-//!   with the kernel flipped and its channels swapped, padded by
-//!   `d (k - 1) - p`; its product again gives channels first.
+//! - Input gradient: the transposed convolution. Where the backend has
+//!   `im2col_back` (the CPU), the patches' gradient `t(kernel') %*% gz`
+//!   summed back into the image by it; elsewhere a convolution with stride
+//!   1 of `gz` (its values spread `stride` apart with zeros between) with
+//!   the kernel flipped and its channels swapped, padded by `d (k - 1) - p`,
+//!   whose product again gives channels first.
 
 use super::conv::Conv2d;
 use super::graph::Builder;
@@ -47,6 +49,24 @@ fn permuted(c: &Context, x: &T, ne: [usize; 4], axes: [usize; 4]) -> Result<T> {
 fn im2col(s: [usize; 2], p: [usize; 2], d: [usize; 2]) -> G {
     let i = |v: usize| v as i32;
     G::Im2Col { s0: i(s[0]), s1: i(s[1]), p0: i(p[0]), p1: i(p[1]), d0: i(d[0]), d1: i(d[1]), is_2d: true }
+}
+
+/// The adjoint of the forward's `im2col`.
+fn im2col_back(g: &Conv2d) -> G {
+    let i = |v: usize| v as i32;
+    let (s, p, d) = (g.stride, g.pad, g.dil);
+    G::Im2ColBack {
+        s0: i(s[0]),
+        s1: i(s[1]),
+        p0: i(p[0]),
+        p1: i(p[1]),
+        d0: i(d[0]),
+        d1: i(d[1]),
+        kw: i(g.kw),
+        kh: i(g.kh),
+        w: i(g.w),
+        h: i(g.h),
+    }
 }
 
 /// The forward: the output `[filters, OW OH N]` and the saved patches.
@@ -111,6 +131,18 @@ fn input_grad(
     (f, ow, oh, n): (usize, usize, usize, usize),
     (rows, cols): (usize, usize),
 ) -> Result<T> {
+    let back = im2col_back(g);
+    if b.supports(&back) {
+        let k = cast(b, c, &kernel.t)?;
+        // kernel [F, C, KW, KH] -> [F, KW, KH, C]: t(kernel') with F fastest.
+        let kt = permuted(c, &k, [f, g.c, g.kw, g.kh], [0, 3, 1, 2])?;
+        let kt = c.reshape(&kt, &[f, g.patch()])?;
+        let dcols = c.op(G::MulMat, &[kt, gz.clone()])?;
+        let dcols = c.reshape(&dcols, &[g.patch(), ow, oh, n])?;
+        let img = c.op(back, &[dcols])?;
+        let dx = permuted(c, &img, [g.w, g.h, g.c, n], [1, 2, 0, 3])?;
+        return c.reshape(&dx, &[rows, cols]);
+    }
     let [s0, s1] = g.stride;
     // gz as an image [OW, OH, F, N]...
     let mut dz = permuted(c, gz, [f, ow, oh, n], [2, 0, 1, 3])?;

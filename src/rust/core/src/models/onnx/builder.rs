@@ -13,7 +13,7 @@ use crate::base::dtype::DType;
 use crate::layout::convert::encode;
 use crate::memory::{Buffer, BufferTag};
 use crate::op::Op;
-use crate::tensor::{Context, Tensor, TENSOR_OVERHEAD};
+use crate::tensor::{alloc_group, Context, Tensor, TENSOR_OVERHEAD};
 use anyhow::Context as _;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -46,11 +46,22 @@ impl Pool {
         Ok(c)
     }
 
-    /// Gives every tensor without memory a place in one new buffer per context.
+    /// Gives every tensor without memory a place: on a Vulkan device in one
+    /// new buffer per context; on the CPU in a buffer of its own, since a
+    /// CPU kernel writes its result in place only when no source lives in
+    /// the result's buffer (else it computes aside and copies).
     fn alloc(&mut self, backend: &Backend) -> crate::Result<()> {
         for c in &self.ctxs {
-            if let Some(b) = c.alloc_tensors(backend, self.tag)? {
-                self.bufs.push(b);
+            if backend.is_vulkan() {
+                if let Some(b) = c.alloc_tensors(backend, self.tag)? {
+                    self.bufs.push(b);
+                }
+                continue;
+            }
+            for t in c.tensors() {
+                if let Some(b) = alloc_group(std::iter::once(&t), backend, self.tag)? {
+                    self.bufs.push(b);
+                }
             }
         }
         Ok(())

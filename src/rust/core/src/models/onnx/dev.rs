@@ -410,6 +410,18 @@ pub fn narrow(b: &mut Builder, x: &Dev, axis: usize, start: usize, len: usize) -
     let inner: usize = x.shape[axis + 1..].iter().product();
     let c = canonical(b, x)?;
     let es = c.t.dtype().size();
+    let r = shape.len();
+    if r <= 4 || axis + 3 >= r {
+        // A view with the result's own ggml sizes (the original strides):
+        // no copy, also when the kept range is not whole rows.
+        let st = super::host::strides(&x.shape);
+        let ne = ne_of(&shape);
+        let mut nb = [es; 4];
+        for (k, n) in nb.iter_mut().enumerate().skip(1) {
+            *n = if k < r { st[r - 1 - k] * es } else { st[0] * x.shape[0] * es };
+        }
+        return Ok(Dev { t: b.view(&c.t, ne, nb, start * st[axis] * es)?, shape, elem: x.elem });
+    }
     let src = b.reshape(&c.t, [inner, x.shape[axis], outer, 1])?;
     let ne = [inner, len, outer, 1];
     let nb = [es, inner * es, inner * x.shape[axis] * es, inner * x.shape[axis] * outer * es];

@@ -341,3 +341,6 @@ pub fn classed(e: anyhow::Error) -> anyhow::Error {
     onnx_err(format!("{e:#}"))
 }
 
+
+#[cfg(test)]
+mod profile;

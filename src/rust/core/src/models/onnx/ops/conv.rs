@@ -160,6 +160,64 @@ pub fn conv2d(p: &mut Planner, x: &Dev, w: T, group: usize, geo: [Geo; 2]) -> cr
     Ok(Dev { t, shape: vec![nn, oc, oh, ow], elem: super::common::float_result(x.elem) })
 }
 
+/// 2-D convolution on the CPU backend by a constant kernel without
+/// groups, stride 1 along the width: per image, the unfolded input is one
+/// copy of a view of the (padded) input with the taps as its outer
+/// dimensions, [OW, OH, C, KW, KH], whose rows are whole output rows
+/// (im2col's layout copies a few values at a time), and the product reads
+/// it transposed, against the kernel reordered at load to (C, KW, KH)
+/// fastest first. A 1x1 convolution copies nothing. None when the case
+/// does not fit (im2col then).
+fn conv2d_taps(p: &mut Planner, x: &Dev, w: &Val, group: usize, geo: [Geo; 2]) -> crate::Result<Option<Dev>> {
+    let Val::C(wc) = w else { return Ok(None) };
+    let [gh, gw] = geo;
+    if p.b.backend.is_vulkan() || p.b.f16 || group != 1 || gw.s != 1 || wc.shape().len() != 4 {
+        return Ok(None);
+    }
+    let [nn, c, h, wd] = [x.shape[0], x.shape[1], x.shape[2], x.shape[3]];
+    let ws = wc.shape().to_vec();
+    let (oc, kh, kw) = (ws[0], ws[2], ws[3]);
+    ensure!(ws[1] == c, "the input has {c} channels, the kernel {}", ws[1]);
+    let oh = out_size(h, &gh, false)?;
+    let ow = out_size(wd, &gw, false)?;
+    let (pix, k) = (ow * oh, c * kw * kh);
+    let key = wc.key.as_ref().map(|k| format!("{k}|taps"));
+    let wc2 = wc.clone();
+    let wt = p.b.constant(key.as_deref(), DType::F32, [k, oc, 1, 1], move || {
+        let v = wc2.f32s()?;
+        let mut out = vec![0f32; v.len()];
+        for o in 0..oc {
+            for ci in 0..c {
+                for y in 0..kh {
+                    for xx in 0..kw {
+                        out[((o * kh + y) * kw + xx) * c + ci] = v[((o * c + ci) * kh + y) * kw + xx];
+                    }
+                }
+            }
+        }
+        Ok(out)
+    })?;
+    let b = p.eb();
+    let mut xt = dev::shaped(b, x, [wd, h, c, nn])?;
+    if gh.pb + gh.pe + gw.pb + gw.pe > 0 {
+        xt = b.op(Op::PadEx { lo: [gw.pb, gh.pb, 0, 0], hi: [gw.pe, gh.pe, 0, 0], mode: PadMode::Constant, value: 0.0 }, &[xt])?;
+    }
+    let (hp, wp) = (h + gh.pb + gh.pe, wd + gw.pb + gw.pe);
+    let es = xt.dtype().size();
+    let mut outs = Vec::with_capacity(nn);
+    for img in 0..nn {
+        let nb = [es * gh.s * wp, es * wp * hp, es * gw.d, es * gh.d * wp];
+        let taps = b.ctx()?.view(&xt, &[ow, oh, c, kw, kh], &nb, img * c * hp * wp * es)?;
+        let cols = b.contig(&taps)?;
+        let cols = b.reshape(&cols, [pix, k, 1, 1])?;
+        let cols_t = b.permute(&cols, [1, 0, 2, 3])?; // [K, P], read transposed
+        let prod = b.op(Op::MulMat, &[cols_t, wt.clone()])?; // [P, OC]
+        outs.push(b.reshape(&prod, [ow, oh, oc, 1])?);
+    }
+    let t = dev::join(b, outs, 3)?;
+    Ok(Some(Dev { t, shape: vec![nn, oc, oh, ow], elem: super::common::float_result(x.elem) }))
+}
+
 /// 3-D convolution of `x` [N, C, D, H, W] by kernel `w` (ggml [KW, KH,
 /// Cg*KD, OC], an ONNX [OC, Cg, KD, KH, KW] tensor as it is) with depth
 /// `kd`, geometry `geo` (D, H, W) -> [N, OC, OD, OH, OW].
@@ -234,8 +292,13 @@ pub(super) fn lower_conv(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crat
     } else {
         ([g[0], g[1]], [ws[3], ws[2], ws[1], ws[0]])
     };
-    let w = weight(p, &wv, kne)?;
-    let mut y = conv2d(p, &x, w, group, geo)?;
+    let mut y = match conv2d_taps(p, &x, &wv, group, geo)? {
+        Some(y) => y,
+        None => {
+            let w = weight(p, &wv, kne)?;
+            conv2d(p, &x, w, group, geo)?
+        }
+    };
     if let Some(bv) = opt(ins, 2) {
         let bd = p.dev(bv)?;
         let bd = reshape(p.eb(), &bd, vec![1, bd.shape.iter().product(), 1, 1])?;

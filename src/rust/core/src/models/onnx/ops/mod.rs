@@ -11,6 +11,7 @@ mod einsum;
 mod elementwise;
 mod host_only;
 mod index;
+mod loss;
 mod matmul;
 mod norm;
 mod pool;
@@ -41,6 +42,7 @@ pub const OPERATORS: &[&str] = &[
     "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "Loop",
     "LpNormalization", "LpPool", "MatMul", "MatMulInteger", "Max", "MaxPool", "Mean",
     "MeanVarianceNormalization", "Min", "Mish", "Mod", "Mul", "MultiHeadAttention", "Neg",
+    "NegativeLogLikelihoodLoss",
     "NonMaxSuppression", "NonZero", "Not", "OneHot", "Or", "PRelu", "Pad", "Pow", "QLinearAdd",
     "QLinearConcat", "QLinearConv", "QLinearGlobalAveragePool", "QLinearLeakyRelu",
     "QLinearMatMul", "QLinearMul", "QLinearSigmoid", "QuantizeLinear", "RMSNormalization",
@@ -48,7 +50,8 @@ pub const OPERATORS: &[&str] = &[
     "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare",
     "Relu", "Reshape", "Resize", "ReverseSequence", "RoiAlign", "Round", "Scan", "Scatter",
     "ScatterElements", "ScatterND", "Selu", "Shape", "Shrink", "Sigmoid", "Sign", "Silu",
-    "SimplifiedLayerNormalization", "Sin", "Sinh", "Size", "Slice", "Softmax", "Softplus",
+    "SimplifiedLayerNormalization", "Sin", "Sinh", "Size", "Slice", "Softmax",
+    "SoftmaxCrossEntropyLoss", "Softplus",
     "Softsign", "SpaceToDepth", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Swish", "Tan",
     "Tanh", "ThresholdedRelu", "Tile", "TopK", "Transpose", "Trilu", "Unique", "Unsqueeze",
     "Upsample", "Where", "Xor",
@@ -71,6 +74,7 @@ pub fn find(op: &str) -> Option<(Option<Lower>, Option<Fold>)> {
         .or_else(|| attention::find(op))
         .or_else(|| einsum::find(op))
         .or_else(|| host_only::find(op))
+        .or_else(|| loss::find(op))
         .or_else(|| control::find(op))
 }
 
@@ -101,6 +105,6 @@ mod tests {
         }
         assert!(!super::supported("", "NoSuchOp"));
         assert!(!super::supported("ai.onnx.ml", "Relu"));
-        assert_eq!(super::OPERATORS.len(), 169);
+        assert_eq!(super::OPERATORS.len(), 171);
     }
 }

@@ -473,6 +473,26 @@ def sampling():
     multi("gridsample_permuted", "GridSample", "0=1 1=1 2=0 3=1", [(2, 5, 6), (2, 4, 7)], lo=-1.3, hi=1.3)
 
 
+def einsum():
+    """Einsum equations ncnn accepts: the result's axes are i, j, k, l in
+    order, each on some input."""
+    def eq(e):
+        return "-23300=%d,%s" % (len(e), ",".join(str(ord(ch)) for ch in e))
+    for nm, e, shapes in [("einsum_matmul", "ik,kj->ij", [(3, 4), (4, 5)]),
+                          ("einsum_batch_matmul", "ijl,ilk->ijk", [(2, 3, 4), (2, 4, 5)]),
+                          ("einsum_outer", "i,j->ij", [(3,), (4,)]),
+                          ("einsum_mul", "i,i->i", [(6,), (6,)]),
+                          ("einsum_rowsum", "ij->i", [(3, 5)]),
+                          ("einsum_sum_two", "ijk->i", [(3, 4, 5)]),
+                          ("einsum_skip_letters", "il->i", [(3, 4)]),
+                          ("einsum_diag", "ii->i", [(4, 4)]),
+                          ("einsum_transpose", "ji->ij", [(3, 5)]),
+                          ("einsum_three", "ik,kl,lj->ij", [(2, 3), (3, 4), (4, 5)]),
+                          ("einsum_4d", "ijkl,ijkl->ijkl", [(2, 3, 2, 4), (2, 3, 2, 4)]),
+                          ("einsum_attention", "ijl,ikl->ijk", [(2, 5, 4), (2, 6, 4)])]:
+        multi(nm, "Einsum", eq(e), shapes)
+
+
 def main():
     os.makedirs(nf.OUT, exist_ok=True)
     elementwise()
@@ -492,6 +512,7 @@ def main():
     quantization()
     im2col()
     sampling()
+    einsum()
     with open(os.path.join(nf.OUT, "cases.tsv"), "w") as f:
         f.write("case\tinputs\toutputs\n")
         for row in nf.manifest:

@@ -56,6 +56,9 @@ fn variants() -> Vec<(&'static str, Vec<(u32, u32)>)> {
         // sub 1 of op 4: average pooling
         ("conv_direct", (0..6).map(|op| (op, if op == 4 { 2 } else { 1 })).collect()),
         ("rows", (0..7).map(|op| (op, 1)).collect()),
+        // op: the weights' ggml type code (vulkan::support::SHADER_QTYPES);
+        // sub 0 mul_mat, sub 1 get_rows
+        ("matmul_q", [2, 3, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 20, 23, 34, 35, 39, 40, 41].map(|op| (op, 2)).to_vec()),
     ]
 }
 
@@ -75,7 +78,9 @@ fn main() {
         let body = std::fs::read_to_string(&file).expect("shader source");
         for (op, subs) in ops {
             for sub in 0..subs {
-                for f32 in [false, true] {
+                // quantized weights are never f32
+                let f32s: &[bool] = if name == "matmul_q" { &[false] } else { &[false, true] };
+                for &f32 in f32s {
                     let prefix = format!(
                         "const OPC: u32 = {op}u;\nconst SUBC: u32 = {sub}u;\nconst ALL_F32: bool = {f32};\n"
                     );

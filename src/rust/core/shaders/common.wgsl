@@ -155,3 +155,14 @@ fn stt(e: u32, v: f32, d: u32) {
 }
 
 fn neg_inf() -> f32 { return bitcast<f32>(0xff800000u); }
+
+// A matrix product's strides and sizes (words 56..62: A's k and m strides,
+// B's k and n strides, K, M, N), shared by the product shaders.
+struct Mm { sak: u32, sam: u32, sbk: u32, sbn: u32, k: u32, m: u32, n: u32 }
+fn mm_words() -> Mm { return Mm(P[56u], P[57u], P[58u], P[59u], P[60u], P[61u], P[62u]); }
+
+// First index of source t's matrix at the result's batch (i2, i3), batch
+// dims broadcast as ggml does.
+fn batch_base(t: u32, i2: u32, i3: u32) -> u32 {
+    return idx(t, vec4<u32>(0u, 0u, i2 / (ne(2u, 2u) / ne(t, 2u)), i3 / (ne(2u, 3u) / ne(t, 3u))));
+}

@@ -12,8 +12,6 @@ var<workgroup> Bs: array<f32, 256>;
 // barrier costs a switch between the invocations: no shared memory; each
 // invocation keeps a 4 x 4 block of the result in registers and reads A and
 // B directly (the CPU's caches do the tiling).
-// The product's strides and sizes (words 56..62).
-struct Mm { sak: u32, sam: u32, sbk: u32, sbn: u32, k: u32, m: u32, n: u32 }
 
 fn blocks(lid: vec3<u32>, wid: vec3<u32>, nwg: vec3<u32>, abase: u32, bbase: u32, i2: u32, i3: u32, q: Mm) {
     let da = dt(0u);
@@ -66,30 +64,27 @@ fn blocks(lid: vec3<u32>, wid: vec3<u32>, nwg: vec3<u32>, abase: u32, bbase: u32
 fn main(@builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
-    let sak = P[56u];
-    let sam = P[57u];
-    let sbk = P[58u];
-    let sbn = P[59u];
-    let K = P[60u];
-    let M = P[61u];
-    let N = P[62u];
+    let q = mm_words();
+    let sak = q.sak;
+    let sam = q.sam;
+    let sbk = q.sbk;
+    let sbn = q.sbn;
+    let K = q.k;
+    let M = q.m;
+    let N = q.n;
     let da = dt(0u);
     let db = dt(1u);
     let tm = (M + 15u) / 16u;
     let tn = (N + 15u) / 16u;
     let d2 = ne(2u, 2u);
     let d3 = ne(2u, 3u);
-    let ra2 = d2 / ne(0u, 2u);
-    let ra3 = d3 / ne(0u, 3u);
-    let rb2 = d2 / ne(1u, 2u);
-    let rb3 = d3 / ne(1u, 3u);
     for (var bz = wid.z; bz < d2 * d3; bz = bz + nwg.z) {
         let i2 = bz % d2;
         let i3 = bz / d2;
-        let abase = idx(0u, vec4<u32>(0u, 0u, i2 / ra2, i3 / ra3));
-        let bbase = idx(1u, vec4<u32>(0u, 0u, i2 / rb2, i3 / rb3));
+        let abase = batch_base(0u, i2, i3);
+        let bbase = batch_base(1u, i2, i3);
         if (SUBC == 1u) {
-            blocks(lid, wid, nwg, abase, bbase, i2, i3, Mm(sak, sam, sbk, sbn, K, M, N));
+            blocks(lid, wid, nwg, abase, bbase, i2, i3, q);
             continue;
         }
         for (var ty = wid.y; ty < tn; ty = ty + nwg.y) {

@@ -124,7 +124,8 @@ fn ncnn_profile() {
 
 /// Per benchmark net (`GGMLR_NCNN_BENCH_DIR`, `GGMLR_NCNN_BENCH_NETS`),
 /// best-of-`GGMLR_PROFILE_REPS` time of a whole pass on one thread (thread
-/// CPU time) and the share of each layer type:
+/// CPU time) and the share of each layer type (`GGMLR_PROFILE_AVX512=0`:
+/// without the AVX-512 product tiles):
 /// `GGMLR_NCNN_BENCH_DIR=dir cargo test --release -p ggmlr-core ncnn_bench_profile -- --ignored --nocapture`
 #[test]
 #[ignore]
@@ -132,6 +133,8 @@ fn ncnn_bench_profile() {
     let Ok(d) = std::env::var("GGMLR_NCNN_BENCH_DIR") else { return };
     let d = std::path::Path::new(&d);
     let reps = env_usize("GGMLR_PROFILE_REPS", 5);
+    // GGMLR_PROFILE_AVX512=0: the product tiles on AVX2 only.
+    crate::ncnn::layers::kernels::gemm::set_avx512(std::env::var("GGMLR_PROFILE_AVX512").as_deref() != Ok("0"));
     let only = std::env::var("GGMLR_NCNN_BENCH_NETS").unwrap_or_default();
     let table = std::fs::read_to_string(d.join("bench.tsv")).unwrap();
     for line in table.lines().skip(1) {

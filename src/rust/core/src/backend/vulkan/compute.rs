@@ -86,13 +86,12 @@ pub fn compute(ctx: &Arc<VkContext>, backend: &str, nodes: &[Node]) -> crate::Re
     let locks = BufferLocks::read(bufs)?;
     let mut vk_nodes = Vec::with_capacity(nodes.len());
     for (i, n) in nodes.iter().enumerate() {
-        if let Some(q) = n.srcs.iter().chain(std::iter::once(&n.dst)).find_map(|r| r.layout.dtype.quant()) {
+        let types: Vec<DType> = n.srcs.iter().map(|s| s.layout.dtype).collect();
+        if let Some(why) = super::support::quant_refusal(&n.op, &types, n.dst.layout.dtype) {
             anyhow::bail!(
-                "computing {}: the Vulkan backend does not compute quantized ({}) tensors yet; \
-                 compute this graph on the CPU backend (ggml_backend_cpu_init()), or \
-                 dequantize the weights to f32 or f16 first",
-                n.tensor.describe(),
-                q.name()
+                "computing {}: {why}; compute this graph on the CPU backend (ggml_backend_cpu_init()), \
+                 or dequantize the weights to f32 or f16 first",
+                n.tensor.describe()
             );
         }
         // Indices the shaders would read as rows or experts (the shader

@@ -64,10 +64,11 @@ pub(crate) struct Dispatch {
 }
 
 /// The shaders' code of a storage type; f64 has no Vulkan kernels.
+/// Quantized types (256 + ggml's code) are read only by `shaders/matmul_q.wgsl`,
+/// and compute.rs refuses them elsewhere.
 fn dtype_code(t: DType) -> Option<u32> {
     match t {
-        // Graphs with quantized tensors are refused before encoding (compute.rs).
-        DType::Quant(_) => None,
+        DType::Quant(q) => Some(256 + q.code() as u32),
         DType::F32 => Some(0),
         DType::F16 => Some(1),
         DType::I32 => Some(2),
@@ -88,7 +89,8 @@ pub(super) struct Enc<'c> {
 }
 
 impl<'c> Enc<'c> {
-    /// Describe tensor `t` in slot `slot` (0, 1 = sources, 2 = result, 3, 4 = sources).
+    /// Describe tensor `t` in slot `slot` (0, 1 = sources, 2 = result, 3, 4 = sources):
+    /// offset and strides in elements, or in bytes for a quantized tensor.
     pub fn tensor(&mut self, slot: usize, t: &VkTensorRef, role: &str) -> crate::Result<()> {
         let name = &self.ctx.info.name;
         let op = self.op;
@@ -104,7 +106,7 @@ impl<'c> Enc<'c> {
                  use f32 tensors (GGML_TYPE_F32) on Vulkan, or compute f64 on the CPU backend"
             );
         };
-        let es = l.dtype.size();
+        let es = if l.dtype.quant().is_some() { 1 } else { l.dtype.size() };
         let span = l.span_bytes();
         anyhow::ensure!(
             t.offset.checked_add(span).is_some_and(|e| e <= t.buf.size()),

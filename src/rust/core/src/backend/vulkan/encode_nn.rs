@@ -19,6 +19,9 @@ static CPY: Op = Op::Cpy;
 /// The dispatches of one node (none when it has nothing to compute), in order.
 pub(crate) fn encode_node(ctx: &VkContext, node: &VkNode) -> crate::Result<Vec<Dispatch>> {
     let op = node.op;
+    if let Some(q) = node.srcs.first().and_then(|s| s.layout.dtype.quant()) {
+        return Ok(super::encode_q::encode_quant(ctx, node, q)?.into_iter().collect());
+    }
     let ours = matches!(
         op,
         Op::Glu(_) | Op::SiluBack | Op::Rope(_) | Op::Attn(_) | Op::Conv(_) | Op::Rows(_) | Op::Index(_) | Op::MulMatId

@@ -14,7 +14,8 @@
 //! bytes). Sources are listed as `Op` documents them and may be strided; the
 //! result is contiguous except for `Cpy` (whose result is its second source's
 //! memory). `Op::None` and view ops are skipped. Storage types: f32, f16,
-//! bf16, and i32 for indices and argmax. Every buffer in a node must come
+//! bf16, and i32 for indices and argmax; quantized weights (in bytes) as
+//! the first source of mul_mat and get_rows. Every buffer in a node must come
 //! from this context. `run_graph` returns after the device finished, so the
 //! host may read or reuse any buffer afterwards.
 
@@ -25,6 +26,7 @@ mod context;
 mod device;
 mod encode;
 mod encode_nn;
+mod encode_q;
 mod graph;
 mod memory;
 mod shaders;
@@ -53,3 +55,5 @@ mod tests_mem;
 mod tests_nn;
 #[cfg(test)]
 mod tests_ops;
+#[cfg(test)]
+mod tests_quant;

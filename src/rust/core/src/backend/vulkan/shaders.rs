@@ -19,6 +19,9 @@ pub enum Shader {
     Eltwise,
     /// Tiled matrix product (mul_mat, out_prod).
     Matmul,
+    /// mul_mat and get_rows of quantized weights, dequantized in the shader
+    /// (one variant per type).
+    MatmulQ,
     /// One workgroup per row: sums, means, softmax, norms, argmax.
     Reduce,
     /// The extended ops (`op::extended`): maps, broadcasting binaries,
@@ -57,6 +60,7 @@ impl Shader {
         match self {
             Shader::Eltwise => "eltwise",
             Shader::Matmul => "matmul",
+            Shader::MatmulQ => "matmul_q",
             Shader::Reduce => "reduce",
             Shader::Extended => "extended",
             Shader::Rope => "rope",

@@ -1,10 +1,12 @@
 //! What the Vulkan kernels compute: the ops that have a kernel (the arms of
 //! `encode::encode`; keep the two in step), the element types the shaders
-//! read and write, and the sizes one dispatch can address.
+//! read and write, the quantized types the shaders dequantize, and the sizes
+//! one dispatch can address.
 
 use super::device::DeviceLimits;
 use crate::backend::node;
 use crate::base::dtype::DType;
+use crate::base::quant::QType;
 use crate::layout::Layout;
 use crate::op::Op;
 
@@ -77,10 +79,52 @@ pub fn has_dtype(t: DType) -> bool {
     matches!(t, DType::F32 | DType::F16 | DType::BF16 | DType::I32)
 }
 
+/// The quantized types `shaders/matmul_q.wgsl` dequantizes (its variants,
+/// one per type, are listed by ggml type code in build.rs). The IQ types of
+/// lattice grids (IQ1_*, IQ2_*, IQ3_*) are not among them.
+pub const SHADER_QTYPES: [QType; 19] = {
+    use QType::*;
+    [Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, MXFP4, NVFP4, Q1_0]
+};
+
+/// Whether the shaders dequantize `q`.
+pub fn has_qtype(q: QType) -> bool {
+    SHADER_QTYPES.contains(&q)
+}
+
+/// Why a node with quantized tensors cannot run on Vulkan, or None when it
+/// can: quantized weights are read by mul_mat and get_rows as their first
+/// source, in a type the shaders dequantize; views of them need no kernel.
+pub fn quant_refusal(op: &Op, srcs: &[DType], dst: DType) -> Option<String> {
+    let q = srcs.iter().chain(std::iter::once(&dst)).find_map(|t| t.quant())?;
+    if op.is_view() || matches!(op, Op::None) {
+        return None;
+    }
+    let first_only = srcs.first().is_some_and(|t| t.quant().is_some())
+        && srcs.iter().skip(1).chain(std::iter::once(&dst)).all(|t| t.quant().is_none());
+    if !matches!(op, Op::MulMat | Op::GetRows) || !first_only {
+        return Some(format!(
+            "the Vulkan backend computes quantized ({}) tensors only as the weights (first source) of \
+             mul_mat and get_rows, not in {}",
+            q.name(),
+            op.name()
+        ));
+    }
+    if !has_qtype(q) {
+        return Some(format!(
+            "the Vulkan backend has no shader for {} weights (it dequantizes {})",
+            q.name(),
+            SHADER_QTYPES.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    None
+}
+
 /// Whether a dispatch on a device with `limits` can address `l`: its span
-/// within one storage-buffer binding, sizes and element strides in 32 bits.
+/// within one storage-buffer binding, sizes and element strides in 32 bits
+/// (quantized tensors are addressed in bytes).
 pub fn addressable(l: &Layout, limits: &DeviceLimits) -> bool {
-    let es = l.dtype.size();
+    let es = if l.dtype.quant().is_some() { 1 } else { l.dtype.size() };
     l.span_bytes() <= limits.max_storage_buffer_range as usize
         && l.ne.iter().all(|&n| u32::try_from(n).is_ok())
         && l.nb.iter().all(|&b| u32::try_from(b / es.max(1)).is_ok())
@@ -89,7 +133,10 @@ pub fn addressable(l: &Layout, limits: &DeviceLimits) -> bool {
 /// Whether a node computing `op` from `srcs` into `dst` runs on the device
 /// (a node over five dimensions runs as one dispatch per slice of the fifth).
 pub fn supports(op: &Op, srcs: &[Layout], dst: &Layout, limits: &DeviceLimits) -> bool {
+    let types: Vec<DType> = srcs.iter().map(|l| l.dtype).collect();
+    let quant_ok = quant_refusal(op, &types, dst.dtype).is_none();
     has_kernel(op)
-        && srcs.iter().chain(std::iter::once(dst)).all(|l| has_dtype(l.dtype) && addressable(l, limits))
+        && quant_ok
+        && srcs.iter().chain(std::iter::once(dst)).all(|l| (has_dtype(l.dtype) || l.dtype.quant().is_some()) && addressable(l, limits))
         && (op.is_view() || matches!(op, Op::None) || !node::is_five_d(srcs, dst) || node::sliceable(op, srcs, dst))
 }

@@ -18,6 +18,7 @@ pub mod deconvolution;
 pub mod deconvolution_depthwise;
 pub mod detectionoutput;
 pub mod dropout;
+pub mod einsum;
 pub mod eltwise;
 pub mod embed;
 pub mod expanddims;
@@ -155,6 +156,7 @@ pub fn create(name: &str, pd: &ParamDict) -> Option<anyhow::Result<Builtin>> {
         "Fold" => boxed(fold::FoldLayer::new(pd, true)),
         "Unfold" => boxed(fold::FoldLayer::new(pd, false)),
         "GridSample" => boxed(gridsample::GridSample::new(pd)),
+        "Einsum" => boxed(einsum::Einsum::new(pd)),
         _ => return None,
     })
 }

@@ -1,11 +1,25 @@
 //! The row loops of the quantized dot products, chosen at run time: the
-//! AVX2 kernels of [`super::avx2`] (with the portable ones compiled for
-//! AVX2 for the other types) where the CPU has AVX2 and FMA, the portable
-//! kernels of [`super::dot`] elsewhere.
+//! AVX-512 VNNI kernel of [`super::avx512`] for Q8_0 where the CPU
+//! has them, the AVX2 kernels of [`super::avx2`] (with the portable ones
+//! compiled for AVX2 for the other types) where it has AVX2 and FMA, the
+//! portable kernels of [`super::dot`] elsewhere.
 
 use super::dot;
 use crate::base::quant::{self, QType};
 use crate::base::simd;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set by tests to run the AVX2 kernels on a CPU that has AVX-512.
+static NO_AVX512: AtomicBool = AtomicBool::new(false);
+
+/// Runs `f` with the AVX-512 kernels off (tests of the AVX2 ones).
+#[cfg(test)]
+pub fn without_avx512<R>(f: impl FnOnce() -> R) -> R {
+    NO_AVX512.store(true, Ordering::SeqCst);
+    let r = f();
+    NO_AVX512.store(false, Ordering::SeqCst);
+    r
+}
 
 /// Activations of one column: quantized to the partner format, or f32.
 #[derive(Clone, Copy)]
@@ -66,13 +80,21 @@ fn rows_generic(w: Rows<'_>, act: Act<'_>, out: &mut [f32], scratch: &mut Vec<f3
     }
 }
 
+/// `out[r] = kernel(row r, y)` for every row.
+#[cfg(target_arch = "x86_64")]
+fn each_row(w: Rows<'_>, y: &[u8], out: &mut [f32], kernel: fn(&[u8], &[u8], usize) -> f32) {
+    let nb = w.k / w.q.block_size();
+    let rs = nb * w.q.type_size();
+    for (r, o) in out.iter_mut().enumerate() {
+        *o = kernel(&w.data[r * w.stride..r * w.stride + rs], y, nb);
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c")]
 // SAFETY: (for callers) only called when the CPU has AVX2, FMA and F16C.
 unsafe fn rows_avx2(w: Rows<'_>, act: Act<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
     use super::avx2;
-    let nb = w.k / w.q.block_size();
-    let rs = nb * w.q.type_size();
     let kernel: fn(&[u8], &[u8], usize) -> f32 = match (w.q, act) {
         (QType::Q4_0, Act::Q(_)) => avx2::q4_0,
         (QType::Q4_1, Act::Q(_)) => avx2::q4_1,
@@ -85,18 +107,47 @@ unsafe fn rows_avx2(w: Rows<'_>, act: Act<'_>, out: &mut [f32], scratch: &mut Ve
         (QType::Q6_K, Act::Q(_)) => avx2::q6_k,
         _ => return rows_generic(w, act, out, scratch),
     };
-    let Act::Q(y) = act else { return };
-    for (r, o) in out.iter_mut().enumerate() {
-        *o = kernel(&w.data[r * w.stride..r * w.stride + rs], y, nb);
+    if let Act::Q(y) = act {
+        each_row(w, y, out, kernel);
     }
 }
 
-/// Which kernels run: "avx2" or "portable".
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
+// SAFETY: (for callers) only called when the CPU has AVX-512 F, BW and VNNI, AVX2, FMA and F16C.
+unsafe fn rows_avx512(w: Rows<'_>, act: Act<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
+    use super::avx512;
+    let kernel: fn(&[u8], &[u8], usize) -> f32 = match (w.q, act) {
+        (QType::Q8_0, Act::Q(_)) => avx512::q8_0,
+        // SAFETY: the CPU has AVX2, FMA and F16C (implied by this path).
+        _ => return unsafe { rows_avx2(w, act, out, scratch) },
+    };
+    if let Act::Q(y) = act {
+        each_row(w, y, out, kernel);
+    }
+}
+
+/// Which kernels run: "avx512", "avx2" or "portable".
 pub fn path() -> &'static str {
-    if simd::avx2_fma() && f16c() {
-        "avx2"
-    } else {
+    if !(simd::avx2_fma() && f16c()) {
         "portable"
+    } else if avx512() && !NO_AVX512.load(Ordering::Relaxed) {
+        "avx512"
+    } else {
+        "avx2"
+    }
+}
+
+fn avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vnni")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
     }
 }
 
@@ -115,9 +166,12 @@ fn f16c() -> bool {
 /// when tests ask for them through `simd::portable`).
 pub fn dot_rows(w: Rows<'_>, act: Act<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
     #[cfg(target_arch = "x86_64")]
-    if path() == "avx2" {
+    match path() {
+        // SAFETY: the CPU has AVX-512 F, BW and VNNI, AVX2, FMA and F16C.
+        "avx512" => return unsafe { rows_avx512(w, act, out, scratch) },
         // SAFETY: the CPU has AVX2, FMA and F16C.
-        return unsafe { rows_avx2(w, act, out, scratch) };
+        "avx2" => return unsafe { rows_avx2(w, act, out, scratch) },
+        _ => {}
     }
     rows_generic(w, act, out, scratch)
 }

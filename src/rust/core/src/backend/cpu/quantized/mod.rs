@@ -5,6 +5,7 @@
 //! dequantizes them whole (see `access`).
 
 mod avx2;
+mod avx512;
 mod dispatch;
 mod dot;
 mod matmul;

@@ -1,7 +1,7 @@
 //! Quantized products against dequantize-then-f64, within the error the
 //! activations' 8-bit quantization allows, on every CPU path.
 
-use super::dispatch::{dot_rows, path, Act, Rows};
+use super::dispatch::{dot_rows, path, without_avx512, Act, Rows};
 use super::dot::partner;
 use super::matmul::mul_mat;
 use crate::backend::cpu::access::Src;
@@ -92,9 +92,9 @@ fn products_match_dequantized_f64_within_activation_rounding() {
 
 #[test]
 fn cpu_paths_agree() {
-    let k = 1024;
     let wide = path();
-    for q in QType::ALL {
+    // 1056 values: an odd number of 32-value blocks (the two-block kernels' tail)
+    for (q, k) in QType::ALL.into_iter().flat_map(|q| [(q, 1024), (q, 1056)]).filter(|(q, k)| k % q.block_size() == 0) {
         let (bytes, _) = weights(q, k, 4);
         let b = noise(k, 5);
         let acts = match partner(q).qtype() {
@@ -103,15 +103,17 @@ fn cpu_paths_agree() {
         };
         let act = if acts.is_empty() { Act::F(&b) } else { Act::Q(&acts) };
         let rows = Rows { q, data: &bytes, stride: q.row_size(k).unwrap(), k };
-        let (mut fast, mut port) = (vec![0f32; 4], vec![0f32; 4]);
+        let (mut fast, mut mid, mut port) = (vec![0f32; 4], vec![0f32; 4], vec![0f32; 4]);
         dot_rows(rows, act, &mut fast, &mut Vec::new());
+        without_avx512(|| dot_rows(rows, act, &mut mid, &mut Vec::new()));
         simd::portable(|| {
             assert_eq!(path(), "portable");
             dot_rows(rows, act, &mut port, &mut Vec::new())
         });
-        for (f, p) in fast.iter().zip(&port) {
-            // The AVX2 kernels sum blocks in eight lanes: equal up to f32 rounding.
-            assert!((f - p).abs() <= 2e-6 * (1.0 + p.abs()) * (k as f32).sqrt(), "{} on {wide}: {f} vs {p}", q.name());
+        for ((f, m), p) in fast.iter().zip(&mid).zip(&port) {
+            // The SIMD kernels sum blocks in lanes: equal up to f32 rounding.
+            let tol = 2e-6 * (1.0 + p.abs()) * (k as f32).sqrt();
+            assert!((f - p).abs() <= tol && (m - p).abs() <= tol, "{} on {wide}: {f}, {m} (AVX2) vs {p}", q.name());
         }
     }
 }
@@ -153,11 +155,13 @@ fn bench_matvec() {
                 .fold(f64::MAX, f64::min)
         };
         let dt = min_time(&mut || mul_mat(q, &a, &bytes, &src, &mut out, &pool).unwrap());
+        let d2 = min_time(&mut || without_avx512(|| mul_mat(q, &a, &bytes, &src, &mut out, &pool).unwrap()));
         let dc = min_time(&mut || {
             copy.copy_from_slice(&bytes);
             std::hint::black_box(&copy);
         });
-        println!("{} ({}): {:.3} ms, {:.1} GB/s; memcpy {:.1} GB/s", q.name(), path(), dt * 1e3, bytes.len() as f64 / dt / 1e9, bytes.len() as f64 / dc / 1e9);
+        let gbs = |t: f64| bytes.len() as f64 / t / 1e9;
+        println!("{} ({}): {:.3} ms, {:.1} GB/s; avx2 {:.1} GB/s; memcpy {:.1} GB/s", q.name(), path(), dt * 1e3, gbs(dt), gbs(d2), gbs(dc));
     }
 }
 
@@ -181,7 +185,9 @@ fn bench_dot_rows() {
                 .fold(f64::MAX, f64::min)
         };
         let dt = min_time(&mut || dot_rows(rows, Act::Q(&acts), &mut out, &mut Vec::new()));
+        let d2 = min_time(&mut || without_avx512(|| dot_rows(rows, Act::Q(&acts), &mut out, &mut Vec::new())));
         let dp = min_time(&mut || simd::portable(|| dot_rows(rows, Act::Q(&acts), &mut out, &mut Vec::new())));
-        println!("{}: {:.3} ns/value wide, {:.3} portable", q.name(), dt * 1e9 / (k * 256) as f64, dp * 1e9 / (k * 256) as f64);
+        let ns = |t: f64| t * 1e9 / (k * 256) as f64;
+        println!("{}: {:.3} ns/value {}, {:.3} avx2, {:.3} portable", q.name(), ns(dt), path(), ns(d2), ns(dp));
     }
 }

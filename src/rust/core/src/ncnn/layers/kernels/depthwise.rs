@@ -61,11 +61,12 @@ pub fn dw_channel(
             for (t, b) in taps.iter_mut().zip(&base) {
                 t.0 = b.0 + shift;
             }
+            let t = Taps { plane, taps: &taps, bias, clamp };
             if fast {
                 // SAFETY: chosen only when the CPU has AVX2 and FMA.
-                unsafe { rows_avx2(plane, &taps, rstep, bias, clamp, orows, outw) }
+                unsafe { rows_avx2(&t, rstep, orows, outw) }
             } else {
-                rows::<false>(plane, &taps, rstep, bias, clamp, orows, outw)
+                rows::<false>(&t, rstep, orows, outw)
             }
             if post {
                 p.act.apply(orows);
@@ -78,59 +79,54 @@ pub fn dw_channel(
 /// flight hide the latency of the multiply-adds.
 const GROUP: usize = 4;
 
+/// What every output value reads: the phase plane, the kernel taps (offset
+/// in the plane, weight), the bias and the clamp of the activation.
+#[derive(Clone, Copy)]
+struct Taps<'a> {
+    plane: &'a [f32],
+    taps: &'a [(usize, f32)],
+    bias: f32,
+    clamp: Option<(f32, f32)>,
+}
+
 /// `rows` compiled for AVX2 and FMA on x86-64 (elsewhere it is never chosen).
 ///
 /// # Safety
 /// The CPU must have AVX2 and FMA.
 #[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx2,fma"))]
-unsafe fn rows_avx2(
-    plane: &[f32],
-    taps: &[(usize, f32)],
-    rstep: usize,
-    bias: f32,
-    clamp: Option<(f32, f32)>,
-    out: &mut [f32],
-    outw: usize,
-) {
-    rows::<true>(plane, taps, rstep, bias, clamp, out, outw)
+unsafe fn rows_avx2(t: &Taps, rstep: usize, out: &mut [f32], outw: usize) {
+    rows::<true>(t, rstep, out, outw)
 }
 
 /// The output rows `out` (rows of `outw`; row r reads `rstep` further into
 /// the plane than row r - 1): a whole group in blocks of all its rows,
 /// fewer rows one at a time.
 #[inline(always)]
-fn rows<const FMA: bool>(
-    plane: &[f32],
-    taps: &[(usize, f32)],
-    rstep: usize,
-    bias: f32,
-    clamp: Option<(f32, f32)>,
-    out: &mut [f32],
-    outw: usize,
-) {
+fn rows<const FMA: bool>(t: &Taps, rstep: usize, out: &mut [f32], outw: usize) {
     if out.len() != GROUP * outw {
         for (r, orow) in out.chunks_mut(outw).enumerate() {
-            row::<FMA>(plane, taps, r * rstep, bias, clamp, orow);
+            row::<FMA>(t, r * rstep, orow);
         }
         return;
     }
+    let plane = t.plane;
     // Every read of the blocks below lies before the end of the last row.
-    let last = taps.iter().map(|t| t.0).max().unwrap_or(0) + (GROUP - 1) * rstep + outw;
+    let last = t.taps.iter().map(|t| t.0).max().unwrap_or(0) + (GROUP - 1) * rstep + outw;
     assert!(last <= plane.len(), "depthwise plane too short");
     let mut x = 0;
     while x + 16 <= outw {
-        block::<FMA, GROUP, 16>(plane, taps, rstep, bias, clamp, out, outw, x);
+        block::<FMA, GROUP, 16>(t, rstep, out, outw, x);
         x += 16;
     }
     if x + 8 <= outw {
-        block::<FMA, GROUP, 8>(plane, taps, rstep, bias, clamp, out, outw, x);
+        block::<FMA, GROUP, 8>(t, rstep, out, outw, x);
         x += 8;
     }
     if x < outw && last - outw + x + 8 <= plane.len() {
         // The last few columns as a block of 8 that reads on into the
         // next row (still inside the plane); only the real columns are kept.
         let mut tmp = [0.0f32; GROUP * 8];
-        block::<FMA, GROUP, 8>(&plane[x..], taps, rstep, bias, clamp, &mut tmp, 8, 0);
+        block::<FMA, GROUP, 8>(&Taps { plane: &plane[x..], ..*t }, rstep, &mut tmp, 8, 0);
         for (r, t) in tmp.chunks_exact(8).enumerate() {
             out[r * outw + x..(r + 1) * outw].copy_from_slice(&t[..outw - x]);
         }
@@ -138,34 +134,25 @@ fn rows<const FMA: bool>(
     }
     if x < outw {
         for r in 0..GROUP {
-            row::<FMA>(plane, taps, r * rstep + x, bias, clamp, &mut out[r * outw + x..(r + 1) * outw]);
+            row::<FMA>(t, r * rstep + x, &mut out[r * outw + x..(r + 1) * outw]);
         }
     }
 }
 
 /// Columns x..x+W of R rows; the caller checks that the reads (up to
 /// `max(s) + (R - 1) * rstep + x + W`) are in `plane`.
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn block<const FMA: bool, const R: usize, const W: usize>(
-    plane: &[f32],
-    taps: &[(usize, f32)],
-    rstep: usize,
-    bias: f32,
-    clamp: Option<(f32, f32)>,
-    out: &mut [f32],
-    outw: usize,
-    x: usize,
-) {
+fn block<const FMA: bool, const R: usize, const W: usize>(t: &Taps, rstep: usize, out: &mut [f32], outw: usize, x: usize) {
+    let Taps { plane, taps, bias, clamp } = *t;
     let mut acc = [[bias; W]; R];
-    for &(s, t) in taps {
+    for &(s, k) in taps {
         for (r, acc) in acc.iter_mut().enumerate() {
             let at = s + r * rstep + x;
             debug_assert!(at + W <= plane.len());
             // SAFETY: in bounds, as the caller checked.
             let v = unsafe { &*(plane.as_ptr().add(at) as *const [f32; W]) };
             for i in 0..W {
-                acc[i] = madd::<FMA>(t, v[i], acc[i]);
+                acc[i] = madd::<FMA>(k, v[i], acc[i]);
             }
         }
     }
@@ -188,31 +175,25 @@ fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
 
 /// out[x] = act(bias + sum over taps (s, t) of t * plane[s + off + x]).
 #[inline(always)]
-fn row<const FMA: bool>(
-    plane: &[f32],
-    taps: &[(usize, f32)],
-    off: usize,
-    bias: f32,
-    clamp: Option<(f32, f32)>,
-    out: &mut [f32],
-) {
+fn row<const FMA: bool>(t: &Taps, off: usize, out: &mut [f32]) {
+    let Taps { plane, taps, bias, clamp } = *t;
     let n = out.len();
     let mut x = 0;
     // Wide chunks keep several independent sums in flight per tap.
     while x + 64 <= n {
-        chunk::<FMA, 64>(plane, taps, bias, clamp, &mut out[x..x + 64], off + x);
+        chunk::<FMA, 64>(t, &mut out[x..x + 64], off + x);
         x += 64;
     }
     if x + 32 <= n {
-        chunk::<FMA, 32>(plane, taps, bias, clamp, &mut out[x..x + 32], off + x);
+        chunk::<FMA, 32>(t, &mut out[x..x + 32], off + x);
         x += 32;
     }
     if x + 16 <= n {
-        chunk::<FMA, 16>(plane, taps, bias, clamp, &mut out[x..x + 16], off + x);
+        chunk::<FMA, 16>(t, &mut out[x..x + 16], off + x);
         x += 16;
     }
     if x + 8 <= n {
-        chunk::<FMA, 8>(plane, taps, bias, clamp, &mut out[x..x + 8], off + x);
+        chunk::<FMA, 8>(t, &mut out[x..x + 8], off + x);
         x += 8;
     }
     for (i, o) in out[x..].iter_mut().enumerate() {
@@ -228,14 +209,8 @@ fn row<const FMA: bool>(
 }
 
 #[inline(always)]
-fn chunk<const FMA: bool, const W: usize>(
-    plane: &[f32],
-    taps: &[(usize, f32)],
-    bias: f32,
-    clamp: Option<(f32, f32)>,
-    out: &mut [f32],
-    x: usize,
-) {
+fn chunk<const FMA: bool, const W: usize>(t: &Taps, out: &mut [f32], x: usize) {
+    let Taps { plane, taps, bias, clamp } = *t;
     let mut acc = [bias; W];
     for &(s, t) in taps {
         // INVARIANT: a slice of length W always converts to [f32; W].

@@ -348,7 +348,8 @@ impl<'a> Rows<'a> {
                             let dst = cp.0.add(bl.r0 * n + y * outw + x);
                             if full || masked {
                                 let bp = b.base.as_ptr();
-                                kernel_avx2(bl.mr, ab, bp, b.offs, col, dst, n, nrows, bias, self.clamp, w, masked);
+                                let t = Tile { ab, base: bp, offs: b.offs, col, c: dst, ldc: n, rows: nrows, bias, clamp: self.clamp, w };
+                                kernel_avx2(bl.mr, masked, &t);
                             } else {
                                 kernel_generic(bl.mr, ab, b.base, b.offs, col, w, &mut tmp, bias, self.clamp);
                                 copy_tile(&tmp, dst, n, nrows, w);
@@ -412,6 +413,22 @@ fn kernel_generic(
     }
 }
 
+/// One output tile of the AVX2 kernel: the packed A values `ab`, B's
+/// rows at `base + offs[k] + col`, the output `c` (`rows` rows of stride
+/// `ldc`, first `w` columns), the rows' biases and the clamp.
+struct Tile<'a> {
+    ab: &'a [f32],
+    base: *const f32,
+    offs: &'a [usize],
+    col: usize,
+    c: *mut f32,
+    ldc: usize,
+    rows: usize,
+    bias: &'a [f32; MR],
+    clamp: Option<(f32, f32)>,
+    w: usize,
+}
+
 /// An `mr` (6 or 4) x 16 tile: bias + sum over k, clamped, stored to the
 /// first `w` columns of `rows` rows of `c` (stride `ldc`); with `masked`
 /// only the first `w` columns of B are read.
@@ -420,34 +437,24 @@ fn kernel_generic(
 /// The CPU must have AVX2 and FMA; `base + offs[k] + col .. + 16` (`.. + w`
 /// when masked) must be readable for every k, and `c` writable for `rows`
 /// rows of `w`.
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn kernel_avx2(
-    mr: usize,
-    ab: &[f32],
-    base: *const f32,
-    offs: &[usize],
-    col: usize,
-    c: *mut f32,
-    ldc: usize,
-    rows: usize,
-    bias: &[f32; MR],
-    clamp: Option<(f32, f32)>,
-    w: usize,
-    masked: bool,
-) {
+unsafe fn kernel_avx2(mr: usize, masked: bool, t: &Tile) {
     #[cfg(target_arch = "x86_64")]
     {
-        match (mr, masked) {
-            (6, false) => tile_avx2::<6, false>(ab, base, offs, col, c, ldc, rows, bias, clamp, w),
-            (6, true) => tile_avx2::<6, true>(ab, base, offs, col, c, ldc, rows, bias, clamp, w),
-            (_, false) => tile_avx2::<4, false>(ab, base, offs, col, c, ldc, rows, bias, clamp, w),
-            (_, true) => tile_avx2::<4, true>(ab, base, offs, col, c, ldc, rows, bias, clamp, w),
+        match (mr, masked, avx512()) {
+            (6, false, true) => tile_avx512::<6, false>(t),
+            (6, true, true) => tile_avx512::<6, true>(t),
+            (_, false, true) => tile_avx512::<4, false>(t),
+            (_, true, true) => tile_avx512::<4, true>(t),
+            (6, false, false) => tile_avx2::<6, false>(t),
+            (6, true, false) => tile_avx2::<6, true>(t),
+            (_, false, false) => tile_avx2::<4, false>(t),
+            (_, true, false) => tile_avx2::<4, true>(t),
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (mr, ab, base, offs, col, c, ldc, rows, bias, clamp, w, masked);
+        let _ = (mr, masked, t);
         // INVARIANT: callers reach the AVX2 kernel only after detecting AVX2,
         // which exists only on x86-64.
         unreachable!("AVX2 kernels run only on x86-64")
@@ -458,19 +465,8 @@ unsafe fn kernel_avx2(
 /// As for `kernel_avx2`, on a CPU with AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn tile_avx2<const R: usize, const MASKED: bool>(
-    ab: &[f32],
-    base: *const f32,
-    offs: &[usize],
-    col: usize,
-    c: *mut f32,
-    ldc: usize,
-    rows: usize,
-    bias: &[f32; MR],
-    clamp: Option<(f32, f32)>,
-    w: usize,
-) {
+unsafe fn tile_avx2<const R: usize, const MASKED: bool>(t: &Tile) {
+    let Tile { ab, base, offs, col, c, ldc, rows, bias, clamp, w } = *t;
     use std::arch::x86_64::*;
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     for r in 0..R {
@@ -519,6 +515,80 @@ unsafe fn tile_avx2<const R: usize, const MASKED: bool>(
         for (r, v) in acc.iter().enumerate().take(rows) {
             _mm256_maskstore_ps(c.add(r * ldc), m0, v[0]);
             _mm256_maskstore_ps(c.add(r * ldc + 8), m1, v[1]);
+        }
+    }
+}
+
+/// 0: not probed yet, 1: no, 2: yes.
+static AVX512: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Whether the tiles run on AVX-512 (one 16-lane register per tile row)
+/// rather than AVX2 (two 8-lane ones): on CPUs with AVX-512F, unless a
+/// test has turned it off.
+#[inline]
+fn avx512() -> bool {
+    use std::sync::atomic::Ordering;
+    match AVX512.load(Ordering::Relaxed) {
+        0 => {
+            #[cfg(target_arch = "x86_64")]
+            let yes = is_x86_feature_detected!("avx512f");
+            #[cfg(not(target_arch = "x86_64"))]
+            let yes = false;
+            AVX512.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+            yes
+        }
+        v => v == 2,
+    }
+}
+
+/// Turn the AVX-512 tiles off (or back on where the CPU has them), for
+/// timing one against the other.
+#[cfg(test)]
+pub fn set_avx512(on: bool) {
+    AVX512.store(0, std::sync::atomic::Ordering::Relaxed);
+    let yes = on && avx512();
+    AVX512.store(if yes { 2 } else { 1 }, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// As `tile_avx2`, with each row's 16 columns in one AVX-512 register and
+/// the edge columns under a lane mask.
+///
+/// # Safety
+/// As for `kernel_avx2`, on a CPU with AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn tile_avx512<const R: usize, const MASKED: bool>(t: &Tile) {
+    use std::arch::x86_64::*;
+    let Tile { ab, base, offs, col, c, ldc, rows, bias, clamp, w } = *t;
+    let mut acc = [_mm512_setzero_ps(); R];
+    for (r, a) in acc.iter_mut().enumerate() {
+        *a = _mm512_set1_ps(bias[r]);
+    }
+    // Lanes below w.
+    let m: __mmask16 = if w >= NR { 0xffff } else { ((1u32 << w) - 1) as __mmask16 };
+    let ap = ab.as_ptr();
+    for (kk, &o) in offs.iter().enumerate() {
+        let bp = base.add(o + col);
+        let b = if MASKED { _mm512_maskz_loadu_ps(m, bp) } else { _mm512_loadu_ps(bp) };
+        let a = ap.add(kk * R);
+        for (r, acc_r) in acc.iter_mut().enumerate() {
+            *acc_r = _mm512_fmadd_ps(_mm512_set1_ps(*a.add(r)), b, *acc_r);
+        }
+    }
+    if let Some((lo, hi)) = clamp {
+        let (l, h) = (_mm512_set1_ps(lo), _mm512_set1_ps(hi));
+        for a in acc.iter_mut() {
+            // max(v, lo) first: a NaN becomes lo, as with f32::max.
+            *a = _mm512_min_ps(_mm512_max_ps(*a, l), h);
+        }
+    }
+    if w == NR && rows == R {
+        for (r, a) in acc.iter().enumerate() {
+            _mm512_storeu_ps(c.add(r * ldc), *a);
+        }
+    } else {
+        for (r, a) in acc.iter().enumerate().take(rows) {
+            _mm512_mask_storeu_ps(c.add(r * ldc), m, *a);
         }
     }
 }
@@ -594,11 +664,16 @@ mod tests {
             let ep = Epi { bias: if ci % 2 == 0 { &bias } else { &[] }, act };
             let want = naive(&a, m, &b, outw, outh, &ep);
             let pa = PackedA::new(&a, m, k);
-            for fast in [false, simd::avx2_fma()] {
+            // The portable tiles, the AVX2 ones, the AVX-512 ones (where
+            // the CPU has them).
+            let wide = avx512();
+            for (fast, w512) in [(false, false), (simd::avx2_fma(), false), (simd::avx2_fma(), wide)] {
+                AVX512.store(if w512 { 2 } else { 1 }, std::sync::atomic::Ordering::Relaxed);
                 let mut got = vec![f32::NAN; m * outw * outh];
                 conv_gemm_with(&pa, &b, outw, outh, &mut got, &ep, fast);
+                AVX512.store(if wide { 2 } else { 1 }, std::sync::atomic::Ordering::Relaxed);
                 for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                    assert!((g - w).abs() < 1e-3, "case {ci} fast={fast} at {i}: {g} vs {w}");
+                    assert!((g - w).abs() < 1e-3, "case {ci} fast={fast} avx512={w512} at {i}: {g} vs {w}");
                 }
             }
         }

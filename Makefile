@@ -60,9 +60,11 @@ test-rust:
 	$(CARGO_ENV) cargo test --release --locked --workspace --target-dir $(CARGO_TARGET)
 
 ## Every unwrap/expect/panicking macro in the crates' non-test code, and those
-## without an `// INVARIANT:` comment (also a test of `make test-rust`).
+## without an `// INVARIANT:` comment, and the index expressions of the file
+## readers without a `// BOUNDS:` comment (both also tests of `make test-rust`).
 panics:
 	$(CARGO_ENV) cargo run --release --locked -q -p layercheck --target-dir $(CARGO_TARGET) -- --panics src/rust/core src/rust/ggmlr
+	$(CARGO_ENV) cargo run --release --locked -q -p layercheck --target-dir $(CARGO_TARGET) -- --bounds
 
 ## The crates' module imports: no cycles, only the directions in each LAYERS file.
 layers:

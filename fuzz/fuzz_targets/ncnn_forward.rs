@@ -66,14 +66,14 @@ fuzz_target!(|data: &[u8]| {
     if net.load_param_text(&param).is_err() {
         return;
     }
-    let reader = if zeros { DataReader::Empty } else { DataReader::Bytes(rest.to_vec()) };
+    let reader = if zeros { DataReader::Empty } else { DataReader::Bytes(rest.to_vec().into()) };
     if net.load_model(&reader).is_err() {
         return;
     }
     let n: usize = shape.iter().product();
     let x: Vec<f32> = (0..n).map(|i| rest.get(i).map_or(0.5, |&v| v as f32 / 32.0 - 4.0)).collect();
     let Ok(m) = Mat::from_shape(&shape, x) else { return };
-    let Ok(mut ex) = net.create_extractor() else { return };
+    let Ok(mut ex) = ggmlr_core::ncnn::Extractor::new(&net) else { return };
     let Ok(xi) = net.find_blob("x") else { return };
     if ex.input(&net, xi, m).is_err() {
         return;

@@ -28,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
             net.load_param_binary(param)
         };
         if loaded.is_ok() {
-            let _ = net.load_model(&DataReader::Bytes(model.to_vec()));
+            let _ = net.load_model(&DataReader::Bytes(model.to_vec().into()));
             let _ = net.input_indexes();
             let _ = net.output_indexes();
             let _ = net.layer_info();

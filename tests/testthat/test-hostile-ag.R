@@ -107,3 +107,41 @@ test_that("a failed backward() keeps the tape for the right loss", {
   g <- backward(loss)
   expect_equal(g[[as.character(w$id)]], 2 * matrix(c(1, 2), 2, 1))   # d sum(w^2) / dw = 2w
 })
+
+test_that("a tape of 100000 ops and a computed graph of 100000 nodes drop without overflowing the stack", {
+  res <- hostile_run(list(
+    tape = quote({
+      w <- ag_param(matrix(2, 1, 1))
+      with_grad_tape({
+        h <- w
+        for (i in 1:100000) h <- ag_scale(h, 1)
+        loss <- ag_sum(h)
+      })
+      g <- backward(loss)
+      d <- g[[as.character(w$id)]][1]
+      rm(h, loss, g)
+      invisible(gc())
+      # the session goes on: a new tape records and differentiates
+      with_grad_tape(l2 <- ag_sum(ag_mul(w, w)))
+      c(d, backward(l2)[[as.character(w$id)]][1])
+    }),
+    graph = quote({
+      ctx <- ggml_init(100010 * ggml_tensor_overhead() + 2^24)
+      x <- ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 2)
+      ggml_set_f32(x, 1)
+      y <- x
+      for (i in 1:100000) y <- ggml_neg(ctx, y)
+      g <- ggml_build_forward_expand(ctx, y)
+      ggml_graph_compute(ctx, g)
+      v <- ggml_get_f32(y)
+      rm(g, y)
+      invisible(gc())
+      ggml_free(ctx)
+      invisible(gc())
+      v
+    })
+  ), timeout = 600)
+  expect_identical(res$outcome, c("value", "value"), info = paste(res$name, res$outcome, res$message, collapse = "; "))
+  expect_identical(res$message[1], "1 4")     # d h / d w = 1; d w^2 / d w = 2w = 4
+  expect_identical(res$message[2], "1 1")     # an even number of negations
+})

@@ -142,3 +142,54 @@ test_that("freeing a graph of 200000 chained ops does not overflow the stack", {
   expect_identical(res$outcome, "value", info = res$message)
   expect_identical(res$message, "0 2")
 })
+
+test_that("expert ids out of range are errors on the CPU and on Vulkan, not zeros", {
+  bad_ids <- function(backend_init, ids) bquote({
+    be <- .(backend_init)
+    ctx <- ggml_init(8 * ggml_tensor_overhead(), no_alloc = TRUE)
+    w <- ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 4, 2, 3)   # 3 experts of [4, 2]
+    x <- ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 4, 2, 2)
+    id <- ggml_new_tensor_2d(ctx, GGML_TYPE_I32, 2, 2)
+    y <- ggml_mul_mat_id(ctx, w, x, id)
+    buf <- ggml_backend_alloc_ctx_tensors(ctx, be)
+    ggml_backend_tensor_set_data(w, rep(1, 24))
+    ggml_backend_tensor_set_data(x, rep(1, 16))
+    ggml_backend_tensor_set_data(id, .(ids))
+    ggml_backend_graph_compute(be, ggml_build_forward_expand(ctx, y))
+    ggml_backend_tensor_get_data(y)
+  })
+  cases <- list(
+    cpu_past = bad_ids(quote(ggml_backend_cpu_init()), c(0L, 1L, 3L, 2L)),
+    cpu_negative = bad_ids(quote(ggml_backend_cpu_init()), c(0L, -1L, 1L, 2L)),
+    cpu_good = bad_ids(quote(ggml_backend_cpu_init()), c(0L, 1L, 2L, 2L))
+  )
+  if (ggml_vulkan_available()) {
+    cases$vulkan_past <- bad_ids(quote(ggml_vulkan_init(0L)), c(0L, 1L, 2147483647L, 2L))
+    cases$vulkan_negative <- bad_ids(quote(ggml_vulkan_init(0L)), c(-2147483647L, 1L, 1L, 2L))
+    cases$vulkan_good <- bad_ids(quote(ggml_vulkan_init(0L)), c(0L, 1L, 2L, 2L))
+  }
+  res <- hostile_run(cases)
+  good <- grepl("_good$", res$name)
+  expect_hostile(res[!good, ], pattern = "mul_mat_id: expert id -?[0-9]+ is out of range: there are 3 experts")
+  expect_identical(res$outcome[good], rep("value", sum(good)))
+  # every product of ones over K = 4
+  expect_identical(res$message[good], rep("4 4 4 4 4 4 4 4", sum(good)))
+})
+
+test_that("offsets, strides and axes whose arithmetic overflows are errors", {
+  expect_hostile_errors(list(
+    view_4d_offset_far = hcase(ggml_view_4d(ctx, a, 4, 3, 1, 1, 16, 48, 48, 2^40), "spans bytes .* but the viewed data has 48 bytes"),
+    view_2d_stride_huge = hcase(ggml_view_2d(ctx, a, 4, 3, 2^62, 0), "too large to address"),
+    view_3d_stride_wrap = hcase(ggml_view_3d(ctx, a, 4, 1, 2, 16, 2^63, 0), NULL),
+    view_4d_sizes_wrap = hcase(ggml_view_4d(ctx, a, 2^31, 2^31, 2^31, 2^31, 16, 48, 48, 0), NULL),
+    view_offset_wrap = hcase(ggml_view_1d(ctx, a, 2, offset = 2^64 - 8), NULL),
+    reshape_wrap = hcase(ggml_reshape_4d(ctx, a, 2^16, 2^16, 2^16, 2^16), NULL),
+    permute_past = hcase(ggml_permute(ctx, a, 0, 1, 2, 7), "0, 1, 2 and 3 in some order"),
+    permute_negative = hcase(ggml_permute(ctx, a, 0, 1, 2, -1), NULL),
+    concat_negative = hcase(ggml_concat(ctx, a, b, -1), "must be 0, 1, 2, 3 or 4, not -1"),
+    set_1d_far = hcase(ggml_set_1d(ctx, a, b, 2^40), "past the end of a"),
+    set_2d_far = hcase(ggml_set_2d(ctx, a, b, 16, 2^62), NULL),
+    get_rows_2d_index = hcase(ggml_get_rows(ctx, a, ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 2, 2)), NULL),
+    top_k_negative = hcase(ggml_top_k(ctx, a, -1), "between 1 and")
+  ), setup = ggml_setup)
+})

@@ -168,14 +168,30 @@ test_that("Ctrl-C stops a long Vulkan graph between slices and a long backward()
       ggml_backend_tensor_set_data(a, rep(1 / 256, 256^2))
       g <- ggml_build_forward_expand(ctx, y)
       g2 <- ggml_build_forward_expand(ctx, short)
-      # One product first, so the device's speed for it is known: batches of
-      # shaders not timed yet hold up to 64 dispatches.
+      # One product first, so the device's speed for it is known.
       ggml_backend_graph_compute(vk, g2)
       ctrl_c_in(0.5)
       r <- timed(ggml_backend_graph_compute(vk, g))
       # the backend and its buffer compute the next graph: J/256 squared is J/256
       ggml_backend_graph_compute(vk, g2)
       c(r, round(sum(ggml_backend_tensor_get_data(short))))
+    })
+  }
+  if (ggml_vulkan_available()) {
+    # A fresh context, no shader timed yet: the first batch holds one
+    # dispatch of the new shader, so Ctrl-C is answered as soon.
+    cases$vulkan_graph_fresh <- quote({
+      vk <- ggml_vulkan_init(0L)
+      ctx <- ggml_init(2100 * ggml_tensor_overhead(), no_alloc = TRUE)
+      a <- ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 256, 256)
+      y <- a
+      for (i in 1:2000) y <- ggml_mul_mat(ctx, a, y)
+      buf <- ggml_backend_alloc_ctx_tensors(ctx, vk)
+      ggml_backend_tensor_set_data(a, rep(1 / 256, 256^2))
+      g <- ggml_build_forward_expand(ctx, y)
+      ctrl_c_in(0.5)
+      r <- timed(ggml_backend_graph_compute(vk, g))
+      c(r, "-")
     })
   }
   res <- hostile_run(cases, setup = interrupt_setup, timeout = 300)

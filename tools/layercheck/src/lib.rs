@@ -16,6 +16,7 @@
 //! there (through `pub use` re-exports). Code under `#[cfg(test)]`, and files
 //! declared there, are tests and are not checked.
 
+pub mod bounds;
 pub mod panics;
 pub mod source;
 

@@ -11,10 +11,17 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let tree = args.iter().any(|a| a == "--tree");
     let panics = args.iter().any(|a| a == "--panics");
+    let bounds = args.iter().any(|a| a == "--bounds");
     let verbose = args.iter().any(|a| a == "--verbose");
     let dirs: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
+    if bounds {
+        // No paths: the file readers of the workspace (run from its root).
+        let named: Vec<&str> = if dirs.is_empty() { layercheck::bounds::READERS.to_vec() } else { dirs.iter().map(|d| d.as_str()).collect() };
+        let paths: Vec<&std::path::Path> = named.iter().map(std::path::Path::new).collect();
+        std::process::exit(i32::from(report_bounds(&paths, verbose)));
+    }
     if dirs.is_empty() {
-        eprintln!("usage: layercheck [--tree] CRATE_DIR...\n       layercheck --panics [--verbose] CRATE_DIR...");
+        eprintln!("usage: layercheck [--tree] CRATE_DIR...\n       layercheck --panics [--verbose] CRATE_DIR...\n       layercheck --bounds [--verbose] FILE_OR_DIR...");
         std::process::exit(2);
     }
     let mut bad = false;
@@ -63,6 +70,31 @@ fn report_panics(d: &str, verbose: bool) -> bool {
     for s in sites.iter().filter(|s| verbose || !s.justified) {
         let mark = if s.justified { "ok " } else { "   " };
         println!("  {mark}{}:{}: {}", s.path.display(), s.line, s.call);
+    }
+    !open.is_empty()
+}
+
+/// Print the index expressions of `paths`; true when some lack a justification.
+fn report_bounds(paths: &[&std::path::Path], verbose: bool) -> bool {
+    let sites = match layercheck::bounds::scan_paths(paths) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return true;
+        }
+    };
+    let open: Vec<_> = sites.iter().filter(|s| !s.justified).collect();
+    println!(
+        "{} files: {} index expressions in non-test code, {} with a {} comment, {} without",
+        paths.len(),
+        sites.len(),
+        sites.len() - open.len(),
+        layercheck::bounds::MARKER,
+        open.len()
+    );
+    for s in sites.iter().filter(|s| verbose || !s.justified) {
+        let mark = if s.justified { "ok " } else { "   " };
+        println!("  {mark}{}:{}", s.path.display(), s.line);
     }
     !open.is_empty()
 }

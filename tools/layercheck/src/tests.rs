@@ -127,3 +127,32 @@ fn the_package_crates_have_no_unexplained_panics() {
         );
     }
 }
+
+#[test]
+fn indexing_in_readers_needs_a_bounds_proof() {
+    let src = "fn a(v: &[u8], i: usize) -> u8 {\n    v[i]\n}\n\
+               fn b(v: &[u8]) -> u8 {\n    // BOUNDS: v.len() == 4 (checked by the caller).\n    v[3]\n}\n\
+               #[derive(Debug)]\nstruct S([u8; 4]);\n\
+               fn c(v: &[u8]) -> Vec<u8> { let [x, y] = [1u8, 2]; let _: &[u8] = &[x, y]; vec![v.len() as u8] }\n\
+               fn d(m: &[Vec<u8>]) -> &[u8] { &m[0][1..] }\n\
+               #[cfg(test)]\nmod tests {\n    fn t(v: &[u8]) -> u8 { v[9] }\n}\n";
+    let sites = bounds::scan(Path::new("x.rs"), src);
+    let got: Vec<(usize, bool)> = sites.iter().map(|s| (s.line, s.justified)).collect();
+    assert_eq!(got, vec![(2, false), (6, true), (11, false), (11, false)]);
+}
+
+/// Every index expression left in the file readers says why it is in bounds.
+#[test]
+fn the_readers_have_no_unexplained_indexing() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let paths: Vec<PathBuf> = bounds::READERS.iter().map(|p| root.join(p)).collect();
+    let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    let sites = bounds::scan_paths(&refs).unwrap();
+    let open: Vec<String> = sites.iter().filter(|s| !s.justified).map(|s| format!("{}:{}", s.path.display(), s.line)).collect();
+    assert!(
+        open.is_empty(),
+        "use checked access (get, chunks_exact, first_chunk) and return an error, or prove each index in bounds \
+         in a `// BOUNDS:` comment:\n{}",
+        open.join("\n")
+    );
+}

@@ -3,6 +3,7 @@
 
 use crate::conv::{ctx_arg, f64_vec, scalar_i64, scalar_str, scalar_usize, usize_vec, xptr};
 use crate::guard;
+use crate::guard::out;
 use crate::tensor::tensor_robj;
 use anyhow::{anyhow, bail};
 use extendr_api::prelude::*;
@@ -66,7 +67,7 @@ fn to_r(v: &Value) -> Robj {
         I16(x) => int(*x as i32),
         I32(x) => int(*x),
         Bool(b) => Robj::from(*b),
-        Str(s) => Robj::from(s.as_str()),
+        Str(s) => Robj::from(out(s)),
         Array(t, items) => match t {
             ValueType::U8 | ValueType::I8 | ValueType::U16 | ValueType::I16 | ValueType::I32 => {
                 items.iter().map(|i| i.as_f64().unwrap_or(0.0) as i32).collect::<Vec<i32>>().into()
@@ -74,7 +75,7 @@ fn to_r(v: &Value) -> Robj {
             ValueType::Bool => items.iter().map(|i| matches!(i, Bool(true))).collect::<Vec<bool>>().into(),
             ValueType::Str => items
                 .iter()
-                .map(|i| if let Str(s) = i { s.clone() } else { String::new() })
+                .map(|i| if let Str(s) = i { out(s) } else { String::new() })
                 .collect::<Vec<String>>()
                 .into(),
             ValueType::Array => List::from_values(items.iter().map(to_r)).into(),
@@ -90,7 +91,7 @@ fn to_r(v: &Value) -> Robj {
 fn rs_gguf_metadata(x: Robj) -> Robj {
     guard(|| {
         with(&x, |f| {
-            let names: Vec<&str> = f.header.kv.iter().map(|(k, _)| k.as_str()).collect();
+            let names: Vec<String> = f.header.kv.iter().map(|(k, _)| out(k)).collect();
             let mut l = List::from_values(f.header.kv.iter().map(|(_, v)| to_r(v)));
             l.set_names(names).map_err(|e| anyhow!("could not name the metadata: {e}"))?;
             Ok(l.into())
@@ -105,7 +106,7 @@ fn rs_gguf_metadata_types(x: Robj) -> Robj {
     guard(|| {
         with(&x, |f| {
             let mut r: Robj = f.header.kv.iter().map(|(_, v)| v.type_name()).collect::<Vec<String>>().into();
-            r.set_names(f.header.kv.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>()).map_err(|e| anyhow!("could not name the types: {e}"))?;
+            r.set_names(f.header.kv.iter().map(|(k, _)| out(k)).collect::<Vec<_>>()).map_err(|e| anyhow!("could not name the types: {e}"))?;
             Ok(r)
         })
     })
@@ -114,7 +115,7 @@ fn rs_gguf_metadata_types(x: Robj) -> Robj {
 /// @noRd
 #[extendr]
 fn rs_gguf_tensor_names(x: Robj) -> Robj {
-    guard(|| with(&x, |f| Ok(f.header.tensors.iter().map(|t| t.name.clone()).collect::<Vec<String>>().into())))
+    guard(|| with(&x, |f| Ok(f.header.tensors.iter().map(|t| out(&t.name)).collect::<Vec<String>>().into())))
 }
 
 /// list(name, shape, type, type_code, size_bytes, offset)
@@ -128,7 +129,7 @@ fn rs_gguf_tensor_info(x: Robj, name: Robj) -> Robj {
             let shape: Vec<f64> = t.ne[..t.n_dims.max(1)].iter().map(|&n| n as f64).collect();
             let names = ["name", "shape", "type", "type_code", "size_bytes", "offset"];
             let values: [Robj; 6] = [
-                t.name.as_str().into(),
+                out(&t.name).into(),
                 shape.into(),
                 t.ty.name().into(),
                 (t.ty.code() as i32).into(),

@@ -38,10 +38,18 @@ fn install_quiet_panic_hook() {
     });
 }
 
+/// Text for R from the engine (names and strings read from files). R
+/// strings cannot hold NUL, and making one raises an R error that jumps
+/// over the Rust frames, leaving the locks and borrows they hold taken (a
+/// later call on the object then waits for ever); each NUL is written `\0`.
+pub fn out(s: &str) -> String {
+    s.replace('\0', "\\0")
+}
+
 /// An error value for R: `list(message =, class =)` with class `ggmlR_rust_error`.
 pub fn error_robj(message: &str, class: Option<&str>) -> Robj {
     // R strings cannot hold NUL (a name read from a damaged file may).
-    let message = message.replace('\0', "\\0");
+    let message = out(message);
     let message = message.as_str();
     let cls: Robj = match class {
         Some(c) => c.into(),

@@ -4,6 +4,7 @@
 
 use crate::conv::{f64_vec, scalar_i64, scalar_str, usize_vec, xptr};
 use crate::guard;
+use crate::guard::out;
 use extendr_api::prelude::*;
 use ggmlr_core::models::onnx::{self, onnx_err, Runner};
 use std::cell::RefCell;
@@ -51,12 +52,12 @@ fn rs_onnx_load(path: Robj, device: Robj, shapes: Robj, n_threads: Robj, dtype: 
         let backend = onnx::backend_for(device.as_deref(), n as usize)?;
         let runner = onnx::load(Path::new(&path), backend, f16, list)?;
         let m = &runner.model;
-        let ops: Vec<String> = m.op_types();
+        let ops: Vec<String> = m.op_types().iter().map(|o| out(o)).collect();
         let info = list!(
             ir_version = m.ir_version as f64,
             opset_version = m.opset as f64,
-            producer = m.producer.clone(),
-            graph_name = m.graph.name.clone(),
+            producer = out(&m.producer),
+            graph_name = out(&m.graph.name),
             n_nodes = m.graph.nodes.len() as i32,
             n_initializers = m.graph.inits.len() as i32,
             ops = ops
@@ -72,7 +73,7 @@ fn rs_onnx_inputs(p: Robj) -> Robj {
     guard(|| {
         let m = model_of(&p)?.try_borrow().map_err(|_| onnx_err("the model is in use"))?;
         let ins = m.inputs();
-        let names: Vec<String> = ins.iter().map(|i| i.0.clone()).collect();
+        let names: Vec<String> = ins.iter().map(|i| out(&i.0)).collect();
         let vals: Vec<Robj> = ins.iter().map(|i| Robj::from(i.1.iter().map(|&d| d as i32).collect::<Vec<i32>>())).collect();
         let mut l = List::from_values(vals);
         l.set_names(names).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -101,7 +102,7 @@ fn rs_onnx_run(p: Robj, names: Robj, values: Robj, dims: Robj) -> Robj {
             given.push((name.clone(), vals, rd));
         }
         let outs = m.run(given)?;
-        let out_names: Vec<String> = outs.iter().map(|o| o.0.clone()).collect();
+        let out_names: Vec<String> = outs.iter().map(|o| out(&o.0)).collect();
         let vals: Vec<Robj> = outs.into_iter().map(|(_, s, v)| array(&s, v)).collect();
         let mut l = List::from_values(vals);
         l.set_names(out_names).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -119,9 +120,9 @@ fn rs_onnx_device_info(p: Robj) -> Robj {
         let mut host_ops: Vec<String> = Vec::new();
         for op in m.model.op_types() {
             if onnx::ops::on_engine(&op) {
-                engine_ops.push(op);
+                engine_ops.push(out(&op));
             } else {
-                host_ops.push(op);
+                host_ops.push(out(&op));
             }
         }
         let mut counts: Vec<(String, i32)> = Vec::new();
@@ -132,7 +133,7 @@ fn rs_onnx_device_info(p: Robj) -> Robj {
             }
         }
         let mut cpu_only: Robj = counts.iter().map(|c| c.1).collect::<Vec<i32>>().into();
-        let _ = cpu_only.set_attrib("names", counts.iter().map(|c| c.0.clone()).collect::<Vec<String>>());
+        let _ = cpu_only.set_attrib("names", counts.iter().map(|c| out(&c.0)).collect::<Vec<String>>());
         let backend = m.backend.name().to_string();
         let n_nodes = if info.planned { info.n_nodes } else { m.model.graph.nodes.len() };
         Ok(list!(

@@ -64,7 +64,7 @@ fn strings_robj(v: &[Option<String>]) -> Robj {
     let s: Strings = v
         .iter()
         .map(|x| match x {
-            Some(s) => Rstr::from(s.as_str()),
+            Some(s) => Rstr::from(crate::guard::out(s)),
             None => Rstr::na(),
         })
         .collect::<Vec<Rstr>>()

@@ -47,7 +47,7 @@ fn rs_tensor_info(t: Robj) -> Robj {
             n_dims = t.n_dims() as i32,
             nelements = t.nelements() as f64,
             nbytes = t.nbytes() as f64,
-            name = t.name(),
+            name = crate::guard::out(&t.name()),
             op = t.op().name(),
             location = t.location(),
             contiguous = l.is_contiguous()

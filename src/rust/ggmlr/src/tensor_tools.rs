@@ -147,7 +147,7 @@ fn rs_ctx_objects(ctx: Robj) -> Robj {
         let ts = c.tensors();
         Ok(list!(
             max_tensor_size = c.max_tensor_size() as f64,
-            names = ts.iter().map(|t| t.name()).collect::<Vec<_>>(),
+            names = ts.iter().map(|t| crate::guard::out(&t.name())).collect::<Vec<_>>(),
             types = ts.iter().map(|t| t.dtype().name()).collect::<Vec<_>>(),
             shapes = ts.iter().map(|t| ggmlr_core::layout::fmt_shape(&t.dims())).collect::<Vec<_>>(),
             bytes = ts.iter().map(|t| t.nbytes() as f64).collect::<Vec<_>>(),

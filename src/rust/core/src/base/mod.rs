@@ -1,10 +1,12 @@
-//! The bottom layer: error conventions, element types, the runtime choice of
-//! CPU kernels, human-readable formatting, allocations sized by input,
+//! The bottom layer: error conventions, element types, numbers from file
+//! bytes, the runtime choice of CPU kernels, human-readable formatting,
+//! allocations sized by input,
 //! cancellation (Ctrl-C), fork-safe worker pools, the CPU's features, where
 //! messages go (logging, internal failures) and the quantized block formats.
 //! Imports nothing of the crate.
 
 pub mod alloc;
+pub mod bytes;
 pub mod cancel;
 pub mod clock;
 pub mod cpu_features;

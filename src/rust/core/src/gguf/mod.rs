@@ -93,8 +93,8 @@ impl GgufFile {
     /// The stored bytes of tensor `t` (bounds checked when the file was read).
     pub fn tensor_bytes(&self, t: &TensorInfo) -> &[u8] {
         let all = (*self.bytes).as_ref();
-        let start = self.header.data_start + t.offset;
-        &all[start.min(all.len())..(start + t.nbytes).min(all.len())]
+        let start = self.header.data_start.saturating_add(t.offset);
+        all.get(start..start.saturating_add(t.nbytes)).unwrap_or(&[])
     }
 
     /// The values of tensor `t`, dequantized or converted, in ggml order.
@@ -107,10 +107,11 @@ impl GgufFile {
         }
         Ok(match t.ty {
             TensorType::Engine(DType::Quant(q)) => {
-                let mut v = vec![0f32; n];
-                let (n0, rs) = (t.ne[0], q.row_size(t.ne[0])?);
-                for (r, row) in b.chunks_exact(rs.max(1)).take(n / n0.max(1)).enumerate() {
-                    quant::dequantize_row(q, row, &mut v[r * n0..(r + 1) * n0])?;
+                let mut v = crate::base::alloc::try_vec(n, 0f32, "the values of a GGUF tensor")?;
+                let [n0, ..] = t.ne;
+                let rs = q.row_size(n0)?;
+                for (row, out) in b.chunks_exact(rs.max(1)).zip(v.chunks_exact_mut(n0.max(1))) {
+                    quant::dequantize_row(q, row, out)?;
                 }
                 v.into_iter().map(f64::from).collect()
             }
@@ -118,7 +119,7 @@ impl GgufFile {
             TensorType::Engine(DType::F16) => each::<2>(b, |c| f16::from_le_bytes(c).to_f64()),
             TensorType::Engine(DType::BF16) => each::<2>(b, |c| bf16::from_le_bytes(c).to_f64()),
             TensorType::Engine(DType::I32) => each::<4>(b, |c| i32::from_le_bytes(c) as f64),
-            TensorType::I8 => each::<1>(b, |c| c[0] as i8 as f64),
+            TensorType::I8 => each::<1>(b, |c| i8::from_le_bytes(c) as f64),
             TensorType::I16 => each::<2>(b, |c| i16::from_le_bytes(c) as f64),
             TensorType::I64 => each::<8>(b, |c| i64::from_le_bytes(c) as f64),
             TensorType::F64 | TensorType::Engine(DType::F64) => each::<8>(b, f64::from_le_bytes),
@@ -133,7 +134,7 @@ impl GgufFile {
         let buf = match self.data.get() {
             Some(b) => b.clone(),
             None => {
-                let len = (*self.bytes).as_ref().len() - self.header.data_start;
+                let len = (*self.bytes).as_ref().len().saturating_sub(self.header.data_start);
                 let mapped = Mapped { map: self.bytes.clone(), start: self.header.data_start, len };
                 let b = Arc::new(Buffer::mapped(mapped, BufferTag::User)?);
                 self.data.get_or_init(|| b).clone()

@@ -41,19 +41,23 @@ impl<'a> Cursor<'a> {
                 self.remaining()
             );
         }
-        let s = &self.b[self.pos..self.pos + n];
+        let s = self.b.get(self.pos..self.pos + n).unwrap_or(&[]);
         self.pos += n;
         Ok(s)
     }
 
     fn u32(&mut self, what: &str) -> crate::Result<u32> {
-        let s = self.take(4, what)?;
-        Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+        Ok(u32::from_le_bytes(self.fixed(what)?))
     }
 
     fn u64(&mut self, what: &str) -> crate::Result<u64> {
-        let s = self.take(8, what)?;
-        Ok(u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]))
+        Ok(u64::from_le_bytes(self.fixed(what)?))
+    }
+
+    /// The next `N` bytes as an array.
+    fn fixed<const N: usize>(&mut self, what: &str) -> crate::Result<[u8; N]> {
+        let s = self.take(N, what)?;
+        crate::base::bytes::array(s).ok_or_else(|| anyhow::anyhow!("at byte {}: {what} is cut short", self.pos))
     }
 
     /// A count of items of at least `min_size` bytes each that must fit in the rest of the file.
@@ -79,18 +83,18 @@ impl<'a> Cursor<'a> {
     fn value(&mut self, t: ValueType, depth: usize, what: &str) -> crate::Result<Value> {
         use ValueType as T;
         Ok(match t {
-            T::U8 => Value::U8(self.take(1, what)?[0]),
-            T::I8 => Value::I8(self.take(1, what)?[0] as i8),
+            T::U8 => Value::U8(u8::from_le_bytes(self.fixed(what)?)),
+            T::I8 => Value::I8(i8::from_le_bytes(self.fixed(what)?)),
             T::Bool => {
                 let at = self.pos;
-                match self.take(1, what)?[0] {
+                match u8::from_le_bytes(self.fixed(what)?) {
                     0 => Value::Bool(false),
                     1 => Value::Bool(true),
                     v => bail!("at byte {at}: {what} is a bool stored as {v}; GGUF bools are 0 or 1"),
                 }
             }
-            T::U16 => Value::U16(u16::from_le_bytes(self.take(2, what)?.try_into().unwrap_or([0; 2]))),
-            T::I16 => Value::I16(i16::from_le_bytes(self.take(2, what)?.try_into().unwrap_or([0; 2]))),
+            T::U16 => Value::U16(u16::from_le_bytes(self.fixed(what)?)),
+            T::I16 => Value::I16(i16::from_le_bytes(self.fixed(what)?)),
             T::U32 => Value::U32(self.u32(what)?),
             T::I32 => Value::I32(self.u32(what)? as i32),
             T::F32 => Value::F32(f32::from_bits(self.u32(what)?)),
@@ -200,12 +204,13 @@ pub fn parse(b: &[u8]) -> crate::Result<Header> {
             bail!("at byte {at}: {what} has type code {code}, which is not a ggml tensor type");
         };
         let (bs, ts) = ty.block();
-        if ne[0] % bs != 0 {
-            bail!("{what} is {} with {} values per row, not a whole number of its blocks of {bs}", ty.name(), ne[0]);
+        let [row, rest @ ..] = ne;
+        if row % bs.max(1) != 0 {
+            bail!("{what} is {} with {row} values per row, not a whole number of its blocks of {bs}", ty.name());
         }
-        let bytes = ne[1..].iter().try_fold(ne[0] / bs, |b, &n| b.checked_mul(n)).and_then(|b| b.checked_mul(ts));
+        let bytes = rest.iter().try_fold(row / bs.max(1), |b, &n| b.checked_mul(n)).and_then(|b| b.checked_mul(ts));
         let Some(nbytes) = bytes.filter(|&b| b as u64 <= i64::MAX as u64) else {
-            bail!("{what} of sizes {:?} is too large to address", &ne[..n_dims]);
+            bail!("{what} of sizes {:?} is too large to address", ne.get(..n_dims).unwrap_or(&ne));
         };
         let at = c.pos;
         let offset = c.u64(&format!("the data offset of {what}"))?;

@@ -214,3 +214,41 @@ fn tensor_sizes_that_overflow_are_errors() {
     b.extend_from_slice(&[0u8; 64]);
     assert!(err(&b).contains("too large to address"), "{}", err(&b));
 }
+
+/// Quantized blocks come straight from the file: every type decodes any
+/// bytes without a panic, each byte of a block taking each of its 256
+/// values in turn (so every table index and shift a block can hold is
+/// reached), and from blocks of random bytes; a short or ragged row is an
+/// error.
+#[test]
+fn quantized_blocks_of_any_bytes_decode_without_panicking() {
+    let mut s = 0x9e3779b97f4a7c15u64;
+    let mut rnd = || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 24) as u8
+    };
+    for q in QType::ALL {
+        let (bs, ts) = (q.block_size(), q.type_size());
+        let mut y = vec![0f32; bs];
+        for fill in [0x00u8, 0x55, 0xaa, 0xff] {
+            let mut block = vec![fill; ts];
+            for k in 0..ts {
+                for v in 0..=255u8 {
+                    block[k] = v;
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| quant::dequantize_row(q, &block, &mut y)));
+                    assert!(matches!(r, Ok(Ok(()))), "{}: byte {k} = {v} over {fill:#x}", q.name());
+                }
+                block[k] = fill;
+            }
+        }
+        let many: Vec<u8> = (0..ts * 64).map(|_| rnd()).collect();
+        let mut ys = vec![0f32; bs * 64];
+        assert!(quant::dequantize_row(q, &many, &mut ys).is_ok(), "{}: random blocks", q.name());
+        assert!(quant::dequantize_row(q, &many[..ts - 1], &mut y).is_err(), "{}: a short block", q.name());
+        if bs > 1 {
+            assert!(quant::dequantize_row(q, &many, &mut ys[..bs + 1]).is_err(), "{}: a ragged row", q.name());
+        }
+    }
+}

@@ -2,6 +2,7 @@
 //! in file order as ncnn reads them: "tagged" arrays (a 4-byte flag, then
 //! fp32, fp16, int8 or a 256-value table with byte indices) and raw fp32.
 
+use crate::base::bytes::{array, groups};
 use crate::ncnn::err;
 use crate::ncnn_bail;
 use std::sync::Arc;
@@ -94,7 +95,7 @@ impl ModelBin {
                         b.len()
                     );
                 }
-                let s = &b[self.pos..self.pos + n];
+                let s = b.get(self.pos..self.pos + n).unwrap_or(&[]);
                 self.pos += n;
                 Ok(Some(s))
             }
@@ -107,7 +108,7 @@ impl ModelBin {
         let mut out = alloc(n, what)?;
         match self.take(nb, what)? {
             None => out.resize(n, 0.0),
-            Some(s) => out.extend(s.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))),
+            Some(s) => out.extend(groups(s).map(f32::from_le_bytes)),
         }
         Ok(out)
     }
@@ -130,10 +131,7 @@ impl ModelBin {
 
     /// A tagged array of `n` values in whichever storage its flag says.
     pub fn tagged_any(&mut self, n: usize, what: &str) -> anyhow::Result<Weights> {
-        let flag = match self.take(4, what)? {
-            None => [0u8; 4],
-            Some(t) => [t[0], t[1], t[2], t[3]],
-        };
+        let flag = self.take(4, what)?.and_then(array::<4>).unwrap_or([0; 4]);
         let tag = u32::from_le_bytes(flag);
         match tag {
             TAG_FP16 => {
@@ -142,7 +140,7 @@ impl ModelBin {
                 match self.take(nb, what)? {
                     None => out.resize(n, 0.0),
                     Some(s) => out.extend(
-                        s.chunks_exact(2).take(n).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()),
+                        groups(s).take(n).map(|c| half::f16::from_le_bytes(c).to_f32()),
                     ),
                 }
                 Ok(Weights { data: out, stored: Stored::F16 })
@@ -152,18 +150,19 @@ impl ModelBin {
                 let mut out = alloc(n, what)?;
                 match self.take(nb, what)? {
                     None => out.resize(n, 0.0),
-                    Some(s) => out.extend(s[..n].iter().map(|&b| b as i8 as f32)),
+                    Some(s) => out.extend(s.iter().take(n).map(|&b| b as i8 as f32)),
                 }
                 Ok(Weights { data: out, stored: Stored::Int8 })
             }
             TAG_RAW_SCALED => Ok(Weights { data: self.f32s(n, what)?, stored: Stored::F32 }),
             _ if flag.iter().map(|&b| b as u32).sum::<u32>() != 0 => {
                 let table = self.f32s(256, what)?;
+                let entry = |i: u8| table.get(usize::from(i)).copied().unwrap_or(0.0);
                 let nb = bytes_of(n, 1, what)?;
                 let mut out = alloc(n, what)?;
                 match self.take(nb, what)? {
-                    None => out.resize(n, table[0]),
-                    Some(s) => out.extend(s[..n].iter().map(|&i| table[i as usize])),
+                    None => out.resize(n, entry(0)),
+                    Some(s) => out.extend(s.iter().take(n).map(|&i| entry(i))),
                 }
                 Ok(Weights { data: out, stored: Stored::Table })
             }

@@ -50,12 +50,24 @@ impl Default for ParamDict {
 }
 
 impl ParamDict {
+    /// Parameter `id` (`Value::None` when absent or past the last id).
+    pub fn value(&self, id: usize) -> &Value {
+        self.values.get(id).unwrap_or(&Value::None)
+    }
+    /// Set parameter `id`; an id past the last is an error naming `at`.
+    pub fn set(&mut self, id: usize, v: Value, at: &str) -> anyhow::Result<()> {
+        let Some(slot) = self.values.get_mut(id) else {
+            ncnn_bail!("{at}: parameter id {id} is out of range (ids are 0 to {})", MAX_PARAM - 1);
+        };
+        *slot = v;
+        Ok(())
+    }
     pub fn has(&self, id: usize) -> bool {
-        !matches!(self.values[id], Value::None)
+        !matches!(self.value(id), Value::None)
     }
     /// Integer parameter `id`; a value written as a float keeps the default.
     pub fn int(&self, id: usize, def: i32) -> i32 {
-        match self.values[id] {
+        match *self.value(id) {
             Value::Raw(b) => b as i32,
             Value::Int(i) => i,
             _ => def,
@@ -63,7 +75,7 @@ impl ParamDict {
     }
     /// Float parameter `id`; an integer value converts.
     pub fn float(&self, id: usize, def: f32) -> f32 {
-        match self.values[id] {
+        match *self.value(id) {
             Value::Raw(b) => f32::from_bits(b),
             Value::Int(i) => i as f32,
             Value::Float(f) => f,
@@ -72,11 +84,11 @@ impl ParamDict {
     }
     /// Whether parameter `id` is an array.
     pub fn is_array(&self, id: usize) -> bool {
-        matches!(self.values[id], Value::Array(..))
+        matches!(self.value(id), Value::Array(..))
     }
     /// Array parameter `id` as ints (empty when absent).
     pub fn ints(&self, id: usize) -> Vec<i32> {
-        match &self.values[id] {
+        match self.value(id) {
             Value::Array(v, ArrayKind::Float) => v.iter().map(|b| f32::from_bits(*b) as i32).collect(),
             Value::Array(v, _) => v.iter().map(|b| *b as i32).collect(),
             _ => vec![],
@@ -85,7 +97,7 @@ impl ParamDict {
     /// Array parameter `id` as floats (empty when absent); an int array's
     /// values convert.
     pub fn floats(&self, id: usize) -> Vec<f32> {
-        match &self.values[id] {
+        match self.value(id) {
             Value::Array(v, ArrayKind::Int) => v.iter().map(|b| *b as i32 as f32).collect(),
             Value::Array(v, _) => v.iter().map(|b| f32::from_bits(*b)).collect(),
             _ => vec![],
@@ -94,7 +106,7 @@ impl ParamDict {
     /// Array parameter `id` with every element's bytes read as a float,
     /// whatever its spelling (how a few layers read index tables).
     pub fn floats_raw(&self, id: usize) -> Vec<f32> {
-        match &self.values[id] {
+        match self.value(id) {
             Value::Array(v, _) => v.iter().map(|b| f32::from_bits(*b)).collect(),
             _ => vec![],
         }
@@ -260,14 +272,12 @@ fn parse_pair(tok: &str, line: usize, pd: &mut ParamDict) -> anyhow::Result<()> 
             Some(s) if is_float_token(s) => ArrayKind::Float,
             _ => ArrayKind::Int,
         };
-        pd.values[id] = Value::Array(out, kind);
-        return Ok(());
+        return pd.set(id, Value::Array(out, kind), &format!("param line {line}"));
     }
     if key < 0 || key as usize >= MAX_PARAM {
         ncnn_bail!("param line {line}: key {key} is out of range (ids are 0 to 31, arrays -23300 to -23331)");
     }
-    pd.values[key as usize] = parse_scalar(v, line, key)?;
-    Ok(())
+    pd.set(key as usize, parse_scalar(v, line, key)?, &format!("param line {line}"))
 }
 
 /// Collect blob producers/consumers and check the graph's basic rules.
@@ -278,16 +288,19 @@ fn link(spec: &mut NetSpec, declared_blobs: usize) -> anyhow::Result<()> {
             spec.blobs.len()
         );
     }
+    let n = spec.blobs.len();
     for (li, l) in spec.layers.iter().enumerate() {
-        for &b in &l.bottoms {
-            if spec.blobs[b].consumer.is_some() {
-                // ncnn lets the last consumer win; keep the first and carry on
-                // like ncnn does (fan-out should go through Split).
+        // ncnn lets the last consumer win; so does this (fan-out should go
+        // through Split).
+        for (&b, is_top) in l.bottoms.iter().map(|b| (b, false)).chain(l.tops.iter().map(|t| (t, true))) {
+            let Some(blob) = spec.blobs.get_mut(b) else {
+                ncnn_bail!("{}: blob index {b} is outside the {n} blobs declared", l.location);
+            };
+            if is_top {
+                blob.producer = Some(li);
+            } else {
+                blob.consumer = Some(li);
             }
-            spec.blobs[b].consumer = Some(li);
-        }
-        for &t in &l.tops {
-            spec.blobs[t].producer = Some(li);
         }
     }
     Ok(())
@@ -390,7 +403,7 @@ impl<'a> Words<'a> {
                 self.pos
             );
         }
-        let s = &self.b[self.pos..self.pos + n];
+        let s = self.b.get(self.pos..self.pos + n).unwrap_or(&[]);
         self.pos += n;
         Ok(s)
     }
@@ -458,11 +471,8 @@ pub fn parse_binary(b: &[u8]) -> anyhow::Result<NetSpec> {
                 }
                 let n = (len as usize + 3) / 4 * 4;
                 let s = w.bytes(n, "a string parameter")?;
-                params.values[k] = Value::Str(
-                    String::from_utf8_lossy(&s[..len as usize])
-                        .trim_end_matches('\0')
-                        .to_string(),
-                );
+                let text = String::from_utf8_lossy(s.get(..len as usize).unwrap_or(s));
+                params.set(k, Value::Str(text.trim_end_matches('\0').to_string()), &format!("binary param byte {p}"))?;
             } else if id <= -23300 {
                 let k = (-23300 - id) as usize;
                 let len = w.i32("an array length")?;
@@ -470,12 +480,8 @@ pub fn parse_binary(b: &[u8]) -> anyhow::Result<NetSpec> {
                     ncnn_bail!("binary param byte {p}: bad array parameter {id} (length {len})");
                 }
                 let s = w.bytes(len as usize * 4, "an array parameter")?;
-                params.values[k] = Value::Array(
-                    s.chunks_exact(4)
-                        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                        .collect(),
-                    ArrayKind::Raw,
-                );
+                let words = crate::base::bytes::groups(s).map(u32::from_le_bytes).collect();
+                params.set(k, Value::Array(words, ArrayKind::Raw), &format!("binary param byte {p}"))?;
             } else {
                 if id < 0 || id as usize >= MAX_PARAM {
                     ncnn_bail!(
@@ -483,7 +489,7 @@ pub fn parse_binary(b: &[u8]) -> anyhow::Result<NetSpec> {
                     );
                 }
                 let v = w.i32("a parameter value")?;
-                params.values[id as usize] = Value::Raw(v as u32);
+                params.set(id as usize, Value::Raw(v as u32), &format!("binary param byte {p}"))?;
             }
         }
         spec.layers.push(LayerSpec {

@@ -2,6 +2,7 @@
 //! every length checked against the bytes left before anything is allocated.
 
 use super::value::{checksum, Attrs, Value, HEADER, MAGIC, MAX_DEPTH, VERSION};
+use crate::base::bytes::{array, groups};
 use anyhow::{bail, ensure};
 
 fn corrupt(what: impl std::fmt::Display) -> anyhow::Error {
@@ -10,7 +11,7 @@ fn corrupt(what: impl std::fmt::Display) -> anyhow::Error {
 
 /// Decode a whole file: header, checksum, payload.
 pub fn decode(bytes: &[u8]) -> crate::Result<Value> {
-    if bytes.len() < HEADER || &bytes[..8] != MAGIC {
+    if bytes.len() < HEADER || bytes.get(..8) != Some(MAGIC.as_slice()) {
         if bytes.starts_with(&[0x1f, 0x8b]) || bytes.starts_with(b"RDX") || bytes.starts_with(b"X\n") {
             bail!(
                 "it is an R data (RDS) file, not a ggmlR model container; RDS files can carry code, so they are \
@@ -19,7 +20,8 @@ pub fn decode(bytes: &[u8]) -> crate::Result<Value> {
         }
         bail!("it is not a file saved by ggmlR (no ggmlR model container header)");
     }
-    let u32_at = |o: usize| u32::from_le_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]]);
+    let at = |o: usize| bytes.get(o..).and_then(array::<8>).unwrap_or([0; 8]);
+    let u32_at = |o: usize| u32::from_le_bytes(array(&at(o)).unwrap_or([0; 4]));
     let version = u32_at(8);
     if version != VERSION {
         bail!(
@@ -27,15 +29,13 @@ pub fn decode(bytes: &[u8]) -> crate::Result<Value> {
             if version > VERSION { " (update ggmlR)" } else { "" }
         );
     }
-    let mut len = [0u8; 8];
-    len.copy_from_slice(&bytes[12..20]);
-    let len = u64::from_le_bytes(len);
+    let len = u64::from_le_bytes(at(12));
     let have = (bytes.len() - HEADER) as u64;
     if len > have {
         bail!("the file is truncated: its header announces {len} bytes of data, {have} are there; save the model again");
     }
     ensure!(len == have, corrupt(format!("{} bytes after the data", have - len)));
-    let payload = &bytes[HEADER..];
+    let payload = bytes.get(HEADER..).unwrap_or(&[]);
     let crc = checksum(payload);
     ensure!(crc == u32_at(20), corrupt("the checksum does not match the data"));
     let mut r = Reader { b: payload, pos: 0 };
@@ -56,27 +56,29 @@ impl<'a> Reader<'a> {
 
     fn take(&mut self, n: usize) -> crate::Result<&'a [u8]> {
         ensure!(n <= self.left(), corrupt(format!("a value runs past the end at byte {}", self.pos + HEADER)));
-        let s = &self.b[self.pos..self.pos + n];
+        let s = self.b.get(self.pos..self.pos + n).unwrap_or(&[]);
         self.pos += n;
         Ok(s)
     }
 
     fn u8(&mut self) -> crate::Result<u8> {
-        Ok(self.take(1)?[0])
+        Ok(u8::from_le_bytes(self.fixed()?))
     }
 
     fn u32(&mut self) -> crate::Result<u32> {
-        let s = self.take(4)?;
-        Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+        Ok(u32::from_le_bytes(self.fixed()?))
+    }
+
+    /// The next `N` bytes as an array.
+    fn fixed<const N: usize>(&mut self) -> crate::Result<[u8; N]> {
+        let at = self.pos + HEADER;
+        array(self.take(N)?).ok_or_else(|| corrupt(format!("a value cut short at byte {at}")))
     }
 
     /// A length of elements of at least `min_bytes` each, checked against
     /// the bytes left, so no allocation can exceed the file's own size.
     fn len(&mut self, min_bytes: usize) -> crate::Result<usize> {
-        let s = self.take(8)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(s);
-        let n = u64::from_le_bytes(a);
+        let n = u64::from_le_bytes(self.fixed()?);
         let fits = (n as u128) * (min_bytes as u128) <= self.left() as u128;
         ensure!(fits, corrupt(format!("a length of {n} at byte {} exceeds the file", self.pos + HEADER - 8)));
         Ok(n as usize)
@@ -118,15 +120,13 @@ impl<'a> Reader<'a> {
             2 => {
                 let n = self.len(4)?;
                 let mut v = crate::base::alloc::try_with_capacity(n, "saved integers")?;
-                v.extend(self.take(n * 4)?.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+                v.extend(groups(self.take(n * 4)?).map(i32::from_le_bytes));
                 Value::Integer(v, Attrs::default())
             }
             3 => {
                 let n = self.len(8)?;
                 let mut v = crate::base::alloc::try_with_capacity(n, "saved numbers")?;
-                v.extend(self.take(n * 8)?.chunks_exact(8).map(|c| {
-                    f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
-                }));
+                v.extend(groups(self.take(n * 8)?).map(f64::from_le_bytes));
                 Value::Double(v, Attrs::default())
             }
             4 => {
@@ -157,7 +157,7 @@ impl<'a> Reader<'a> {
             ensure!(self.u8()? == 2, corrupt("a dim that is not integer"));
             let k = self.len(4)?;
             ensure!((1..=8).contains(&k), corrupt(format!("a dim of {k} extents")));
-            let d: Vec<i32> = self.take(k * 4)?.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+            let d: Vec<i32> = groups(self.take(k * 4)?).map(i32::from_le_bytes).collect();
             let prod = d.iter().try_fold(1u64, |a, &x| if x < 0 { None } else { a.checked_mul(x as u64) });
             ensure!(prod == Some(n as u64), corrupt(format!("dim {d:?} for {n} values")));
             attrs.dim = Some(d);

@@ -11,9 +11,14 @@ use std::collections::HashMap;
 /// to its end).
 pub const BATCH_BUDGET_NS: u64 = 200_000_000;
 
-/// Dispatches of shaders not yet timed that a batch may hold (their cost
-/// is not known until one batch has run them).
-pub const UNTIMED_BATCH: usize = 64;
+/// A graph of at most this many dispatches is one submission even when
+/// some of its shaders are not timed yet (their cost is not known until a
+/// batch has run them). In a longer graph, a batch ends right after the
+/// first dispatch of a shader not yet timed, so that each new shader is
+/// timed on one dispatch before batches are sized by it: a fresh context
+/// answers Ctrl-C after about one dispatch, not after a batch of unknown
+/// length.
+pub const UNTIMED_BATCH: usize = 16;
 
 /// Device time per workgroup of each shader variant, in picoseconds,
 /// measured on the batches run so far.
@@ -55,23 +60,24 @@ impl Speeds {
 
 /// The end of the batch starting at `start` of `batch` (each dispatch's
 /// variant and workgroups): as many dispatches as fit in
-/// [`BATCH_BUDGET_NS`] at the speeds measured, no more than
-/// [`UNTIMED_BATCH`] of them when some shader is untimed, and at least one.
+/// [`BATCH_BUDGET_NS`] at the speeds measured, and at least one; in a
+/// graph longer than [`UNTIMED_BATCH`], none past the first of a shader
+/// not yet timed.
 pub(crate) fn batch_end(batch: &[(Variant, u64)], start: usize, speeds: &Speeds) -> usize {
     let budget = u128::from(BATCH_BUDGET_NS) * 1000;
+    let long = batch.len() > UNTIMED_BATCH;
     let mut spent = 0u128;
     let mut end = start;
-    let mut untimed = false;
-    while end < batch.len() {
-        let (v, g) = batch[end];
-        match speeds.cost(v, g) {
-            Some(c) => spent += c,
-            None => untimed = true,
-        }
-        if end > start && (spent > budget || (untimed && end - start >= UNTIMED_BATCH)) {
+    while let Some(&(v, g)) = batch.get(end) {
+        let cost = speeds.cost(v, g);
+        spent += cost.unwrap_or(0);
+        if end > start && spent > budget {
             break;
         }
         end += 1;
+        if long && cost.is_none() {
+            break;
+        }
     }
     end
 }
@@ -89,14 +95,21 @@ mod tests {
         let (mm, add) = (variant(1), variant(2));
         let graph = vec![(mm, 1000u64); 1000];
         let mut speeds = Speeds::default();
-        // Untimed: UNTIMED_BATCH dispatches, then what is measured.
-        assert_eq!(batch_end(&graph, 0, &speeds), UNTIMED_BATCH);
-        assert_eq!(batch_end(&graph, 990, &speeds), 1000);
-        // 64 dispatches of 1000 groups in 64 ms: 1 us per group, 200 per batch.
-        speeds.learn(&graph[..64], 64_000_000_000);
+        // A short graph of untimed shaders is one batch; in a long one, an
+        // untimed shader's first dispatch ends its batch.
+        let short = vec![(mm, 1000u64); UNTIMED_BATCH];
+        assert_eq!(batch_end(&short, 0, &speeds), UNTIMED_BATCH);
+        assert_eq!(batch_end(&graph, 0, &speeds), 1);
+        assert_eq!(batch_end(&graph, 990, &speeds), 991);
+        // one dispatch of 1000 groups in 1 ms: 1 us per group, 200 per batch.
+        speeds.learn(&graph[..1], 1_000_000_000);
         assert_eq!(speeds.cost(mm, 1), Some(1_000_000));
         assert_eq!(batch_end(&graph, 0, &speeds), 200);
         assert_eq!(batch_end(&graph, 950, &speeds), 1000);
+        // Timed dispatches before an untimed one share its batch.
+        let mut mixed_long = vec![(mm, 1000u64); 5];
+        mixed_long.extend(vec![(add, 10u64); 100]);
+        assert_eq!(batch_end(&mixed_long, 0, &speeds), 6);
         // A new shader in the batch: timed ones keep theirs, it gets the rest.
         let mixed = vec![(mm, 1000), (add, 10)];
         speeds.learn(&mixed, 1_010_000_000);

@@ -94,8 +94,16 @@ pub fn compute(ctx: &Arc<VkContext>, backend: &str, nodes: &[Node]) -> crate::Re
                 n.tensor.describe()
             );
         }
-        if matches!(n.op, Op::GetRows) && n.srcs.len() == 2 {
-            check_row_indices(&locks, &nodes[..i], &n.srcs[0], &n.srcs[1]).map_err(|e| e.context(format!("computing {}", n.tensor.describe())))?;
+        // Indices the shaders would read as rows or experts (the shader
+        // gives 0 for one out of range; the CPU backend refuses it).
+        let checked = match (&n.op, n.srcs.as_slice()) {
+            (Op::GetRows, [rows, idx]) => Some((idx, rows.layout.ne[1], Indexed::Rows)),
+            (Op::MulMatId, [experts, _, ids]) => Some((ids, experts.layout.ne[2], Indexed::Experts)),
+            _ => None,
+        };
+        if let Some((idx, n_max, kind)) = checked {
+            let earlier = nodes.get(..i).unwrap_or(&[]);
+            check_indices(&locks, earlier, idx, n_max, kind).map_err(|e| e.context(format!("computing {}", n.tensor.describe())))?;
         }
         let what = || format!("computing {}", n.tensor.describe());
         let mut srcs = Vec::with_capacity(n.srcs.len());
@@ -108,10 +116,17 @@ pub fn compute(ctx: &Arc<VkContext>, backend: &str, nodes: &[Node]) -> crate::Re
     ctx.run_graph(&vk_nodes).map_err(|e| e.context(format!("running a graph of {} nodes on backend '{backend}'", nodes.len())))
 }
 
-/// GET_ROWS indices already in device memory (not computed by an earlier
-/// node of the graph) are checked on the host, so a bad index is an error
-/// as on the CPU backend.
-fn check_row_indices(locks: &BufferLocks, earlier: &[Node], rows: &DataRef, idx: &DataRef) -> crate::Result<()> {
+/// What an index tensor indexes.
+#[derive(Clone, Copy)]
+enum Indexed {
+    Rows,
+    Experts,
+}
+
+/// GET_ROWS indices and MUL_MAT_ID expert ids already in device memory (not
+/// computed by an earlier node of the graph) are checked on the host
+/// against `n_max`, so a bad index is an error as on the CPU backend.
+fn check_indices(locks: &BufferLocks, earlier: &[Node], idx: &DataRef, n_max: usize, kind: Indexed) -> crate::Result<()> {
     let l = &idx.layout;
     if l.dtype != DType::I32 {
         return Ok(());
@@ -127,19 +142,21 @@ fn check_row_indices(locks: &BufferLocks, earlier: &[Node], rows: &DataRef, idx:
     }
     let mut bytes = vec![0u8; end - start];
     vb.context().read(vb, start, &mut bytes)?;
-    let n_rows = rows.layout.ne[1];
     let mut bad = None;
     for_each_offset(l, 0, |_, o| {
-        let r = i32::from_ne_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]]);
-        if bad.is_none() && (r < 0 || r as usize >= n_rows) {
+        let r = bytes.get(o..).and_then(crate::base::bytes::array).map_or(0, i32::from_ne_bytes);
+        if bad.is_none() && (r < 0 || r as usize >= n_max) {
             bad = Some(r);
         }
     });
-    match bad {
-        Some(r) => anyhow::bail!(
-            "get_rows: row index {r} is out of range: the tensor has {n_rows} rows (indices start at 0)"
+    match (bad, kind) {
+        (Some(r), Indexed::Rows) => anyhow::bail!(
+            "get_rows: row index {r} is out of range: the tensor has {n_max} rows (indices start at 0)"
         ),
-        None => Ok(()),
+        (Some(r), Indexed::Experts) => anyhow::bail!(
+            "mul_mat_id: expert id {r} is out of range: there are {n_max} experts (ids start at 0)"
+        ),
+        (None, _) => Ok(()),
     }
 }
 

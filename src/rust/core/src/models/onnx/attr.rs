@@ -16,7 +16,7 @@ impl Node {
         match self.attrs.get(name) {
             Some(Attr::I(v)) => *v,
             Some(Attr::F(v)) => *v as i64,
-            Some(Attr::Is(v)) if v.len() == 1 => v[0],
+            Some(Attr::Is(v)) if v.len() == 1 => v.first().copied().unwrap_or(default),
             _ => default,
         }
     }
@@ -26,7 +26,7 @@ impl Node {
         match self.attrs.get(name) {
             Some(Attr::F(v)) => *v,
             Some(Attr::I(v)) => *v as f32,
-            Some(Attr::Fs(v)) if v.len() == 1 => v[0],
+            Some(Attr::Fs(v)) if v.len() == 1 => v.first().copied().unwrap_or(default),
             _ => default,
         }
     }

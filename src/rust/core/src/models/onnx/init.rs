@@ -4,6 +4,7 @@
 //! allocated for them.
 
 use super::elem::Elem;
+use crate::base::bytes::{array, groups};
 use super::host::{fmt_shape, numel, Data, HTensor};
 use super::proto::TensorProto;
 use anyhow::{bail, ensure, Context as _};
@@ -156,7 +157,7 @@ impl Init {
     /// The values converted to f32, in row-major order (for uploads).
     pub fn to_f32(&self) -> crate::Result<Vec<f32>> {
         if let (Elem::F32, Stored::Raw(b)) = (self.elem, &self.data) {
-            return Ok(b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect());
+            return Ok(groups(b).map(f32::from_le_bytes).collect());
         }
         if let (Elem::F32, Stored::F32(v)) = (self.elem, &self.data) {
             return Ok(v.clone());
@@ -165,13 +166,21 @@ impl Init {
     }
 }
 
+/// Raw data from element `i * w` on (empty past the end: Init::decode
+/// checked the raw length against the shape, so that is never reached, and
+/// would read as zeros rather than panic).
+fn from(b: &[u8], i: usize, w: usize) -> &[u8] {
+    i.checked_mul(w).and_then(|k| b.get(k..)).unwrap_or(&[])
+}
+
 /// The bit pattern of element `i` of a narrow type's raw data (packed
 /// lowest bits first for the 4- and 2-bit types).
 fn narrow_at(e: Elem, b: &[u8], i: usize) -> u8 {
+    let byte = |k: usize| b.get(k).copied().unwrap_or(0);
     match e.bits() {
-        4 => (b[i / 2] >> (4 * (i % 2))) & 0xf,
-        2 => (b[i / 4] >> (2 * (i % 4))) & 0x3,
-        _ => b[i],
+        4 => (byte(i / 2) >> (4 * (i % 2))) & 0xf,
+        2 => (byte(i / 4) >> (2 * (i % 4))) & 0x3,
+        _ => byte(i),
     }
 }
 
@@ -186,10 +195,9 @@ fn narrow_int(e: Elem, b: u8) -> i64 {
 
 fn float_at(e: Elem, b: &[u8], i: usize) -> f64 {
     match e {
-        // INVARIANT: slices of length 4 and 8 convert to [u8; 4] and [u8; 8].
-        Elem::F32 => f32::from_le_bytes(b[i * 4..i * 4 + 4].try_into().expect("4 bytes")) as f64,
-        Elem::F64 => f64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes")),
-        _ => bits_float(e, u16::from_le_bytes([b[i * 2], b[i * 2 + 1]])),
+        Elem::F32 => f32::from_le_bytes(array(from(b, i, 4)).unwrap_or_default()) as f64,
+        Elem::F64 => f64::from_le_bytes(array(from(b, i, 8)).unwrap_or_default()),
+        _ => bits_float(e, u16::from_le_bytes(array(from(b, i, 2)).unwrap_or_default())),
     }
 }
 
@@ -201,18 +209,16 @@ fn bits_float(e: Elem, bits: u16) -> f64 {
 }
 
 fn int_at(e: Elem, b: &[u8], i: usize) -> i64 {
-    let s = e.size();
-    let c = &b[i * s..(i + 1) * s];
+    let c = from(b, i, e.size());
     match e {
-        Elem::U8 => c[0] as i64,
-        Elem::I8 => c[0] as i8 as i64,
-        Elem::Bool => (c[0] != 0) as i64,
-        Elem::U16 => u16::from_le_bytes([c[0], c[1]]) as i64,
-        Elem::I16 => i16::from_le_bytes([c[0], c[1]]) as i64,
-        Elem::I32 => i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64,
-        Elem::U32 => u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64,
-        // INVARIANT: c is a chunk of the element size, 8 for the remaining types.
-        _ => i64::from_le_bytes(c.try_into().expect("8 bytes")),
+        Elem::U8 => u8::from_le_bytes(array(c).unwrap_or_default()) as i64,
+        Elem::Bool => (u8::from_le_bytes(array(c).unwrap_or_default()) != 0) as i64,
+        Elem::I8 => i8::from_le_bytes(array(c).unwrap_or_default()) as i64,
+        Elem::U16 => u16::from_le_bytes(array(c).unwrap_or_default()) as i64,
+        Elem::I16 => i16::from_le_bytes(array(c).unwrap_or_default()) as i64,
+        Elem::I32 => i32::from_le_bytes(array(c).unwrap_or_default()) as i64,
+        Elem::U32 => u32::from_le_bytes(array(c).unwrap_or_default()) as i64,
+        _ => i64::from_le_bytes(array(c).unwrap_or_default()),
     }
 }
 

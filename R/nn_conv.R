@@ -1,5 +1,9 @@
-# Convolution and max pooling of Keras-style layers, on autograd ops that
-# already have forward and backward rules on every device:
+# Convolution and max pooling of Keras-style layers. A convolution is the
+# engine's own (the autograd op "conv2d": im2col and one product, its input
+# gradient a transposed convolution; see src/rust/core/src/autograd/conv.rs),
+# on the layers' channels-first layout. Where "same" padding would need more
+# zeros after than before (an even kernel), and for max pooling, the layers
+# build the patches from autograd ops instead:
 #
 # * A value [C * positions, batch] viewed as [C, positions * batch] has one
 #   column per input position and sample (R/nn_build.R).
@@ -73,10 +77,35 @@
   .ag_op("gather", list(cols), g$k, idx = g$idx)
 }
 
+# The geometry of the engine convolution of step `st`: c(C, W, H, KW, KH,
+# strides, paddings, dilations), each width then height, or NULL when "same"
+# padding is uneven (more zeros after than before).
+.nn_conv_geom <- function(st) {
+  s <- st$in_shapes[[1L]]
+  cfg <- st$config
+  if (st$type == "conv_2d") {
+    hw <- s[1:2]; k <- cfg$kernel_size; str <- cfg$strides; ch <- s[3L]
+  } else {
+    hw <- c(1L, s[1L]); k <- c(1L, cfg$kernel_size); str <- c(1L, cfg$strides); ch <- s[2L]
+  }
+  pad <- c(0L, 0L)
+  if (identical(cfg$padding, "same")) {
+    tot <- pmax((ceiling(hw / str) - 1L) * str + k - hw, 0L)
+    if (any(tot %% 2L != 0L)) return(NULL)
+    pad <- tot %/% 2L
+  }
+  as.numeric(c(ch, hw[2L], hw[1L], k[2L], k[1L], str[2L], str[1L], pad[2L], pad[1L], 1L, 1L))
+}
+
 # Output in the channels view [filters, outputs * batch].
 .nn_conv <- function(rt, st, x, w, act) {
   code <- if (!is.null(act) && act %in% names(.nn_act_codes)) .nn_act_codes[[act]] else 0
-  out <- .ag_op("linear", list(w$kernel, .nn_patches(rt, st, x), w$bias), code)
+  geom <- .nn_conv_geom(st)
+  out <- if (is.null(geom)) {
+    .ag_op("linear", list(w$kernel, .nn_patches(rt, st, x), w$bias), code)
+  } else {
+    .ag_op("conv2d", list(w$kernel, x, w$bias), c(code, geom))
+  }
   if (code == 0) .nn_activate(out, act, st$out_shape, st$label) else out
 }
 

@@ -197,6 +197,45 @@ test_that("conv_2d, conv_1d and max pooling: forward against base R, and gradien
   }
 })
 
+test_that("the engine convolution and the patch gather give the same values and gradients", {
+  set.seed(61)
+  x <- array(rnorm(3 * 7 * 6 * 2), c(3, 7, 6, 2))
+  cases <- list(list(k = c(3, 4), s = c(2, 2), pad = "same"), list(k = c(3, 2), s = c(2, 1), pad = "valid"),
+                list(k = c(5, 3), s = c(1, 3), pad = "same"))
+  for (be in keras_backends()) for (cs in cases) {
+    what <- sprintf("conv_2d %s stride %s %s", paste(cs$k, collapse = "x"), paste(cs$s, collapse = ","), cs$pad)
+    m <- one_layer(c(7, 6, 2), function(i) ggml_layer_conv_2d(i, 3, cs$k, strides = cs$s, padding = cs$pad,
+                                                              activation = "tanh"), be)
+    rt <- m$compilation$runtime
+    st <- rt$plan$steps[[length(rt$plan$steps)]]
+    expect_false(is.null(.nn_conv_geom(st)), info = what)
+    w <- last_weights(m)
+    both <- lapply(c("engine", "gather"), function(path) {
+      for (t in w) t$grad <- NULL
+      xt <- keras_inputs(m, x, as_param = TRUE)[[1L]]
+      tape <- with_grad_tape({
+        out <- if (path == "engine") {
+          .ag_op("conv2d", list(w$kernel, xt, w$bias), c(3, .nn_conv_geom(st)))
+        } else {
+          ag_tanh(.ag_op("linear", list(w$kernel, .nn_patches(rt, st, xt), w$bias), 0))
+        }
+        R <- matrix(seq_len(prod(out$shape)) %% 7 / 6 - 0.4, out$shape[1L])
+        loss <- ag_sum(ag_mul(out, R))
+      })
+      backward(loss)
+      list(out = .ag_data(out), gk = w$kernel$grad, gb = w$bias$grad, gx = xt$grad)
+    })
+    for (part in names(both[[1L]])) {
+      expect_close_to(both[[1L]][[part]], both[[2L]][[part]], be, paste(what, part))
+    }
+  }
+  # "same" with an even kernel pads more after than before: the gather builds it
+  m <- one_layer(c(7, 6, 2), function(i) ggml_layer_conv_2d(i, 2, c(2, 2), padding = "same"))
+  rt <- m$compilation$runtime
+  expect_null(.nn_conv_geom(rt$plan$steps[[length(rt$plan$steps)]]))
+  expect_keras_grads(m, x[1, , , , drop = FALSE], "cpu", what = "conv_2d 2x2 same")
+})
+
 test_that("global pooling, flatten, add and concatenate", {
   set.seed(7)
   x <- array(rnorm(3 * 3 * 4 * 2), c(3, 3, 4, 2))

@@ -198,6 +198,9 @@ pub fn backward(
             let g = if *k == 1 { gt } else { c.reshape(&contig(c, &gt)?, &[r, idx.len()])? };
             res[0] = Some(gather_grad(b, c, g, idx, r, v)?)
         }
+        Op::Conv2d(geom, a) => {
+            res = super::conv_rules::backward(b, c, geom, *a, xs, out, saved, &gt, [want(0), want(1), want(2)])?;
+        }
         Op::SliceRows(from, to) => {
             let (r, cc) = shape(0);
             let mut t = gt;

@@ -147,6 +147,12 @@ fn every_op(be: &Backend) {
         (Op::SliceRows(0, 2), vec![mat(4, 3, 0.)], vec![true]),
         (Op::ConcatRows, vec![mat(2, 3, 0.), mat(1, 3, 1.), mat(2, 3, 2.)], vec![true; 3]),
     ];
+    let mut cases = cases;
+    for (i, (g, f, n)) in super::conv_tests::cases().into_iter().enumerate() {
+        let a = [Act::Relu, Act::None, Act::Tanh][i % 3];
+        let ins = vec![mat(f, g.patch(), 0.), mat(g.sample(), n, 1.), mat(f, 1, 2.)];
+        cases.push((Op::Conv2d(g, a), ins, vec![true; 3]));
+    }
     for (op, ins, grad) in &cases {
         let (hv, hg) = run(op, ins, grad, false);
         let (dv, dg) = run(op, ins, grad, true);

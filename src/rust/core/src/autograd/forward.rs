@@ -146,6 +146,11 @@ fn build(b: &mut Builder, c: &Context, op: &Op, xs: &[Val]) -> Result<Built> {
             let t = if *k == 1 { t } else { c.reshape(&t, &[r0 * k, idx.len() / k])? };
             built(t, r0 * k, idx.len() / k)
         }
+        Op::Conv2d(g, a) => {
+            let (out, saved) = super::conv_rules::forward(b, c, g, *a, xs)?;
+            let (rows, cols) = g.check(&[xs[0].shape(), xs[1].shape(), xs[2].shape()])?;
+            Ok(Built { out: (out, rows, cols), saved, aux: None })
+        }
         Op::SliceRows(from, to) => built(rows_of(c, &x(b, 0)?, *from, *to, c0)?, to - from, c0),
         Op::ConcatRows => {
             let mut t = x(b, 0)?;

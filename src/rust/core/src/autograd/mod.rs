@@ -11,13 +11,13 @@
 //!
 //! Modules, bottom-up (each imports only those above it in this list):
 //! - `rescue`: what must be copied out of a pool before it is reset;
-//! - `op`: the ops, their parameters and shape rules (the errors users see);
+//! - `op`, `conv`: the ops, their parameters and shape rules (the errors users see);
 //! - `value`: where values live ([`Storage`], [`Place`], [`Val`]) and the
 //!   tensor cells;
 //! - `place`: each place's backend, memory and uploads;
 //! - `graph`: building one graph in a place and computing it once;
 //! - `nodes`: the graph pieces the rules are made of;
-//! - `forward`, `backward`: the rules;
+//! - `conv_rules`, `forward`, `backward`: the rules;
 //! - `tape`: recording and the backward pass;
 //! - `optim`, `clip`: optimizer updates and gradient clipping;
 //! - `pools`: resetting the residency pools after the rescue.
@@ -38,6 +38,8 @@
 
 pub mod backward;
 pub mod clip;
+pub mod conv;
+mod conv_rules;
 pub mod forward;
 pub mod graph;
 pub mod nodes;
@@ -56,6 +58,8 @@ pub use pools::reset_pools;
 pub use tape::{Applied, Tape};
 pub use value::{grad_cell, set_cell, GradCell, Mat, Place, Storage, Tensor, TensorRef, Val, Value};
 
+#[cfg(test)]
+mod conv_tests;
 #[cfg(test)]
 mod device_tests;
 #[cfg(test)]

@@ -69,6 +69,9 @@ pub enum Op {
     /// Rows `from..to` (0-based, end exclusive).
     SliceRows(usize, usize),
     ConcatRows,
+    /// A 2-D convolution (`super::conv`) with its activation fused: inputs
+    /// kernel, x and bias.
+    Conv2d(super::conv::Conv2d, Act),
 }
 
 /// Cross-entropy's clamp of probabilities away from 0 and 1.
@@ -85,6 +88,16 @@ fn axis(p: &[f64]) -> Result<Axis> {
     } else {
         bail!("`dim` must be NULL, 1 (per row) or 2 (per column), not {d}")
     }
+}
+
+fn act_code(code: f64, name: &str) -> Result<Act> {
+    Ok(match code as i64 {
+        0 => Act::None,
+        1 => Act::Relu,
+        2 => Act::Sigmoid,
+        3 => Act::Tanh,
+        other => bail!("{name}: unknown activation code {other}"),
+    })
 }
 
 fn param(p: &[f64], i: usize, name: &str, what: &str) -> Result<f64> {
@@ -104,13 +117,7 @@ impl Op {
     pub fn parse(name: &str, p: &[f64], idx: Option<Vec<usize>>) -> Result<Op> {
         Ok(match name {
             "matmul" => Op::MatMul,
-            "linear" => Op::Linear(match param(p, 0, "ag_linear", "activation")? as i64 {
-                0 => Act::None,
-                1 => Act::Relu,
-                2 => Act::Sigmoid,
-                3 => Act::Tanh,
-                other => bail!("ag_linear: unknown activation code {other}"),
-            }),
+            "linear" => Op::Linear(act_code(param(p, 0, "ag_linear", "activation")?, "ag_linear")?),
             "add" => Op::Add,
             "sub" => Op::Sub,
             "mul" => Op::Mul,
@@ -161,6 +168,11 @@ impl Op {
                 Op::SliceRows(from, to)
             }
             "concat_rows" => Op::ConcatRows,
+            "conv2d" => {
+                let name = super::conv::NAME;
+                let a = act_code(param(p, 0, name, "activation")?, name)?;
+                Op::Conv2d(super::conv::Conv2d::parse(&p[1..])?, a)
+            }
             other => bail!("unknown autograd operation '{other}'"),
         })
     }
@@ -194,6 +206,7 @@ impl Op {
             Op::Gather(..) => "ag_embedding",
             Op::SliceRows(..) => "row slice",
             Op::ConcatRows => "row concatenation",
+            Op::Conv2d(..) => super::conv::NAME,
         }
     }
 
@@ -201,7 +214,7 @@ impl Op {
         match self {
             Op::MatMul | Op::Add | Op::Sub | Op::Mul | Op::Div => n == 2,
             Op::MseLoss | Op::CrossEntropyLoss | Op::SoftmaxCrossEntropyLoss => n == 2,
-            Op::BatchNorm { training: true, .. } | Op::Linear(_) => n == 3,
+            Op::BatchNorm { training: true, .. } | Op::Linear(_) | Op::Conv2d(..) => n == 3,
             Op::BatchNorm { training: false, .. } => n == 5,
             Op::ConcatRows => n >= 1,
             _ => n == 1,
@@ -345,6 +358,7 @@ impl Op {
                 }
                 (x.iter().map(|m| m.0).sum(), cols)
             }
+            Op::Conv2d(g, _) => g.check(x)?,
         })
     }
 }

@@ -13,14 +13,14 @@ fn host(s: &Storage) -> Mat {
 }
 
 /// The forward value of `op` on `inputs` (not recorded).
-fn value(op: &Op, inputs: &[Mat]) -> Mat {
+pub(super) fn value(op: &Op, inputs: &[Mat]) -> Mat {
     let mut tape = Tape::new();
     let ts: Vec<TensorRef> = inputs.iter().map(|m| tape.tensor(m.clone())).collect();
     let rg = vec![false; ts.len()];
     host(&tape.apply(op.clone(), &ts, &rg).unwrap().tensor.value())
 }
 
-fn rnd(r: usize, c: usize, seed: u64, lo: f64, hi: f64) -> Mat {
+pub(super) fn rnd(r: usize, c: usize, seed: u64, lo: f64, hi: f64) -> Mat {
     let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
     let data = (0..r * c)
         .map(|_| {
@@ -33,7 +33,7 @@ fn rnd(r: usize, c: usize, seed: u64, lo: f64, hi: f64) -> Mat {
 
 /// loss = sum(op(inputs) * w) for a fixed random weight w; compares the
 /// tape's gradient with central differences for every input in `check`.
-fn fd_check(op: Op, inputs: Vec<Mat>, check: &[bool]) {
+pub(super) fn fd_check(op: Op, inputs: Vec<Mat>, check: &[bool]) {
     let mut tape = Tape::new();
     let ts: Vec<TensorRef> = inputs.iter().map(|m| tape.tensor(m.clone())).collect();
     tape.begin();

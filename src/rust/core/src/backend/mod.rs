@@ -233,6 +233,7 @@ impl Backend {
                             | Op::CrossEntropyLossBack
                             | Op::AdamStep { .. }
                             | Op::SgdStep { .. }
+                            | Op::Im2ColBack { .. }
                     )
             }
         }

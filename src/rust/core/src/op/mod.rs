@@ -250,6 +250,11 @@ pub enum Op {
     DiagMaskInf { n_past: i32 },
     /// srcs [kernel, input]: unfold patches (ggml's im2col).
     Im2Col { s0: i32, s1: i32, p0: i32, p1: i32, d0: i32, d1: i32, is_2d: bool },
+    /// srcs [cols `[C KW KH, OW, OH, N]`]: the adjoint of a 2-D im2col of a
+    /// `[w, h, C, N]` input with a `kw x kh` kernel (ggml's im2col_back):
+    /// every patch value is added back to the input position it was read
+    /// from -> `[w, h, C, N]`.
+    Im2ColBack { s0: i32, s1: i32, p0: i32, p1: i32, d0: i32, d1: i32, kw: i32, kh: i32, w: i32, h: i32 },
     /// srcs [a]
     Pool2d { op: PoolOp, k0: i32, k1: i32, s0: i32, s1: i32, p0: f32, p1: f32 },
     /// srcs [a]: zeros appended at the end of each dimension.
@@ -332,6 +337,7 @@ impl Op {
             Op::GetRows => "GET_ROWS",
             Op::DiagMaskInf { .. } => "DIAG_MASK_INF",
             Op::Im2Col { .. } => "IM2COL",
+            Op::Im2ColBack { .. } => "IM2COL_BACK",
             Op::Pool2d { .. } => "POOL_2D",
             Op::Pad { .. } => "PAD",
             Op::Upscale { .. } => "UPSCALE",

@@ -304,6 +304,23 @@ pub(super) fn infer4(op: &Op, s: &[Layout]) -> crate::Result<Out> {
                 Out { dtype: k.dtype, ne: [k.ne[0] * k.ne[1], ow, b.ne[2], 1] }
             }
         }
+        Op::Im2ColBack { s0, s1, p0, p1, d0, d1, kw, kh, w, h } => {
+            float(a, "the patches")?;
+            ensure!(
+                [*s0, *s1, *d0, *d1, *kw, *kh, *w, *h].iter().all(|&v| v > 0) && *p0 >= 0 && *p1 >= 0,
+                "im2col_back: sizes, strides and dilations must be positive and paddings >= 0"
+            );
+            let taps = (*kw * *kh) as usize;
+            let ow = out_size("im2col_back width", *w as usize, *kw as usize, *s0, *p0 as i64, *d0)?;
+            let oh = out_size("im2col_back height", *h as usize, *kh as usize, *s1, *p1 as i64, *d1)?;
+            ensure!(
+                a.ne[0] % taps == 0 && a.ne[1] == ow && a.ne[2] == oh,
+                "im2col_back: the patches ({}) are not those of a {kw}x{kh} kernel over a {w}x{h} input \
+                 (expected [C * {taps}, {ow}, {oh}, N])",
+                sh(a)
+            );
+            Out { dtype: f32_or_f64(&[a]), ne: [*w as usize, *h as usize, a.ne[0] / taps, a.ne[3]] }
+        }
         Op::Pool2d { k0, k1, s0, s1, p0, p1, .. } => {
             float(a, "a")?;
             ensure!(*k0 > 0 && *k1 > 0, "pool_2d: kernel sizes must be positive (got {k0}, {k1})");

@@ -13,7 +13,7 @@
 use super::access::{self, Src};
 use super::matmul::Gemm;
 use super::par::Pool;
-use super::{attn, conv, conv_direct, elementwise, glu, index, movement, mul_mat_id, reduce, rope, rows};
+use super::{attn, col2im, conv, conv_direct, elementwise, glu, index, movement, mul_mat_id, reduce, rope, rows};
 use crate::backend::node::{self, Node};
 use crate::base::dtype::DType;
 use crate::memory::BufferLocks;
@@ -166,6 +166,9 @@ pub(super) fn kernel<T: Gemm>(op: &Op, s: &[Src<'_, T>], out: &mut [T], ne: [usi
         Op::Upscale { factor } => movement::upscale(&s[0], *factor as usize, out, ne, pool),
         Op::Im2Col { s0, s1, p0, p1, d0, d1, is_2d } => {
             conv::im2col(&s[0], &s[1], [*s0, *s1, *p0, *p1, *d0, *d1], *is_2d, out, ne, pool)
+        }
+        Op::Im2ColBack { s0, s1, p0, p1, d0, d1, kw, kh, .. } => {
+            col2im::im2col_back(&s[0], [*s0, *s1, *p0, *p1, *d0, *d1, *kw, *kh], out, ne, pool)
         }
         Op::Pool2d { op, k0, k1, s0, s1, p0, p1 } => {
             conv::pool_2d(&s[0], *op, [*k0, *k1, *s0, *s1], [*p0, *p1], out, ne, pool)

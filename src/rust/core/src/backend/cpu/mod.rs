@@ -5,6 +5,7 @@
 
 pub mod access;
 mod attn;
+mod col2im;
 mod conv;
 mod conv_direct;
 mod conv_gemm;

@@ -82,7 +82,11 @@ ggml_get_rows <- function(ctx, a, b) .op(ctx, "get_rows", list(a, b))
 #' `ggml_conv_2d(a, b)`: kernel `a` `[KW, KH, C, OC]` over input `b`
 #' `[W, H, C, N]`, giving `[OW, OH, OC, N]` with
 #' `OW = (W + 2 p0 - d0 (KW - 1) - 1) %/% s0 + 1` (likewise OH). It is built
-#' from `ggml_im2col()` and `ggml_mul_mat()` nodes, as in ggml.
+#' from `ggml_im2col()` and `ggml_mul_mat()` nodes, as in ggml. The CPU
+#' backend computes those nodes as one blocked convolution that does not
+#' store the unfolded patches (nine values per input value for a 3x3
+#' kernel) when no other node reads them; flag the im2col node with
+#' [ggml_set_output()] to keep them.
 #' `ggml_im2col()` unfolds the input patches: `[C KH KW, OW, OH, N]` (2-D).
 #' `ggml_pool_2d()`: max (`GGML_OP_POOL_MAX`) or average (`GGML_OP_POOL_AVG`,
 #' dividing by the full window size) over `k0 x k1` windows of each plane.

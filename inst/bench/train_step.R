@@ -82,29 +82,40 @@ per.sort(); print(per[len(per) // 2] * 1000)
   as.numeric(tail(py_out(f), 1L))
 }
 
+threads <- c(1L, 2L)
+# Threads of both devices: the host's (device "cpu") and, when device "gpu"
+# is the CPU backend, that backend's.
+set_threads <- function(n) {
+  ggml_set_n_threads(n)
+  old <- ag_device("gpu")
+  on.exit(ag_device(old))
+  be <- ggmlR:::.ag_device_state$backend
+  if (grepl("^CPU", ggml_backend_name(be))) ggml_backend_cpu_set_n_threads(be, n)
+}
+
 cat("ggmlR autograd training step (forward + backward + Adam), median ms per step\n")
 be <- local({ old <- ag_device("gpu"); on.exit(ag_device(old)); ggml_backend_name(ggmlR:::.ag_device_state$backend) })
 cat(sprintf("device \"cpu\": f64 on the host; device \"gpu\": ggml graphs on backend %s (f32), weights resident\n", be))
 if (torch_ok) {
-  cat(sprintf(paste0("PyTorch %s on the CPU (float32, %d threads, and 1 thread) for comparison;\n",
-                     "PyTorch in float64 (the precision of device \"cpu\") for reference\n"),
-              py_out("-c", shQuote("import torch; print(torch.__version__)")),
-              as.integer(py_out("-c", shQuote("import torch; print(torch.get_num_threads())")))))
+  cat(sprintf("PyTorch %s on the CPU in float32 and float64 with the same number of threads; ratio torch/ggmlR > 1: ggmlR ahead\n",
+              py_out("-c", shQuote("import torch; print(torch.__version__)"))))
 } else {
   cat("PyTorch comparison skipped: python3 cannot import torch\n")
 }
+cat(sprintf("load average %s\n", paste(scan("/proc/loadavg", what = "", n = 3, quiet = TRUE), collapse = " ")))
 for (s in sizes) {
-  cpu <- step_time_ggmlr(s, "cpu")
-  gpu <- step_time_ggmlr(s, "gpu")
-  line <- sprintf("%-22s cpu %8.3f ms   gpu %8.3f ms", s$name, cpu, gpu)
-  if (torch_ok) {
-    tt <- step_time_torch(s)
-    t1 <- step_time_torch(s, 1L)
-    t64 <- step_time_torch(s, dtype = "float64")
-    line <- paste0(line, sprintf(paste0("\n%22s torch %8.3f ms (1 thread %8.3f ms)   ",
-                                        "torch/cpu %.2fx (1 thread %.2fx)   torch/gpu %.2fx",
-                                        "\n%22s torch float64 %8.3f ms   torch float64/cpu %.2fx"),
-                                 "", tt, t1, tt / cpu, t1 / cpu, tt / gpu, "", t64, t64 / cpu))
+  for (nth in threads) {
+    set_threads(nth)
+    cpu <- step_time_ggmlr(s, "cpu")
+    gpu <- step_time_ggmlr(s, "gpu")
+    line <- sprintf("%-22s %d thread(s): cpu (f64) %8.3f ms   gpu (f32) %8.3f ms", s$name, nth, cpu, gpu)
+    if (torch_ok) {
+      t32 <- step_time_torch(s, nth)
+      t64 <- step_time_torch(s, nth, dtype = "float64")
+      line <- paste0(line, sprintf("\n%22s torch f32 %8.3f ms  torch f32/gpu %.2fx   torch f64 %8.3f ms  torch f64/cpu %.2fx",
+                                   "", t32, t32 / gpu, t64, t64 / cpu))
+    }
+    cat(line, "\n")
   }
-  cat(line, "\n")
 }
+cat(sprintf("load average %s\n", paste(scan("/proc/loadavg", what = "", n = 3, quiet = TRUE), collapse = " ")))

@@ -108,28 +108,102 @@ fn conv_2d_matches_direct_convolution() {
     let oh = (h + 2 * p1 - kh) / s1 + 1;
     assert_eq!(y.ne(), [ow, oh, oc, 1]);
     compute(&y, 2);
-    let got = get_values(&y, 0, None).unwrap();
-    for o in 0..oc {
-        for yy in 0..oh {
-            for xx in 0..ow {
-                let mut acc = 0.0;
-                for c in 0..ic {
-                    for ky in 0..kh {
-                        for kx in 0..kw {
-                            let ix = (xx * s0 + kx) as i64 - p0 as i64;
-                            let iy = (yy * s1 + ky) as i64 - p1 as i64;
-                            if ix < 0 || iy < 0 || ix >= w as i64 || iy >= h as i64 {
-                                continue;
+    let want = conv_ref(&kv, &xv, [kw, kh, ic, oc], [w, h, ic, 1], [s0, s1], [p0, p1], [1, 1]);
+    close(&get_values(&y, 0, None).unwrap(), &want, 1e-4);
+}
+
+/// The convolution `k [KW, KH, IC, OC]` over `x [W, H, IC, N]` by its sums.
+#[allow(clippy::too_many_arguments)]
+fn conv_ref(kv: &[f64], xv: &[f64], k: [usize; 4], x: [usize; 4], s: [usize; 2], p: [usize; 2], d: [usize; 2]) -> Vec<f64> {
+    let ([kw, kh, ic, oc], [w, h, _, n]) = (k, x);
+    let ow = (w + 2 * p[0] - d[0] * (kw - 1) - 1) / s[0] + 1;
+    let oh = (h + 2 * p[1] - d[1] * (kh - 1) - 1) / s[1] + 1;
+    let mut out = vec![0.0; ow * oh * oc * n];
+    for b in 0..n {
+        for o in 0..oc {
+            for yy in 0..oh {
+                for xx in 0..ow {
+                    let mut acc = 0.0;
+                    for c in 0..ic {
+                        for ky in 0..kh {
+                            for kx in 0..kw {
+                                let ix = (xx * s[0] + kx * d[0]) as i64 - p[0] as i64;
+                                let iy = (yy * s[1] + ky * d[1]) as i64 - p[1] as i64;
+                                if ix < 0 || iy < 0 || ix >= w as i64 || iy >= h as i64 {
+                                    continue;
+                                }
+                                acc += kv[kx + kw * (ky + kh * (c + ic * o))]
+                                    * xv[ix as usize + w * (iy as usize + h * (c + ic * b))];
                             }
-                            acc += kv[kx + kw * (ky + kh * (c + ic * o))]
-                                * xv[ix as usize + w * (iy as usize + h * c)];
                         }
                     }
+                    out[xx + ow * (yy + oh * (o + oc * b))] = acc;
                 }
-                let g = got[xx + ow * (yy + oh * o)];
-                assert!((g - acc).abs() < 1e-4, "{g} vs {acc}");
             }
         }
+    }
+    out
+}
+
+#[test]
+fn conv_2d_as_one_convolution_keeps_flagged_patches() {
+    // Images large enough for several bands of rows per image; the CPU
+    // backend runs conv_2d's three nodes as one convolution unless the
+    // patches are flagged as an output, when they are stored as im2col's.
+    let cases = [([3, 3, 8, 5], [40, 37, 8, 2], [1, 1], [1, 1], [1, 1]), ([3, 2, 3, 4], [29, 31, 3, 3], [2, 1], [0, 2], [2, 1])];
+    for (kn, xn, s, p, d) in cases {
+        for (threads, keep) in [(1, false), (2, false), (2, true)] {
+            let ctx = Context::new(64 << 20, false).unwrap();
+            let k = ctx.new_tensor(DType::F32, &kn).unwrap();
+            let x = ctx.new_tensor(DType::F32, &xn).unwrap();
+            let (kv, xv) = (vals(kn.iter().product(), 7), vals(xn.iter().product(), 8));
+            set_values(&k, &kv, 0).unwrap();
+            set_values(&x, &xv, 0).unwrap();
+            let (s, p, d) = (s.map(|v: usize| v as i32), p.map(|v: usize| v as i32), d.map(|v: usize| v as i32));
+            let y = ctx.conv_2d(&k, &x, s[0], s[1], p[0], p[1], d[0], d[1]).unwrap();
+            // y = cont(permute(reshape(mul_mat(reshape(cols), kernel))))
+            let cols = y.srcs()[0].srcs()[0].srcs()[0].srcs()[0].srcs()[0].clone();
+            assert!(matches!(cols.op(), Op::Im2Col { .. }));
+            if keep {
+                cols.set_flag(ggmlr_core::tensor::Tensor::OUTPUT);
+            }
+            compute(&y, threads);
+            let want = conv_ref(&kv, &xv, kn, xn, s.map(|v| v as usize), p.map(|v| v as usize), d.map(|v| v as usize));
+            close(&get_values(&y, 0, None).unwrap(), &want, 1e-4);
+            let c = get_values(&cols, 0, None).unwrap();
+            // Unflagged, the patches were never stored (the context's memory starts zeroed).
+            assert_eq!(c.iter().all(|&v| v == 0.0), !keep);
+            if keep {
+                // Patch (0, 0) of image 0 starts with tap (kx 0, ky 0, channel 0).
+                let (ix, iy) = (-p[0] as i64, -p[1] as i64);
+                let first = if ix < 0 || iy < 0 { 0.0 } else { xv[ix as usize + xn[0] * iy as usize] };
+                assert!((c[0] - first).abs() < 1e-6 && c.iter().any(|&v| v != 0.0));
+            }
+        }
+    }
+}
+
+#[test]
+fn im2col_and_product_of_one_image_run_as_one_convolution() {
+    // The ONNX import's form for one image: im2col, then the product alone.
+    let (kn, xn) = ([3usize, 3, 6, 7], [33usize, 30, 6, 1]);
+    for threads in [1, 2] {
+        let ctx = Context::new(64 << 20, false).unwrap();
+        let k = ctx.new_tensor(DType::F32, &kn).unwrap();
+        let x = ctx.new_tensor(DType::F32, &xn).unwrap();
+        let (kv, xv) = (vals(kn.iter().product(), 9), vals(xn.iter().product(), 10));
+        set_values(&k, &kv, 0).unwrap();
+        set_values(&x, &xv, 0).unwrap();
+        let op = Op::Im2Col { s0: 1, s1: 2, p0: 1, p1: 1, d0: 1, d1: 1, is_2d: true };
+        let cols = ctx.im2col(&k, &x, op, DType::F32).unwrap();
+        let cn = cols.ne();
+        let cols2 = ctx.reshape(&cols, &[cn[0], cn[1] * cn[2]]).unwrap();
+        let k2 = ctx.reshape(&k, &[cn[0], kn[3]]).unwrap();
+        let y = ctx.op(Op::MulMat, &[cols2, k2]).unwrap();
+        compute(&y, threads);
+        let want = conv_ref(&kv, &xv, kn, xn, [1, 2], [1, 1], [1, 1]);
+        close(&get_values(&y, 0, None).unwrap(), &want, 1e-4);
+        assert!(get_values(&cols, 0, None).unwrap().iter().all(|&v| v == 0.0), "the patches were stored");
     }
 }
 

@@ -1,15 +1,13 @@
 //! Direct convolutions (transposed 1-D and 2-D, depthwise and full 2-D)
-//! and 1-D pooling. The full 2-D convolution unfolds its input (im2col)
-//! and multiplies it with the flattened kernel, as conv_2d does, in one node.
+//! and 1-D pooling. The full 2-D convolution runs as blocked products
+//! (`conv_gemm`).
 
-use super::access::{alloc, Src};
-use super::conv::im2col;
+use super::access::Src;
 use super::matmul::Gemm;
 use super::par::{par_rows, Pool};
 use crate::base::float::Float;
 use crate::op::conv::Conv;
 use crate::op::PoolOp;
-use std::borrow::Cow;
 
 /// Computes `c` on srcs [kernel, input] (pool_1d: [input]) into `out` of sizes `ne`.
 pub fn run<T: Gemm>(c: &Conv, s: &[Src<'_, T>], out: &mut [T], ne: [usize; 4], pool: &Pool) -> crate::Result<()> {
@@ -18,7 +16,7 @@ pub fn run<T: Gemm>(c: &Conv, s: &[Src<'_, T>], out: &mut [T], ne: [usize; 4], p
         Conv::Transpose1d { s0, p0, d0 } => transpose_1d(&s[0], &s[1], [s0, p0, d0], out, ne, pool),
         Conv::Transpose2d { stride } => transpose_2d(&s[0], &s[1], stride as usize, out, ne, pool),
         Conv::Depthwise2d { s0, s1, p0, p1, d0, d1 } => depthwise_2d(&s[0], &s[1], [s0, s1, p0, p1, d0, d1], out, ne, pool),
-        Conv::Direct2d { s0, s1, p0, p1, d0, d1 } => direct_2d(&s[0], &s[1], [s0, s1, p0, p1, d0, d1], out, ne, pool)?,
+        Conv::Direct2d { s0, s1, p0, p1, d0, d1 } => T::conv_2d(&s[0], &s[1], [s0, s1, p0, p1, d0, d1], out, ne, pool)?,
     }
     Ok(())
 }
@@ -130,27 +128,4 @@ fn depthwise_2d<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, p: [i32; 6], out: &mut
             }
         }
     });
-}
-
-/// Unfold, then one product: cols [KW KH Cin, OW OH N] x kernel [KW KH Cin, Cout].
-fn direct_2d<T: Gemm>(a: &Src<'_, T>, b: &Src<'_, T>, p: [i32; 6], out: &mut [T], ne: [usize; 4], pool: &Pool) -> crate::Result<()> {
-    let (ow, oh, cout, nb) = (ne[0], ne[1], ne[2], ne[3]);
-    let k = a.ne[0] * a.ne[1] * a.ne[2];
-    let cols_ne = [k, ow, oh, nb];
-    let mut cols = alloc::<T>(k * ow * oh * nb)?;
-    im2col(a, b, p, true, &mut cols, cols_ne, pool);
-    let rows = ow * oh * nb;
-    let lhs = Src::new(Cow::Owned(cols), [k, rows, 1, 1]);
-    let rhs = Src::new(Cow::Borrowed(&a.d[..]), [k, cout, 1, 1]);
-    let mut prod = alloc::<T>(rows * cout)?;
-    T::mul_mat(&lhs, &rhs, &mut prod, pool);
-    // prod is [OW OH N, Cout]; the result is [OW, OH, Cout, N]
-    let plane = ow * oh;
-    for n in 0..nb {
-        for oc in 0..cout {
-            let src = &prod[oc * rows + n * plane..][..plane];
-            out[(oc + cout * n) * plane..][..plane].copy_from_slice(src);
-        }
-    }
-    Ok(())
 }

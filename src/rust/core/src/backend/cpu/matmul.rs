@@ -25,11 +25,17 @@ pub trait Gemm: Float {
     /// `act(mul_mat(a, b) + c)` for 2-D a and b, `c` one value per row of
     /// the result ([`Op::Linear`](crate::op::Op::Linear)).
     fn linear(a: &Src<'_, Self>, b: &Src<'_, Self>, c: &[Self], act: Option<UnaryOp>, out: &mut [Self], pool: &Pool);
+    /// The full 2-D convolution `k [KW, KH, IC, OC]` over `x [IW, IH, IC, N]`
+    /// into `out` of sizes `ne` (`super::conv_gemm`).
+    fn conv_2d(k: &Src<'_, Self>, x: &Src<'_, Self>, p: [i32; 6], out: &mut [Self], ne: [usize; 4], pool: &Pool) -> crate::Result<()>;
     /// The extended ops of ONNX import (`super::extended`), f32 only.
     fn extended(op: &crate::op::Op, s: &[Src<'_, Self>], out: &mut [Self], ne: [usize; 4], pool: &Pool) -> crate::Result<()>;
 }
 
 impl Gemm for f32 {
+    fn conv_2d(k: &Src<'_, f32>, x: &Src<'_, f32>, p: [i32; 6], out: &mut [f32], ne: [usize; 4], pool: &Pool) -> crate::Result<()> {
+        super::conv_gemm::conv_2d(k, x, p, out, ne, pool)
+    }
     fn extended(op: &crate::op::Op, s: &[Src<'_, f32>], out: &mut [f32], ne: [usize; 4], pool: &Pool) -> crate::Result<()> {
         super::extended::kernel(op, s, out, ne, pool)
     }

@@ -60,6 +60,9 @@ fn product(pool: &Pool, m: usize, k: usize, n: usize, a: Strided<f64>, b: Stride
 fn no_post(_: usize, _: usize, _: &mut [f64]) {}
 
 impl Gemm for f64 {
+    fn conv_2d(k: &Src<'_, f64>, x: &Src<'_, f64>, p: [i32; 6], out: &mut [f64], ne: [usize; 4], pool: &Pool) -> crate::Result<()> {
+        super::conv_gemm::conv_2d(k, x, p, out, ne, pool)
+    }
     fn extended(op: &crate::op::Op, _: &[Src<'_, f64>], _: &mut [f64], _: [usize; 4], _: &Pool) -> crate::Result<()> {
         anyhow::bail!("{} has no f64 kernel on the CPU backend (it computes in f32)", op.name())
     }

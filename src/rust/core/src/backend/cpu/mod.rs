@@ -8,12 +8,14 @@ mod attn;
 mod col2im;
 mod conv;
 mod conv_direct;
+mod conv_gemm;
 pub mod dgemm;
 pub mod dgemm_par;
 pub mod driver;
 mod gemm_rt;
 mod elementwise;
 mod extended;
+mod fuse;
 mod glu;
 mod index;
 mod matmul;
@@ -72,10 +74,18 @@ impl CpuBackend {
         let pool = self.pool();
         // A stop requested through `base::cancel` (Ctrl-C) ends the
         // computation between nodes (large kernels also stop between chunks).
-        for n in nodes {
+        let mut i = 0;
+        while i < nodes.len() {
             crate::base::cancel::check()?;
-            driver::run(n, &pool)
-                .with_context(|| format!("computing {}", n.tensor.describe()))?;
+            // ggml's conv_2d (three nodes) may run as one convolution.
+            let (fused, n) = match fuse::conv_2d(nodes, i) {
+                Some((f, n)) => (Some(f), n),
+                None => (None, 1),
+            };
+            let node = fused.as_ref().unwrap_or(&nodes[i]);
+            driver::run(node, &pool)
+                .with_context(|| format!("computing {}", node.tensor.describe()))?;
+            i += n;
         }
         crate::base::cancel::check()
     }

@@ -7,7 +7,7 @@
 //! the product, when the copy is fused too under the same condition): same
 //! values, without writing and reading back the patches.
 
-use super::Node;
+use crate::backend::Node;
 use crate::base::dtype::DType;
 use crate::layout::Layout;
 use crate::op::conv::Conv;

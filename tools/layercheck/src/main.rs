@@ -52,49 +52,45 @@ fn main() {
 
 /// Print the crate's panicking calls; true when some lack a justification.
 fn report_panics(d: &str, verbose: bool) -> bool {
-    let sites = match layercheck::panics::scan_crate(std::path::Path::new(d)) {
-        Ok(s) => s,
+    match layercheck::panics::scan_crate(std::path::Path::new(d)) {
+        Ok(sites) => {
+            let rows: Vec<Row> = sites.iter().map(|s| (s.justified, format!("{}:{}: {}", s.path.display(), s.line, s.call))).collect();
+            report(&format!("{d}: {{n}} unwrap/expect calls in non-test code, {{ok}} with an {} comment, {{open}} without", layercheck::panics::MARKER), &rows, verbose)
+        }
         Err(e) => {
             eprintln!("{d}: {e}");
-            return true;
+            true
         }
-    };
-    let open: Vec<_> = sites.iter().filter(|s| !s.justified).collect();
-    println!(
-        "{d}: {} unwrap/expect calls in non-test code, {} with an {} comment, {} without",
-        sites.len(),
-        sites.len() - open.len(),
-        layercheck::panics::MARKER,
-        open.len()
-    );
-    for s in sites.iter().filter(|s| verbose || !s.justified) {
-        let mark = if s.justified { "ok " } else { "   " };
-        println!("  {mark}{}:{}: {}", s.path.display(), s.line, s.call);
     }
-    !open.is_empty()
 }
 
 /// Print the index expressions of `paths`; true when some lack a justification.
 fn report_bounds(paths: &[&std::path::Path], verbose: bool) -> bool {
-    let sites = match layercheck::bounds::scan_paths(paths) {
-        Ok(s) => s,
+    match layercheck::bounds::scan_paths(paths) {
+        Ok(sites) => {
+            let rows: Vec<Row> = sites.iter().map(|s| (s.justified, format!("{}:{}", s.path.display(), s.line))).collect();
+            let head = format!("{} files: {{n}} index expressions in non-test code, {{ok}} with a {} comment, {{open}} without", paths.len(), layercheck::bounds::MARKER);
+            report(&head, &rows, verbose)
+        }
         Err(e) => {
             eprintln!("{e}");
-            return true;
+            true
         }
-    };
-    let open: Vec<_> = sites.iter().filter(|s| !s.justified).collect();
-    println!(
-        "{} files: {} index expressions in non-test code, {} with a {} comment, {} without",
-        paths.len(),
-        sites.len(),
-        sites.len() - open.len(),
-        layercheck::bounds::MARKER,
-        open.len()
-    );
-    for s in sites.iter().filter(|s| verbose || !s.justified) {
-        let mark = if s.justified { "ok " } else { "   " };
-        println!("  {mark}{}:{}", s.path.display(), s.line);
     }
-    !open.is_empty()
+}
+
+/// One found site: whether it carries its justification, and where it is.
+type Row = (bool, String);
+
+/// Print the summary `head` (its `{n}`, `{ok}` and `{open}` filled in) and
+/// the unjustified rows (all rows with `verbose`); true when one is unjustified.
+fn report(head: &str, rows: &[Row], verbose: bool) -> bool {
+    let open = rows.iter().filter(|r| !r.0).count();
+    let n = rows.len();
+    println!("{}", head.replace("{n}", &n.to_string()).replace("{ok}", &(n - open).to_string()).replace("{open}", &open.to_string()));
+    for (justified, at) in rows.iter().filter(|r| verbose || !r.0) {
+        let mark = if *justified { "ok " } else { "   " };
+        println!("  {mark}{at}");
+    }
+    open > 0
 }

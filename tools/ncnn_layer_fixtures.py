@@ -493,6 +493,77 @@ def einsum():
         multi(nm, "Einsum", eq(e), shapes)
 
 
+def three_d():
+    """The 3-d layers on a 4-d blob (c, d, h, w outermost first)."""
+    X = (3, 5, 6, 7)
+    for nm, p, k, fp16 in [("conv3d", "4=1", 3, False), ("conv3d_nopad", "", 3, False),
+                           ("conv3d_stride_dilation", "3=2 13=1 23=2 2=1 12=2 22=1 4=1", 3, False),
+                           ("conv3d_asym", "4=1 15=0 14=0 16=1 24=2 17=0", (3, 2, 1), False),
+                           ("conv3d_default_pads", "14=1 24=1", 3, False),
+                           ("conv3d_same_upper", "3=2 4=-233", 2, False), ("conv3d_same_lower", "3=2 4=-234", 2, False),
+                           ("conv3d_same_lower_k3", "3=2 13=1 23=2 4=-234", 3, False),
+                           ("conv3d_padvalue", "4=1 18=0.5", 3, False), ("conv3d_relu", "4=1 9=1", 3, False),
+                           ("conv3d_leaky", "9=2 -23310=1,0.1", 3, False), ("conv3d_clip", "9=3 -23310=2,-0.3,0.3", 3, False),
+                           ("conv3d_sigmoid", "9=4", 3, False), ("conv3d_mish", "9=5", 3, False),
+                           ("conv3d_hardswish", "9=6 -23310=2,0.2,0.5", 3, False), ("conv3d_fp16", "4=1", 3, True),
+                           ("conv3d_1x1", "", 1, False), ("conv3d_nobias", "", 3, False)]:
+        kw, kh, kd = (k, k, k) if isinstance(k, int) else k
+        cout = 4
+        n = cout * 3 * kw * kh * kd
+        bias = nm != "conv3d_nobias"
+        m = inp(Model(), "data", X).add("Convolution3D", "c", ["data"], ["out"],
+                                       "0=%d 1=%d 11=%d 21=%d 5=%d 6=%d %s" % (cout, kw, kh, kd, int(bias), n, p))
+        m.tagged(rng.normal(0, 0.3, n), fp16)
+        if bias:
+            m.raw(rng.normal(0, 0.2, cout))
+        case(nm, m, [("data", X)], ["out"])
+    for nm, cin, cout, g, p in [("convdw3d", 4, 4, 4, "4=1 9=1"), ("convdw3d_s2_same", 4, 4, 4, "3=2 4=-233"),
+                                ("convdw3d_group", 4, 6, 2, "4=1"), ("convdw3d_mult", 3, 6, 3, "2=2"),
+                                ("convdw3d_group_lower", 4, 8, 2, "3=2 4=-234")]:
+        n = cout * (cin // g) * 27
+        m = inp(Model(), "data", (cin, 5, 6, 7)).add("ConvolutionDepthWise3D", "c", ["data"], ["out"],
+                                                    "0=%d 1=3 5=1 6=%d 7=%d %s" % (cout, n, g, p))
+        m.tagged(rng.normal(0, 0.3, n))
+        m.raw(rng.normal(0, 0.2, cout))
+        case(nm, m, [("data", (cin, 5, 6, 7))], ["out"])
+    Y = (3, 3, 4, 5)
+    for nm, p, k, fp16 in [("deconv3d", "", 3, False), ("deconv3d_s2", "3=2", 3, False), ("deconv3d_s2_pad", "3=2 4=1", 4, False),
+                           ("deconv3d_asym", "3=2 13=1 23=2 4=1 15=0 14=0 16=1 24=0 17=1", (3, 2, 2), False),
+                           ("deconv3d_dilation", "2=2 12=1 22=2", 3, False),
+                           ("deconv3d_outpad", "3=2 4=1 18=1 19=0 20=1", 3, False),
+                           ("deconv3d_outsize_upper", "3=2 4=-233 25=10 26=8 27=6", 3, False),
+                           ("deconv3d_outsize_lower", "3=2 4=-234 25=11 26=9 27=5", 3, False),
+                           ("deconv3d_act", "3=2 9=2 -23310=1,0.2", 3, False), ("deconv3d_fp16", "3=2 4=1 9=1", 2, True)]:
+        kw, kh, kd = (k, k, k) if isinstance(k, int) else k
+        cout = 4
+        n = cout * 3 * kw * kh * kd
+        m = inp(Model(), "data", Y).add("Deconvolution3D", "d", ["data"], ["out"],
+                                       "0=%d 1=%d 11=%d 21=%d 5=1 6=%d %s" % (cout, kw, kh, kd, n, p))
+        m.tagged(rng.normal(0, 0.3, n), fp16)
+        m.raw(rng.normal(0, 0.2, cout))
+        case(nm, m, [("data", Y)], ["out"])
+    for nm, cin, cout, g, p in [("deconvdw3d", 4, 4, 4, "3=2 4=1"), ("deconvdw3d_group", 4, 6, 2, "3=2 18=1"),
+                                ("deconvdw3d_mult", 3, 6, 3, "2=2 9=1")]:
+        n = cout * (cin // g) * 27
+        m = inp(Model(), "data", (cin, 3, 4, 5)).add("DeconvolutionDepthWise3D", "d", ["data"], ["out"],
+                                                    "0=%d 1=3 5=1 6=%d 7=%d %s" % (cout, n, g, p))
+        m.tagged(rng.normal(0, 0.3, n))
+        m.raw(rng.normal(0, 0.2, cout))
+        case(nm, m, [("data", (cin, 3, 4, 5))], ["out"])
+    P = (3, 7, 8, 9)
+    for nm, p in [("pool3d_max", "0=0 1=3 2=2 3=1"), ("pool3d_max_ceil", "0=0 1=2 2=2"),
+                  ("pool3d_avg_exclude", "0=1 1=3 2=2 3=1"), ("pool3d_avg_include", "0=1 1=3 2=2 3=1 6=1"),
+                  ("pool3d_avg_tail", "0=1 1=2 2=3"), ("pool3d_avg_tail_include", "0=1 1=2 2=3 6=1"),
+                  ("pool3d_anisotropic", "0=1 1=3 11=2 21=1 2=2 12=1 22=3 3=1 14=0 13=0 15=1 23=0 16=1"),
+                  ("pool3d_global_max", "0=0 4=1"), ("pool3d_global_avg", "0=1 4=1"),
+                  ("pool3d_adaptive_max", "0=0 7=1 8=3 18=4 28=2"), ("pool3d_adaptive_avg", "0=1 7=1 8=4 18=-233 28=3"),
+                  ("pool3d_adaptive_same", "0=1 7=1 8=-233"),
+                  ("pool3d_valid", "0=0 1=3 2=2 5=1"), ("pool3d_valid_avg_pad", "0=1 1=3 2=2 3=1 5=1"),
+                  ("pool3d_same_upper", "0=0 1=2 2=2 5=2"), ("pool3d_same_lower", "0=0 1=2 2=2 5=3"),
+                  ("pool3d_same_upper_avg", "0=1 1=2 2=2 5=2"), ("pool3d_same_lower_avg", "0=1 1=4 2=3 5=3")]:
+        single(nm, "Pooling3D", p, P)
+
+
 def main():
     os.makedirs(nf.OUT, exist_ok=True)
     elementwise()
@@ -513,6 +584,7 @@ def main():
     im2col()
     sampling()
     einsum()
+    three_d()
     with open(os.path.join(nf.OUT, "cases.tsv"), "w") as f:
         f.write("case\tinputs\toutputs\n")
         for row in nf.manifest:

@@ -10,10 +10,12 @@ pub mod bias;
 pub mod binaryop;
 pub mod concat;
 pub mod conv1d;
+pub mod conv3d;
 pub mod convolution;
 pub mod convolution_depthwise;
 pub mod copyto;
 pub mod crop;
+pub mod deconv3d;
 pub mod deconvolution;
 pub mod deconvolution_depthwise;
 pub mod detectionoutput;
@@ -43,6 +45,7 @@ pub mod padding;
 pub mod permute;
 pub mod pixelshuffle;
 pub mod pooling;
+pub mod pooling3d;
 pub mod prelu;
 pub mod quantize;
 pub mod priorbox;
@@ -146,6 +149,11 @@ pub fn create(name: &str, pd: &ParamDict) -> Option<anyhow::Result<Builtin>> {
         "Deconvolution1D" => boxed(conv1d::OneD::new(pd, conv1d::Kind::Deconv)),
         "DeconvolutionDepthWise1D" => boxed(conv1d::OneD::new(pd, conv1d::Kind::DeconvDepthWise)),
         "Pooling1D" => boxed(conv1d::OneD::new(pd, conv1d::Kind::Pool)),
+        "Convolution3D" => boxed(conv3d::Conv3d::new(pd, false)),
+        "ConvolutionDepthWise3D" => boxed(conv3d::Conv3d::new(pd, true)),
+        "Deconvolution3D" => boxed(deconv3d::Deconv3d::new(pd, false)),
+        "DeconvolutionDepthWise3D" => boxed(deconv3d::Deconv3d::new(pd, true)),
+        "Pooling3D" => boxed(pooling3d::Pooling3d::new(pd)),
         "RNN" => boxed(rnn::Recurrent::new(pd, rnn::Cell::Rnn)),
         "LSTM" => boxed(rnn::Recurrent::new(pd, rnn::Cell::Lstm)),
         "GRU" => boxed(rnn::Recurrent::new(pd, rnn::Cell::Gru)),

@@ -14,5 +14,6 @@ pub mod pool_rows;
 pub mod quant;
 pub mod roi;
 pub mod transpose;
+pub mod volume;
 pub mod window;
 pub mod winograd;

@@ -86,3 +86,7 @@ impl Layer for Conv3d {
         Ok(vec![out])
     }
 }
+
+#[cfg(test)]
+#[path = "volume_tests.rs"]
+mod tests;

@@ -32,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let mut params = Vec::new();
     for _ in 0..(b.next() % 8) {
-        let key = b.next() % 24;
+        let key = b.next() % 30;
         let v = b.next();
         match v % 4 {
             0 | 1 => params.push(format!("{key}={}", INTS[(v / 4) as usize % INTS.len()])),
@@ -56,7 +56,7 @@ fuzz_target!(|data: &[u8]| {
         tnames.join(" "),
         params.join(" ")
     );
-    let dims = 1 + (b.next() % 3) as usize;
+    let dims = 1 + (b.next() % 4) as usize;
     let shape: Vec<usize> = (0..dims).map(|_| 1 + (b.next() % 6) as usize).collect();
     let light = b.next() % 2 == 0;
     let threads = 1 + (b.next() % 2) as usize;

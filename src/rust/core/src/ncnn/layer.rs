@@ -138,6 +138,7 @@ impl Activation {
                 let (lo, hi) = (self.params[0], self.params[1]);
                 xs.iter_mut().for_each(|x| *x = (*x + bias).max(lo).min(hi))
             }
+            4 => xs.iter_mut().for_each(|x| *x = 1.0 / (1.0 + crate::ncnn::layers::kernels::math::exp(-(*x + bias)))),
             6 => {
                 let (a, b) = (self.params[0], self.params[1]);
                 let lower = -b / a;

@@ -87,9 +87,9 @@ impl Layer for Act {
             // Not widened: for AVX2 the compiler turns "keep x unless
             // negative" into masked stores, several times slower.
             Relu => map_scalar(d, |x| if x < 0.0 { x * a } else { x }),
-            Sigmoid => map(d, |x| 1.0 / (1.0 + (-x).exp())),
+            Sigmoid => map(d, |x| 1.0 / (1.0 + math::exp(-x))),
             Tanh => map(d, |x| x.tanh()),
-            Swish => map(d, |x| x / (1.0 + (-x).exp())),
+            Swish => map(d, |x| x / (1.0 + math::exp(-x))),
             HardSigmoid => map(d, |x| (x * a + b).clamp(0.0, 1.0)),
             HardSwish => map(d, |x| x * (x * a + b).clamp(0.0, 1.0)),
             Clip => map(d, |x| x.max(a).min(b)),

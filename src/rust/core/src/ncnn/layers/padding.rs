@@ -2,6 +2,7 @@
 //! per channel), replicate or reflect.
 
 use crate::ncnn::layer::one;
+use crate::ncnn::par;
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
 use crate::ncnn_bail;
 
@@ -109,41 +110,39 @@ impl Layer for Padding {
             x.h.saturating_add(top).saturating_add(bottom),
             x.c.saturating_add(front).saturating_add(behind),
         );
+        if (w, h, c) == (x.w, x.h, x.c) {
+            return Ok(vec![x]);
+        }
         // The sizes come from the param: checked before the allocation.
         let n = crate::base::alloc::product(&[w, h, c], "the Padding output")?;
         crate::base::alloc::check(n, 4, "the Padding output")?;
-        let mut data = crate::ncnn::mat::Buf::filled(n, 0.0);
-        for q in 0..c {
-            let sq = q as i64 - front as i64;
-            let fill = if self.per_channel > 0 {
-                self.channel_values.get(q).copied().unwrap_or(self.value)
-            } else {
-                self.value
+        // Every value is written below.
+        let mut out = Mat::for_overwrite_3d(w, h, c);
+        out.dims = x.dims;
+        // Where each output row and column reads (None: the fill value);
+        // the columns left..left + x.w are the input row as it is.
+        let rows: Vec<Option<usize>> = (0..h).map(|y| src_index(y as i64 - top as i64, x.h, self.kind)).collect();
+        let cols: Vec<Option<usize>> = (0..w).map(|xx| src_index(xx as i64 - self.left as i64, x.w, self.kind)).collect();
+        let (left, iw) = (self.left, x.w);
+        par::chunks_mut(&mut out.data, w * h, |q, o| {
+            let fill = if self.per_channel > 0 { self.channel_values.get(q).copied().unwrap_or(self.value) } else { self.value };
+            let Some(cq) = q.checked_sub(front).filter(|&v| v < x.c) else {
+                o.fill(fill);
+                return;
             };
-            let sq = if sq < 0 || sq >= x.c as i64 {
-                None
-            } else {
-                Some(sq as usize)
-            };
-            for y in 0..h {
-                let sy = src_index(y as i64 - top as i64, x.h, self.kind);
-                for xx in 0..w {
-                    let sx = src_index(xx as i64 - self.left as i64, x.w, self.kind);
-                    data[(q * h + y) * w + xx] = match (sq, sy, sx) {
-                        (Some(cq), Some(sy), Some(sx)) => x.data[(cq * x.h + sy) * x.w + sx],
-                        _ => fill,
-                    };
+            let src = x.channel(cq);
+            for (row, sy) in o.chunks_mut(w).zip(&rows) {
+                let Some(sy) = *sy else {
+                    row.fill(fill);
+                    continue;
+                };
+                let s = &src[sy * iw..(sy + 1) * iw];
+                row[left..left + iw].copy_from_slice(s);
+                for xx in (0..left).chain(left + iw..w) {
+                    row[xx] = cols[xx].map_or(fill, |sx| s[sx]);
                 }
             }
-        }
-        Ok(vec![Mat {
-            dims: x.dims,
-            w,
-            h,
-            d: 1,
-            c,
-            data,
-            int8: false,
-        }])
+        });
+        Ok(vec![out])
     }
 }

@@ -143,8 +143,23 @@ impl Layer for BinaryOp {
                 ia += k * sa[i];
                 ib += k * sb[i];
             }
-            for (j, o) in row.iter_mut().enumerate() {
-                *o = apply(op, a.data[ia + j * sa[n - 1]], b.data[ib + j * sb[n - 1]]);
+            // Along the row each operand is contiguous (stride 1) or one
+            // value (stride 0): a copy or a fill, then the vectorised op.
+            let m = row.len();
+            match (sa[n - 1], sb[n - 1]) {
+                (1, 1) => {
+                    row.copy_from_slice(&a.data[ia..ia + m]);
+                    apply_all(op, row, &b.data[ib..ib + m], 0.0);
+                }
+                (1, _) => {
+                    row.copy_from_slice(&a.data[ia..ia + m]);
+                    apply_all(op, row, &[], b.data[ib]);
+                }
+                (_, 1) => {
+                    row.fill(a.data[ia]);
+                    apply_all(op, row, &b.data[ib..ib + m], 0.0);
+                }
+                _ => row.fill(apply(op, a.data[ia], b.data[ib])),
             }
         });
         Ok(vec![Mat::from_axes(&oa, data)?])

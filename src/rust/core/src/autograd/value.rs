@@ -88,6 +88,11 @@ impl Val {
         let r = self.t.resolve()?;
         let g = r.buf.read("a device \"cpu\" value")?;
         let Some(bytes) = g.host_bytes() else { bail!("internal: a device \"cpu\" value is not in host memory") };
+        if r.layout.is_contiguous() {
+            let es = r.layout.dtype.size();
+            let Some(b) = bytes.get(r.offset..r.offset + self.len() * es) else { bail!("internal: a device \"cpu\" value overruns its buffer") };
+            return Mat::new(self.rows, self.cols, crate::layout::convert::decode_all(r.layout.dtype, b));
+        }
         let mut data = Vec::with_capacity(self.len());
         crate::layout::walk::for_each_offset(&r.layout, r.offset, |_, o| {
             data.push(crate::layout::convert::decode::<f64>(r.layout.dtype, bytes, o))

@@ -126,9 +126,7 @@ fn shared_buffer<T: Gemm>(node: &Node, reads: &[DataRef], pool: &Pool) -> crate:
     let others = BufferLocks::read(reads.iter().filter(|s| !same(s)).map(|s| s.buf.as_ref()))?;
     let mut w = dst.buf.write("the result")?;
     let bytes = access::host_mut(&mut w, dst)?;
-    for s in reads.iter().filter(|s| same(s)) {
-        access::check_span(bytes.len(), s)?;
-    }
+    let len = bytes.len();
     let base = bytes.as_mut_ptr();
     // SAFETY: the result's span lies in `bytes` (checked by `host_mut`),
     // and `bytes` stays borrowed (through `w`) for the whole function.
@@ -137,11 +135,13 @@ fn shared_buffer<T: Gemm>(node: &Node, reads: &[DataRef], pool: &Pool) -> crate:
     let mut spans = Vec::with_capacity(reads.len());
     for s in reads {
         spans.push(if same(s) {
-            // SAFETY: the source's span lies in `bytes` (checked above) and
+            let span = s.layout.span_bytes();
+            ensure!(s.offset.checked_add(span).is_some_and(|e| e <= len), "a source (offset {}, {span} bytes) lies outside {}", s.offset, s.buf.describe());
+            // SAFETY: the source's span lies in `bytes` (checked here) and
             // does not overlap the result's (the caller's `overlap` test),
             // so this shared slice never aliases `out`; sources may overlap
             // each other, all of them only read.
-            (unsafe { std::slice::from_raw_parts(base.add(s.offset) as *const u8, s.layout.span_bytes()) }, 0)
+            (unsafe { std::slice::from_raw_parts(base.add(s.offset) as *const u8, span) }, 0)
         } else {
             (access::host(others.mem(&s.buf)?, s)?, s.offset)
         });

@@ -12,12 +12,12 @@ use rayon::prelude::*;
 const SUM_CHUNK: usize = 1 << 16;
 
 /// The sum of all values, in f64: chunks of [`SUM_CHUNK`] values summed in
-/// eight lanes (a streaming read at memory speed), split across the pool,
-/// their sums added in order.
+/// 32 lanes (independent additions, so a streaming read at memory speed),
+/// split across the pool, their sums added in order.
 pub fn sum<T: Float>(a: &Src<'_, T>, out: &mut [T], pool: &Pool) {
     let chunk_sum = |c: &[T]| -> f64 {
-        let mut acc = [0f64; 8];
-        let lanes = c.chunks_exact(8);
+        let mut acc = [0f64; 32];
+        let lanes = c.chunks_exact(32);
         let rest: f64 = lanes.remainder().iter().map(|&x| x.to_f64()).sum();
         for v in lanes {
             for (s, &x) in acc.iter_mut().zip(v) {

@@ -124,7 +124,7 @@ pub(super) fn q4_0_scales(x: &[u8], g: usize) -> __m256 {
 #[target_feature(enable = "avx2,fma,f16c")]
 pub fn q4_0(x: &[u8], p: &Q8Prep) -> f32 {
     let nb = p.nb;
-    if x.len() < 18 * nb || p.qs.len() < 32 * nb || p.d.len() < nb.div_ceil(8) * 8 {
+    if !p.fits(x) {
         return f32::NAN;
     }
     let groups = nb / 8;
@@ -132,14 +132,14 @@ pub fn q4_0(x: &[u8], p: &Q8Prep) -> f32 {
     let (mut a0, mut a1, mut corr) = (_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps());
     for g in 0..groups {
         let dx = q4_0_scales(x, g);
-        // SAFETY: p.d and p.c hold 8 * groups values at least (checked above).
+        // SAFETY: p.d and p.c hold 8 * groups values at least (p.fits above).
         let (dy, c) = unsafe { (_mm256_loadu_ps(p.d.as_ptr().add(8 * g)), _mm256_loadu_ps(p.c.as_ptr().add(8 * g))) };
         let d8 = _mm256_mul_ps(dx, dy);
         corr = _mm256_fmadd_ps(dx, c, corr);
         for b in 0..8 {
             let blk = 8 * g + b;
             // SAFETY: block blk < nb: its 16 quant bytes lie inside x and its
-            // 32 activations inside p.qs (lengths checked above).
+            // 32 activations inside p.qs (p.fits above).
             let (q, y) = unsafe {
                 (
                     _mm_loadu_si128(x.as_ptr().add(18 * blk + 2) as *const __m128i),

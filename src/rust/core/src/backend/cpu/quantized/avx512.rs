@@ -85,7 +85,7 @@ pub fn q8_0(x: &[u8], y: &[u8], nb: usize) -> f32 {
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
 pub fn q4_0(x: &[u8], p: &Q8Prep) -> f32 {
     let nb = p.nb;
-    if x.len() < 18 * nb || p.qs.len() < 32 * nb || p.d.len() < nb.div_ceil(8) * 8 {
+    if !p.fits(x) {
         return f32::NAN;
     }
     let groups = nb / 8;
@@ -96,14 +96,14 @@ pub fn q4_0(x: &[u8], p: &Q8Prep) -> f32 {
     let (mut a0, mut a1, mut corr) = (_mm512_setzero_ps(), _mm512_setzero_ps(), _mm256_setzero_ps());
     for g in 0..groups {
         let dx = super::avx2::q4_0_scales(x, g);
-        // SAFETY: p.d and p.c hold 8 * groups values at least (checked above).
+        // SAFETY: p.d and p.c hold 8 * groups values at least (p.fits above).
         let (dy, c) = unsafe { (_mm256_loadu_ps(p.d.as_ptr().add(8 * g)), _mm256_loadu_ps(p.c.as_ptr().add(8 * g))) };
         let d8 = _mm512_castps256_ps512(_mm256_mul_ps(dx, dy));
         corr = _mm256_fmadd_ps(dx, c, corr);
         for pr in 0..4 {
             let b = 8 * g + 2 * pr;
             // SAFETY: blocks b and b + 1 are < nb: their quant bytes lie inside
-            // x and their 64 activations inside p.qs (lengths checked above).
+            // x and their 64 activations inside p.qs (p.fits above).
             let (q0, q1, y) = unsafe {
                 (
                     _mm_loadu_si128(x.as_ptr().add(18 * b + 2) as *const __m128i),

@@ -39,6 +39,12 @@ impl Q8Prep {
         Some(Q8Prep { d, c, qs, nb })
     }
 
+    /// Whether the Q4_0 row `x` holds the blocks of this column (and the
+    /// padded scales the kernels load eight at a time are there).
+    pub fn fits(&self, x: &[u8]) -> bool {
+        x.len() >= 18 * self.nb && self.qs.len() >= 32 * self.nb && self.d.len() >= self.nb.div_ceil(8) * 8 && self.c.len() == self.d.len()
+    }
+
     /// The Q4_0 row `x` (18-byte blocks) against blocks `from..nb`, one
     /// block at a time (the kernels' tail).
     pub fn q4_0_tail(&self, x: &[u8], from: usize) -> f32 {

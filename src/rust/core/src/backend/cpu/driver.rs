@@ -201,7 +201,7 @@ pub(super) fn kernel<T: Gemm>(op: &Op, s: &[Src<'_, T>], out: &mut [T], ne: [usi
         Op::MulMat => T::mul_mat(&s[0], &s[1], out, pool),
         Op::OutProd => T::out_prod(&s[0], &s[1], out, pool),
         Op::Linear { act } => T::linear(&s[0], &s[1], &s[2].d, *act, out, pool),
-        Op::Sum => reduce::sum(&s[0], out),
+        Op::Sum => reduce::sum(&s[0], out, pool),
         Op::SumRows => reduce::sum_rows(&s[0], out, false, pool),
         Op::Mean => reduce::sum_rows(&s[0], out, true, pool),
         Op::Argmax => reduce::argmax(&s[0], out),

@@ -13,7 +13,7 @@ use crate::guard;
 use anyhow::{anyhow, bail};
 use extendr_api::prelude::*;
 use extendr_api::SEXP;
-use ggmlr_core::autograd::{Mat, Op};
+use ggmlr_core::autograd::{HostMat, AgOp};
 use std::cell::Cell;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_uint};
@@ -262,13 +262,13 @@ unsafe fn is_string(x: SEXP, s: &str) -> bool {
         && CStr::from_ptr(R_CHAR(STRING_ELT(x, 0))).to_bytes() == s.as_bytes()
 }
 
-/// A plain double vector or matrix (no class) as a `Mat`; None otherwise.
+/// A plain double vector or matrix (no class) as a `HostMat`; None otherwise.
 ///
 /// # Safety
 /// On R's thread; `x` a live SEXP. Its type is checked before `REAL` is
 /// read, `n` is its length, and the dims are read only from an INTSXP of
 /// length 2. The values are copied out.
-unsafe fn plain_double(x: SEXP) -> Option<Mat> {
+unsafe fn plain_double(x: SEXP) -> Option<HostMat> {
     if TYPEOF(x) != REALSXP || OBJECT(x) != 0 {
         return None;
     }
@@ -282,7 +282,7 @@ unsafe fn plain_double(x: SEXP) -> Option<Mat> {
         return None;
     };
     let data = if n == 0 { Vec::new() } else { std::slice::from_raw_parts(REAL(x), n).to_vec() };
-    Mat::new(r, c, data).ok()
+    HostMat::new(r, c, data).ok()
 }
 
 /// Applies op `name` to `inputs` (a list of `ag_tensor`s and plain numeric
@@ -336,7 +336,7 @@ fn rs_ag_op_host(name: Robj, inputs: Robj, params: Robj, idx: Robj, aux: Robj) -
         let name = crate::rstr::scalar(&name, "name")?;
         let name = name.as_str();
         let idx = indices(&idx)?;
-        let op = Op::parse(name, &p, idx)?;
+        let op = AgOp::parse(name, &p, idx)?;
         let applied = apply(op, ins, false)?;
         let (rows, cols) = applied.tensor.shape();
         let id = applied.tensor.id as i32;

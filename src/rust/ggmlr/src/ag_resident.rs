@@ -10,7 +10,7 @@ use crate::tensor::{tensor, TensorPtr};
 use anyhow::anyhow;
 use extendr_api::prelude::*;
 use ggmlr_core::autograd::rescue::{self, Rescue};
-use ggmlr_core::autograd::{Place, TensorRef, Val};
+use ggmlr_core::autograd::{Place, AgTensorRef, EngineVal};
 use ggmlr_core::residency::Scope;
 use std::sync::Arc;
 
@@ -18,7 +18,7 @@ use std::sync::Arc;
 /// device tensor it was pointed at.
 struct Resident {
     env: Environment,
-    t: TensorRef,
+    t: AgTensorRef,
     src: TensorPtr,
     rows: usize,
     cols: usize,
@@ -41,7 +41,7 @@ impl Resident {
 impl Rescue for Resident {
     fn rescue(&self, _scopes: &[Scope]) -> anyhow::Result<bool> {
         if self.wanted() {
-            let m = Val::new(self.src.clone(), self.rows, self.cols, Place::Pools).download()?;
+            let m = EngineVal::new(self.src.clone(), self.rows, self.cols, Place::Pools).download()?;
             self.t.set_value(m);
             self.env.set_local(sym!(ptr), ());
             self.env.set_local(sym!(shape), [self.rows as i32, self.cols as i32]);

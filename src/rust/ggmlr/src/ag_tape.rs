@@ -4,7 +4,7 @@
 use crate::conv::xptr;
 use anyhow::{anyhow, bail};
 use extendr_api::prelude::*;
-use ggmlr_core::autograd::{Applied, Mat, Op, Tape, TensorRef};
+use ggmlr_core::autograd::{Applied, HostMat, AgOp, Tape, AgTensorRef};
 use std::cell::RefCell;
 
 thread_local! {
@@ -31,23 +31,23 @@ pub(crate) fn indices(idx: &Robj) -> anyhow::Result<Option<Vec<usize>>> {
 }
 
 /// The engine tensor behind handle `x`.
-pub(crate) fn handle(x: &Robj, what: &str) -> anyhow::Result<TensorRef> {
-    Ok(xptr::<TensorRef>(x, what, KIND)?.clone())
+pub(crate) fn handle(x: &Robj, what: &str) -> anyhow::Result<AgTensorRef> {
+    Ok(xptr::<AgTensorRef>(x, what, KIND)?.clone())
 }
 
-pub(crate) fn wrap(t: TensorRef) -> Robj {
+pub(crate) fn wrap(t: AgTensorRef) -> Robj {
     ExternalPtr::new(t).into()
 }
 
 /// One input of an op: an engine tensor with its gradient flag, or a value
 /// (which needs no gradient).
 pub(crate) enum Input {
-    Tensor(TensorRef, bool),
-    Value(Mat),
+    Tensor(AgTensorRef, bool),
+    Value(HostMat),
 }
 
 /// Applies `op` to `ins` on this session's tape (values become tensors).
-pub(crate) fn apply(op: Op, ins: Vec<Input>, on_device: bool) -> anyhow::Result<Applied> {
+pub(crate) fn apply(op: AgOp, ins: Vec<Input>, on_device: bool) -> anyhow::Result<Applied> {
     with_tape(|tp| {
         let (mut ts, mut rgs) = (Vec::with_capacity(ins.len()), Vec::with_capacity(ins.len()));
         for x in ins {

@@ -7,7 +7,7 @@ use crate::guard;
 use anyhow::{anyhow, bail};
 use extendr_api::prelude::*;
 use ggmlr_core::autograd::place::{host_values, upload};
-use ggmlr_core::autograd::{clip_factor, clip_grads, grad_cell, GradCell, GradIn, Mat, Op, OptKind, Optimizer, Place, Storage};
+use ggmlr_core::autograd::{clip_factor, clip_grads, grad_cell, GradCell, GradIn, HostMat, AgOp, OptKind, Optimizer, Place, Storage};
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -26,8 +26,8 @@ fn id_of(x: &Robj, what: &str) -> anyhow::Result<u64> {
 }
 
 
-/// A numeric vector or matrix as a `Mat` (a vector is one column).
-fn to_mat(x: &Robj, what: &str) -> anyhow::Result<Mat> {
+/// A numeric vector or matrix as a `HostMat` (a vector is one column).
+fn to_mat(x: &Robj, what: &str) -> anyhow::Result<HostMat> {
     let data = x
         .as_real_slice()
         .ok_or_else(|| anyhow!("`{what}` must be a numeric matrix or vector, not {:?}", x.rtype()))?;
@@ -37,10 +37,10 @@ fn to_mat(x: &Robj, what: &str) -> anyhow::Result<Mat> {
         Some([_]) | None => (data.len(), 1),
         Some(d) => bail!("`{what}` must be a matrix or a vector, not an array with {} dimensions", d.len()),
     };
-    Mat::new(r, c, data.to_vec())
+    HostMat::new(r, c, data.to_vec())
 }
 
-fn from_mat(m: &Mat) -> anyhow::Result<Robj> {
+fn from_mat(m: &HostMat) -> anyhow::Result<Robj> {
     let mut r: Robj = m.data.as_slice().into();
     r.set_attrib("dim", [m.rows as i32, m.cols as i32])
         .map_err(|e| anyhow!("could not set dimensions: {e}"))?;
@@ -165,7 +165,7 @@ fn rs_ag_op(name: Robj, inputs: Robj, rg: Robj, params: Robj, idx: Robj, device:
         } else {
             params.as_real_slice().ok_or_else(|| anyhow!("op parameters must be numeric"))?.to_vec()
         };
-        let op = Op::parse(&name, &p, indices(&idx)?)?;
+        let op = AgOp::parse(&name, &p, indices(&idx)?)?;
         let list = inputs.as_list().ok_or_else(|| anyhow!("inputs must be a list"))?;
         let flags = rg.as_logical_slice().ok_or_else(|| anyhow!("rg must be logical"))?;
         if flags.len() != list.len() {

@@ -4,10 +4,10 @@
 //! graph) and returns the gradients of the inputs that need one, as nodes.
 //! Nothing is computed here: the tape computes the whole pass at once.
 
-use super::graph::Builder;
+use super::graph::GraphBuilder;
 use super::nodes::*;
-use super::op::{Act, Axis, Op};
-use super::value::Val;
+use super::op::{AgActivation, Axis, AgOp};
+use super::value::EngineVal;
 use crate::base::dtype::DType;
 use crate::op::{Op as G, UnaryOp};
 use crate::tensor::Context;
@@ -21,25 +21,25 @@ type T = Arc<ETensor>;
 /// `g` has the output's shape.
 #[allow(clippy::too_many_arguments)]
 pub fn backward(
-    b: &mut Builder,
+    b: &mut GraphBuilder,
     c: &Context,
-    op: &Op,
-    xs: &[Val],
-    out: &Val,
-    saved: &[Val],
+    op: &AgOp,
+    xs: &[EngineVal],
+    out: &EngineVal,
+    saved: &[EngineVal],
     g: &T,
     need: &[bool],
 ) -> Result<Vec<Option<T>>> {
     let want = |i: usize| need.get(i).copied().unwrap_or(false);
-    let x = |b: &Builder, i: usize| cast(b, c, &xs[i].t);
+    let x = |b: &GraphBuilder, i: usize| cast(b, c, &xs[i].t);
     let shape = |i: usize| xs[i].shape();
     let gs = out.shape();
     let gt = g.clone();
     let mut res: Vec<Option<T>> = vec![None; xs.len()];
     match op {
-        Op::MatMul | Op::Linear(_) => {
+        AgOp::MatMul | AgOp::Linear(_) => {
             let gz = match op {
-                Op::Linear(a) if *a != Act::None => act_grad(b, c, *a, &gt, &out.t)?,
+                AgOp::Linear(a) if *a != AgActivation::None => act_grad(b, c, *a, &gt, &out.t)?,
                 _ => gt,
             };
             // d a = gz %*% t(b) = out_prod(gz, b); d b = t(a) %*% gz = mul_mat(a, gz).
@@ -54,25 +54,25 @@ pub fn backward(
                 res[2] = Some(row_sums(b, c, &gz, out.rows)?);
             }
         }
-        Op::Add | Op::Sub => {
+        AgOp::Add | AgOp::Sub => {
             if want(0) {
                 let (r, cc) = shape(0);
                 res[0] = Some(reduce_to(b, c, &gt, gs, r, cc)?);
             }
             if want(1) {
-                let gb = if matches!(op, Op::Sub) { unary(c, UnaryOp::Neg, &gt)? } else { gt };
+                let gb = if matches!(op, AgOp::Sub) { unary(c, UnaryOp::Neg, &gt)? } else { gt };
                 let (r, cc) = shape(1);
                 res[1] = Some(reduce_to(b, c, &gb, gs, r, cc)?);
             }
         }
-        Op::Mul | Op::Div => {
+        AgOp::Mul | AgOp::Div => {
             if want(0) {
-                let gop = if matches!(op, Op::Mul) { G::Mul } else { G::Div };
+                let gop = if matches!(op, AgOp::Mul) { G::Mul } else { G::Div };
                 let (r, cc) = shape(0);
                 res[0] = Some(reduce_to(b, c, &bin(c, gop, &gt, &x(b, 1)?)?, gs, r, cc)?);
             }
             if want(1) {
-                let t = if matches!(op, Op::Mul) {
+                let t = if matches!(op, AgOp::Mul) {
                     bin(c, G::Mul, &gt, &x(b, 0)?)?
                 } else {
                     // d(a/b)/db = -(a/b)/b
@@ -83,24 +83,24 @@ pub fn backward(
                 res[1] = Some(reduce_to(b, c, &t, gs, r, cc)?);
             }
         }
-        Op::Scale(s) => res[0] = Some(scale(c, &gt, *s)?),
+        AgOp::Scale(s) => res[0] = Some(scale(c, &gt, *s)?),
         // relu(x) > 0 exactly where x > 0: its output says where the gradient passes.
-        Op::Relu => res[0] = Some(act_grad(b, c, Act::Relu, &gt, &out.t)?),
-        Op::Sigmoid => res[0] = Some(act_grad(b, c, Act::Sigmoid, &gt, &out.t)?),
-        Op::Tanh => res[0] = Some(act_grad(b, c, Act::Tanh, &gt, &out.t)?),
-        Op::Softmax => {
+        AgOp::Relu => res[0] = Some(act_grad(b, c, AgActivation::Relu, &gt, &out.t)?),
+        AgOp::Sigmoid => res[0] = Some(act_grad(b, c, AgActivation::Sigmoid, &gt, &out.t)?),
+        AgOp::Tanh => res[0] = Some(act_grad(b, c, AgActivation::Tanh, &gt, &out.t)?),
+        AgOp::Softmax => {
             let p = &out.t;
             let dot = col_sums(c, &bin(c, G::Mul, p, &gt)?)?;
             res[0] = Some(bin(c, G::Mul, p, &bin(c, G::Sub, &gt, &dot)?)?);
         }
-        Op::Log => res[0] = Some(bin(c, G::Div, &gt, &x(b, 0)?)?),
-        Op::Exp => res[0] = Some(bin(c, G::Mul, &gt, &out.t)?),
-        Op::Pow(p) => {
+        AgOp::Log => res[0] = Some(bin(c, G::Div, &gt, &x(b, 0)?)?),
+        AgOp::Exp => res[0] = Some(bin(c, G::Mul, &gt, &out.t)?),
+        AgOp::Pow(p) => {
             let xx = x(b, 0)?;
             let d = scale(c, &pow(b, c, &xx, shape(0), p - 1.0)?, *p)?;
             res[0] = Some(bin(c, G::Mul, &gt, &d)?);
         }
-        Op::Clamp(lo, hi) => {
+        AgOp::Clamp(lo, hi) => {
             // 1 where lo < x < hi, else 0.
             let xx = x(b, 0)?;
             let above = unary(c, UnaryOp::Step, &c.op(G::Add1, &[xx.clone(), b.scalar(c, -lo)?])?)?;
@@ -108,10 +108,10 @@ pub fn backward(
             let below = unary(c, UnaryOp::Step, &c.op(G::Add1, &[nx, b.scalar(c, *hi)?])?)?;
             res[0] = Some(bin(c, G::Mul, &gt, &bin(c, G::Mul, &above, &below)?)?);
         }
-        Op::Sum(a) | Op::Mean(a) => {
+        AgOp::Sum(a) | AgOp::Mean(a) => {
             let (r, cc) = shape(0);
             let n = match (op, a) {
-                (Op::Sum(_), _) => 1,
+                (AgOp::Sum(_), _) => 1,
                 (_, Axis::All) => r * cc,
                 (_, Axis::Rows) => cc,
                 (_, Axis::Cols) => r,
@@ -119,12 +119,12 @@ pub fn backward(
             let t = expand(c, &gt, gs, r, cc)?;
             res[0] = Some(if n == 1 { contig(c, &t)? } else { scale(c, &t, 1.0 / n as f64)? });
         }
-        Op::Reshape(..) => {
+        AgOp::Reshape(..) => {
             let (r, cc) = shape(0);
             res[0] = Some(c.reshape(&contig(c, &gt)?, &[r, cc])?);
         }
-        Op::Transpose => res[0] = Some(transpose(c, &gt)?),
-        Op::MseLoss => {
+        AgOp::Transpose => res[0] = Some(transpose(c, &gt)?),
+        AgOp::MseLoss => {
             let n = xs[0].len() as f64;
             let d = scale(c, &bin(c, G::Mul, &bin(c, G::Sub, &x(b, 0)?, &x(b, 1)?)?, &gt)?, 2.0 / n)?;
             if want(1) {
@@ -134,7 +134,7 @@ pub fn backward(
                 res[0] = Some(d);
             }
         }
-        Op::CrossEntropyLoss => {
+        AgOp::CrossEntropyLoss => {
             let k = -1.0 / xs[0].cols as f64;
             let p = ce_clamp(c, &x(b, 0)?)?;
             if want(0) {
@@ -146,7 +146,7 @@ pub fn backward(
                 res[1] = Some(scale(c, &q, k)?);
             }
         }
-        Op::SoftmaxCrossEntropyLoss => {
+        AgOp::SoftmaxCrossEntropyLoss => {
             let n = xs[0].cols as f64;
             let back = G::CrossEntropyLossBack;
             if want(0) && b.supports(&back) {
@@ -170,7 +170,7 @@ pub fn backward(
                 }
             }
         }
-        Op::BatchNorm { training, .. } => {
+        AgOp::BatchNorm { training, .. } => {
             let (f, n) = shape(0);
             let (xhat, std) = (&saved[0].t, &saved[1].t);
             let gsum = row_sums(b, c, &gt, f)?;
@@ -193,15 +193,15 @@ pub fn backward(
                 res[2] = Some(gsum);
             }
         }
-        Op::Gather(idx, k) => {
+        AgOp::Gather(idx, k) => {
             let (r, v) = shape(0);
             let g = if *k == 1 { gt } else { c.reshape(&contig(c, &gt)?, &[r, idx.len()])? };
             res[0] = Some(gather_grad(b, c, g, idx, r, v)?)
         }
-        Op::Conv2d(geom, a) => {
+        AgOp::Conv2d(geom, a) => {
             res = super::conv_rules::backward(b, c, geom, *a, xs, out, saved, &gt, [want(0), want(1), want(2)])?;
         }
-        Op::SliceRows(from, to) => {
+        AgOp::SliceRows(from, to) => {
             let (r, cc) = shape(0);
             let mut t = gt;
             if *from > 0 {
@@ -212,7 +212,7 @@ pub fn backward(
             }
             res[0] = Some(t);
         }
-        Op::ConcatRows => {
+        AgOp::ConcatRows => {
             let mut off = 0;
             for (i, m) in xs.iter().enumerate() {
                 if want(i) {
@@ -237,7 +237,7 @@ pub fn backward(
 /// `m * rows < idx.len()` (the taps of a convolution's patches), it is the
 /// sum of `m` gathers of `g` with a zero column appended (memory m * rows * v);
 /// otherwise `g %*% t(onehot)` (memory v * idx.len()).
-fn gather_grad(b: &mut Builder, c: &Context, g: T, idx: &[usize], rows: usize, v: usize) -> Result<T> {
+fn gather_grad(b: &mut GraphBuilder, c: &Context, g: T, idx: &[usize], rows: usize, v: usize) -> Result<T> {
     let mut hits = vec![0usize; v];
     for &i in idx {
         hits[i] += 1;

@@ -92,7 +92,7 @@ pub fn clip_grads(cells: &[GradCell], max_norm: f64) -> Result<f64> {
     Ok(norm)
 }
 
-fn engine_values(cells: &[GradCell], at: Place) -> Vec<super::value::Val> {
+fn engine_values(cells: &[GradCell], at: Place) -> Vec<super::value::EngineVal> {
     cells
         .iter()
         .filter_map(|c| match &*c.borrow() {

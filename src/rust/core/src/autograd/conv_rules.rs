@@ -17,10 +17,10 @@
 //!   whose product again gives channels first.
 
 use super::conv::Conv2d;
-use super::graph::Builder;
+use super::graph::GraphBuilder;
 use super::nodes::{act_grad, cast, contig, linear, row_sums};
-use super::op::Act;
-use super::value::Val;
+use super::op::AgActivation;
+use super::value::EngineVal;
 use crate::base::dtype::DType;
 use crate::op::Op as G;
 use crate::tensor::Context;
@@ -70,7 +70,7 @@ fn im2col_back(g: &Conv2d) -> G {
 }
 
 /// The forward: the output `[filters, OW OH N]` and the saved patches.
-pub fn forward(b: &Builder, c: &Context, g: &Conv2d, a: Act, xs: &[Val]) -> Result<(T, Vec<(T, usize, usize)>)> {
+pub fn forward(b: &GraphBuilder, c: &Context, g: &Conv2d, a: AgActivation, xs: &[EngineVal]) -> Result<(T, Vec<(T, usize, usize)>)> {
     let f = xs[0].rows;
     let n = xs[1].len() / g.sample();
     let (ow, oh) = g.out_size()?;
@@ -91,20 +91,20 @@ pub fn forward(b: &Builder, c: &Context, g: &Conv2d, a: Act, xs: &[Val]) -> Resu
 /// output's gradient `gt` `[filters, OW OH N]`.
 #[allow(clippy::too_many_arguments)]
 pub fn backward(
-    b: &mut Builder,
+    b: &mut GraphBuilder,
     c: &Context,
     g: &Conv2d,
-    a: Act,
-    xs: &[Val],
-    out: &Val,
-    saved: &[Val],
+    a: AgActivation,
+    xs: &[EngineVal],
+    out: &EngineVal,
+    saved: &[EngineVal],
     gt: &T,
     need: [bool; 3],
 ) -> Result<Vec<Option<T>>> {
     let f = xs[0].rows;
     let n = xs[1].len() / g.sample();
     let (ow, oh) = g.out_size()?;
-    let gz = if a == Act::None { gt.clone() } else { act_grad(b, c, a, gt, &out.t)? };
+    let gz = if a == AgActivation::None { gt.clone() } else { act_grad(b, c, a, gt, &out.t)? };
     let mut res = vec![None, None, None];
     if need[0] {
         // [F, KW KH C] in the patches' order -> the kernel's [F, C KW KH].
@@ -123,10 +123,10 @@ pub fn backward(
 
 /// The input's gradient `[rows, cols]` (the input's shape).
 fn input_grad(
-    b: &mut Builder,
+    b: &mut GraphBuilder,
     c: &Context,
     g: &Conv2d,
-    kernel: &Val,
+    kernel: &EngineVal,
     gz: &T,
     (f, ow, oh, n): (usize, usize, usize, usize),
     (rows, cols): (usize, usize),

@@ -14,11 +14,11 @@ fn geom((c, w, h, kw, kh, stride, pad, dil): Geom) -> Conv2d {
 }
 
 /// The convolution written out: out[f, o] = b[f] + sum k[f, tap] x[tap's input].
-fn direct(g: &Conv2d, k: &Mat, x: &Mat, b: &Mat, a: Act) -> Mat {
+fn direct(g: &Conv2d, k: &HostMat, x: &HostMat, b: &HostMat, a: AgActivation) -> HostMat {
     let (ow, oh) = g.out_size().unwrap();
     let n = x.len() / g.sample();
     let f = k.rows;
-    let mut out = Mat::filled(f, ow * oh * n, 0.0);
+    let mut out = HostMat::filled(f, ow * oh * n, 0.0);
     for s in 0..n {
         for oy in 0..oh {
             for ox in 0..ow {
@@ -40,10 +40,10 @@ fn direct(g: &Conv2d, k: &Mat, x: &Mat, b: &Mat, a: Act) -> Mat {
                         }
                     }
                     out.data[o + f * col] = match a {
-                        Act::None => acc,
-                        Act::Relu => acc.max(0.0),
-                        Act::Sigmoid => 1.0 / (1.0 + (-acc).exp()),
-                        Act::Tanh => acc.tanh(),
+                        AgActivation::None => acc,
+                        AgActivation::Relu => acc.max(0.0),
+                        AgActivation::Sigmoid => 1.0 / (1.0 + (-acc).exp()),
+                        AgActivation::Tanh => acc.tanh(),
                     };
                 }
             }
@@ -65,16 +65,16 @@ pub(super) fn cases() -> Vec<(Conv2d, usize, usize)> {
     ]
 }
 
-fn inputs(g: &Conv2d, f: usize, n: usize, seed: u64) -> Vec<Mat> {
+fn inputs(g: &Conv2d, f: usize, n: usize, seed: u64) -> Vec<HostMat> {
     vec![rnd(f, g.patch(), seed, -1.0, 1.0), rnd(g.sample(), n, seed + 1, -1.0, 1.0), rnd(f, 1, seed + 2, -0.5, 0.5)]
 }
 
 #[test]
 fn convolution_matches_the_direct_sum() {
     for (i, (g, f, n)) in cases().into_iter().enumerate() {
-        for a in [Act::None, Act::Relu, Act::Tanh] {
+        for a in [AgActivation::None, AgActivation::Relu, AgActivation::Tanh] {
             let ins = inputs(&g, f, n, 10 * i as u64);
-            let got = value(&Op::Conv2d(g, a), &ins);
+            let got = value(&AgOp::Conv2d(g, a), &ins);
             let want = direct(&g, &ins[0], &ins[1], &ins[2], a);
             assert_eq!(got.shape(), want.shape(), "{g:?}");
             for (x, y) in got.data.iter().zip(&want.data) {
@@ -87,11 +87,11 @@ fn convolution_matches_the_direct_sum() {
 #[test]
 fn convolution_gradients_match_finite_differences() {
     for (i, (g, f, n)) in cases().into_iter().enumerate() {
-        let a = if i % 2 == 0 { Act::Tanh } else { Act::Sigmoid };
-        fd_check(Op::Conv2d(g, a), inputs(&g, f, n, 7 * i as u64 + 3), &[true, true, true]);
+        let a = if i % 2 == 0 { AgActivation::Tanh } else { AgActivation::Sigmoid };
+        fd_check(AgOp::Conv2d(g, a), inputs(&g, f, n, 7 * i as u64 + 3), &[true, true, true]);
         // Only some inputs wanting a gradient.
-        fd_check(Op::Conv2d(g, Act::None), inputs(&g, f, n, 5), &[true, false, false]);
-        fd_check(Op::Conv2d(g, Act::None), inputs(&g, f, n, 6), &[false, true, false]);
+        fd_check(AgOp::Conv2d(g, AgActivation::None), inputs(&g, f, n, 5), &[true, false, false]);
+        fd_check(AgOp::Conv2d(g, AgActivation::None), inputs(&g, f, n, 6), &[false, true, false]);
     }
 }
 
@@ -99,11 +99,11 @@ fn convolution_gradients_match_finite_differences() {
 fn convolution_shape_errors_name_the_layer() {
     let g = cases()[1].0;
     let mut tape = Tape::new();
-    let ins: Vec<TensorRef> = inputs(&g, 3, 2, 1).into_iter().map(|m| tape.tensor(m)).collect();
+    let ins: Vec<AgTensorRef> = inputs(&g, 3, 2, 1).into_iter().map(|m| tape.tensor(m)).collect();
     let bad = tape.tensor(rnd(g.sample() + 1, 2, 9, -1.0, 1.0));
-    let e = tape.apply(Op::Conv2d(g, Act::None), &[ins[0].clone(), bad, ins[2].clone()], &[true; 3]);
+    let e = tape.apply(AgOp::Conv2d(g, AgActivation::None), &[ins[0].clone(), bad, ins[2].clone()], &[true; 3]);
     let msg = format!("{:#}", e.err().expect("an error"));
     assert!(msg.contains("ggml_layer_conv_2d") && msg.contains("whole batch"), "{msg}");
-    let e = Op::parse("conv2d", &[9.0, 1.0, 4.0, 4.0, 3.0, 3.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0], None);
+    let e = AgOp::parse("conv2d", &[9.0, 1.0, 4.0, 4.0, 3.0, 3.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0], None);
     assert!(e.is_err());
 }

@@ -11,24 +11,24 @@ use crate::backend::Backend;
 use crate::residency::{self, Scope};
 use std::sync::Arc;
 
-fn mat(r: usize, c: usize, k: f64) -> Mat {
-    Mat::new(r, c, (0..r * c).map(|i| ((i as f64 + k) * 0.37).sin()).collect()).unwrap()
+fn mat(r: usize, c: usize, k: f64) -> HostMat {
+    HostMat::new(r, c, (0..r * c).map(|i| ((i as f64 + k) * 0.37).sin()).collect()).unwrap()
 }
 
-fn map(m: Mat, f: impl Fn(f64) -> f64) -> Mat {
-    Mat::new(m.rows, m.cols, m.data.into_iter().map(f).collect()).unwrap()
+fn map(m: HostMat, f: impl Fn(f64) -> f64) -> HostMat {
+    HostMat::new(m.rows, m.cols, m.data.into_iter().map(f).collect()).unwrap()
 }
 
-fn pos(r: usize, c: usize, k: f64) -> Mat {
+fn pos(r: usize, c: usize, k: f64) -> HostMat {
     map(mat(r, c, k), |v| 0.6 + 0.5 * v)
 }
 
 /// `m` in the pool `scope`, as f32.
-fn dev(m: &Mat, scope: Scope) -> Val {
+fn dev(m: &HostMat, scope: Scope) -> EngineVal {
     upload(m, Place::Pools, scope, DType::F32).unwrap()
 }
 
-fn close(a: &Mat, b: &Mat, tol: f64, what: &str) {
+fn close(a: &HostMat, b: &HostMat, tol: f64, what: &str) {
     assert_eq!((a.rows, a.cols), (b.rows, b.cols), "{what}");
     for (x, y) in a.data.iter().zip(&b.data) {
         assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{what}: {x} vs {y}");
@@ -42,10 +42,10 @@ fn cpu_device() -> std::sync::MutexGuard<'static, ()> {
     g
 }
 
-/// Value and gradients of sum(op(inputs) * W) (and the gradient storages).
-fn run(op: &Op, ins: &[Mat], grad: &[bool], dev: bool) -> (Mat, Vec<Storage>) {
+/// Values and gradients of sum(op(inputs) * W) (and the gradient storages).
+fn run(op: &AgOp, ins: &[HostMat], grad: &[bool], dev: bool) -> (HostMat, Vec<Storage>) {
     let mut tape = Tape::new();
-    let ts: Vec<TensorRef> = ins.iter().map(|m| tape.tensor(m.clone())).collect();
+    let ts: Vec<AgTensorRef> = ins.iter().map(|m| tape.tensor(m.clone())).collect();
     if dev {
         for (t, m) in ts.iter().zip(ins) {
             t.set_storage(Storage::Engine(self::dev(m, Scope::Persistent)));
@@ -58,8 +58,8 @@ fn run(op: &Op, ins: &[Mat], grad: &[bool], dev: bool) -> (Mat, Vec<Storage>) {
     assert_eq!(out.value().in_pools(), dev, "{op:?} runs where its inputs are");
     let (r, c) = out.shape();
     let w = tape.tensor(mat(r, c, 7.0));
-    let prod = tape.apply(Op::Mul, &[out.clone(), w], &[true, false]).unwrap().tensor;
-    let loss = tape.apply(Op::Sum(Axis::All), &[prod], &[true]).unwrap().tensor;
+    let prod = tape.apply(AgOp::Mul, &[out.clone(), w], &[true, false]).unwrap().tensor;
+    let loss = tape.apply(AgOp::Sum(Axis::All), &[prod], &[true]).unwrap().tensor;
     let before = graphs_computed();
     let g = tape.backward(&loss).unwrap();
     assert_eq!(graphs_computed() - before, 1, "{op:?}: the backward pass is one graph");
@@ -90,68 +90,68 @@ fn every_op_on_the_device_matches_the_cpu() {
 }
 
 fn every_op(be: &Backend) {
-    let oh = Mat::new(3, 4, vec![1., 0., 0., 0., 0., 1., 0., 1., 0., 0., 1., 0.]).unwrap();
+    let oh = HostMat::new(3, 4, vec![1., 0., 0., 0., 0., 1., 0., 1., 0., 0., 1., 0.]).unwrap();
     let t2 = [true, true];
-    let cases: Vec<(Op, Vec<Mat>, Vec<bool>)> = vec![
-        (Op::MatMul, vec![mat(3, 4, 0.), mat(4, 2, 1.)], t2.to_vec()),
-        (Op::Linear(Act::Relu), vec![mat(3, 4, 0.), mat(4, 5, 1.), mat(3, 1, 2.)], vec![true; 3]),
-        (Op::Linear(Act::Sigmoid), vec![mat(3, 4, 0.), mat(4, 5, 1.), mat(3, 1, 2.)], vec![true; 3]),
-        (Op::Linear(Act::Tanh), vec![mat(3, 4, 0.), mat(4, 5, 1.), mat(3, 1, 2.)], vec![true; 3]),
-        (Op::Add, vec![mat(3, 4, 0.), mat(3, 4, 1.)], t2.to_vec()),
-        (Op::Add, vec![mat(3, 4, 0.), mat(3, 1, 1.)], t2.to_vec()),
-        (Op::Add, vec![mat(1, 4, 0.), mat(3, 4, 1.)], t2.to_vec()),
-        (Op::Add, vec![mat(3, 1, 0.), mat(1, 4, 1.)], t2.to_vec()),
-        (Op::Sub, vec![mat(3, 4, 0.), mat(1, 4, 1.)], t2.to_vec()),
-        (Op::Sub, vec![mat(1, 1, 0.), mat(3, 4, 1.)], t2.to_vec()),
-        (Op::Mul, vec![mat(3, 4, 0.), mat(3, 4, 1.)], t2.to_vec()),
-        (Op::Mul, vec![mat(3, 1, 0.), mat(3, 4, 1.)], t2.to_vec()),
-        (Op::Div, vec![mat(3, 4, 0.), pos(3, 4, 1.)], t2.to_vec()),
-        (Op::Div, vec![mat(3, 4, 0.), pos(1, 4, 1.)], t2.to_vec()),
-        (Op::Scale(-2.5), vec![mat(3, 4, 0.)], vec![true]),
-        (Op::Relu, vec![mat(3, 4, 0.)], vec![true]),
-        (Op::Sigmoid, vec![mat(3, 4, 0.)], vec![true]),
-        (Op::Tanh, vec![mat(3, 4, 0.)], vec![true]),
-        (Op::Softmax, vec![mat(3, 4, 0.)], vec![true]),
-        (Op::Log, vec![pos(3, 4, 0.)], vec![true]),
-        (Op::Exp, vec![mat(3, 4, 0.)], vec![true]),
-        (Op::Pow(3.0), vec![mat(3, 4, 0.)], vec![true]),
-        (Op::Pow(-2.0), vec![pos(3, 4, 0.)], vec![true]),
-        (Op::Pow(1.5), vec![pos(3, 4, 0.)], vec![true]),
-        (Op::Pow(0.5), vec![pos(3, 4, 0.)], vec![true]),
-        (Op::Clamp(-0.5, 0.5), vec![mat(3, 4, 0.)], vec![true]),
-        (Op::Sum(Axis::All), vec![mat(3, 4, 0.)], vec![true]),
-        (Op::Sum(Axis::Rows), vec![mat(3, 4, 0.)], vec![true]),
-        (Op::Sum(Axis::Cols), vec![mat(3, 4, 0.)], vec![true]),
-        (Op::Mean(Axis::All), vec![mat(3, 4, 0.)], vec![true]),
-        (Op::Mean(Axis::Rows), vec![mat(3, 4, 0.)], vec![true]),
-        (Op::Mean(Axis::Cols), vec![mat(3, 4, 0.)], vec![true]),
-        (Op::Reshape(2, 6), vec![mat(3, 4, 0.)], vec![true]),
-        (Op::Transpose, vec![mat(3, 4, 0.)], vec![true]),
-        (Op::MseLoss, vec![mat(3, 4, 0.), mat(3, 4, 1.)], t2.to_vec()),
-        (Op::CrossEntropyLoss, vec![map(pos(3, 4, 0.), |v| v * 0.8), oh.clone()], t2.to_vec()),
-        (Op::SoftmaxCrossEntropyLoss, vec![mat(3, 4, 0.), oh.clone()], t2.to_vec()),
+    let cases: Vec<(AgOp, Vec<HostMat>, Vec<bool>)> = vec![
+        (AgOp::MatMul, vec![mat(3, 4, 0.), mat(4, 2, 1.)], t2.to_vec()),
+        (AgOp::Linear(AgActivation::Relu), vec![mat(3, 4, 0.), mat(4, 5, 1.), mat(3, 1, 2.)], vec![true; 3]),
+        (AgOp::Linear(AgActivation::Sigmoid), vec![mat(3, 4, 0.), mat(4, 5, 1.), mat(3, 1, 2.)], vec![true; 3]),
+        (AgOp::Linear(AgActivation::Tanh), vec![mat(3, 4, 0.), mat(4, 5, 1.), mat(3, 1, 2.)], vec![true; 3]),
+        (AgOp::Add, vec![mat(3, 4, 0.), mat(3, 4, 1.)], t2.to_vec()),
+        (AgOp::Add, vec![mat(3, 4, 0.), mat(3, 1, 1.)], t2.to_vec()),
+        (AgOp::Add, vec![mat(1, 4, 0.), mat(3, 4, 1.)], t2.to_vec()),
+        (AgOp::Add, vec![mat(3, 1, 0.), mat(1, 4, 1.)], t2.to_vec()),
+        (AgOp::Sub, vec![mat(3, 4, 0.), mat(1, 4, 1.)], t2.to_vec()),
+        (AgOp::Sub, vec![mat(1, 1, 0.), mat(3, 4, 1.)], t2.to_vec()),
+        (AgOp::Mul, vec![mat(3, 4, 0.), mat(3, 4, 1.)], t2.to_vec()),
+        (AgOp::Mul, vec![mat(3, 1, 0.), mat(3, 4, 1.)], t2.to_vec()),
+        (AgOp::Div, vec![mat(3, 4, 0.), pos(3, 4, 1.)], t2.to_vec()),
+        (AgOp::Div, vec![mat(3, 4, 0.), pos(1, 4, 1.)], t2.to_vec()),
+        (AgOp::Scale(-2.5), vec![mat(3, 4, 0.)], vec![true]),
+        (AgOp::Relu, vec![mat(3, 4, 0.)], vec![true]),
+        (AgOp::Sigmoid, vec![mat(3, 4, 0.)], vec![true]),
+        (AgOp::Tanh, vec![mat(3, 4, 0.)], vec![true]),
+        (AgOp::Softmax, vec![mat(3, 4, 0.)], vec![true]),
+        (AgOp::Log, vec![pos(3, 4, 0.)], vec![true]),
+        (AgOp::Exp, vec![mat(3, 4, 0.)], vec![true]),
+        (AgOp::Pow(3.0), vec![mat(3, 4, 0.)], vec![true]),
+        (AgOp::Pow(-2.0), vec![pos(3, 4, 0.)], vec![true]),
+        (AgOp::Pow(1.5), vec![pos(3, 4, 0.)], vec![true]),
+        (AgOp::Pow(0.5), vec![pos(3, 4, 0.)], vec![true]),
+        (AgOp::Clamp(-0.5, 0.5), vec![mat(3, 4, 0.)], vec![true]),
+        (AgOp::Sum(Axis::All), vec![mat(3, 4, 0.)], vec![true]),
+        (AgOp::Sum(Axis::Rows), vec![mat(3, 4, 0.)], vec![true]),
+        (AgOp::Sum(Axis::Cols), vec![mat(3, 4, 0.)], vec![true]),
+        (AgOp::Mean(Axis::All), vec![mat(3, 4, 0.)], vec![true]),
+        (AgOp::Mean(Axis::Rows), vec![mat(3, 4, 0.)], vec![true]),
+        (AgOp::Mean(Axis::Cols), vec![mat(3, 4, 0.)], vec![true]),
+        (AgOp::Reshape(2, 6), vec![mat(3, 4, 0.)], vec![true]),
+        (AgOp::Transpose, vec![mat(3, 4, 0.)], vec![true]),
+        (AgOp::MseLoss, vec![mat(3, 4, 0.), mat(3, 4, 1.)], t2.to_vec()),
+        (AgOp::CrossEntropyLoss, vec![map(pos(3, 4, 0.), |v| v * 0.8), oh.clone()], t2.to_vec()),
+        (AgOp::SoftmaxCrossEntropyLoss, vec![mat(3, 4, 0.), oh.clone()], t2.to_vec()),
         // large logits: probabilities that underflow in f32
-        (Op::SoftmaxCrossEntropyLoss, vec![map(mat(3, 4, 0.), |v| 120.0 * v), oh.clone()], vec![true, false]),
-        (Op::BatchNorm { eps: 1e-5, training: true }, vec![mat(3, 6, 0.), pos(3, 1, 1.), mat(3, 1, 2.)], vec![true; 3]),
+        (AgOp::SoftmaxCrossEntropyLoss, vec![map(mat(3, 4, 0.), |v| 120.0 * v), oh.clone()], vec![true, false]),
+        (AgOp::BatchNorm { eps: 1e-5, training: true }, vec![mat(3, 6, 0.), pos(3, 1, 1.), mat(3, 1, 2.)], vec![true; 3]),
         (
-            Op::BatchNorm { eps: 1e-5, training: false },
+            AgOp::BatchNorm { eps: 1e-5, training: false },
             vec![mat(3, 6, 0.), pos(3, 1, 1.), mat(3, 1, 2.), mat(3, 1, 3.), pos(3, 1, 4.)],
             vec![true, true, true, false, false],
         ),
-        (Op::Gather(vec![2, 0, 2], 1), vec![mat(3, 4, 0.)], vec![true]),
+        (AgOp::Gather(vec![2, 0, 2], 1), vec![mat(3, 4, 0.)], vec![true]),
         // Few reads per column (a convolution's patches): the sum of gathers.
-        (Op::Gather(vec![0, 1, 2, 3, 1, 2, 3, 2, 1], 1), vec![mat(1, 5, 0.)], vec![true]),
+        (AgOp::Gather(vec![0, 1, 2, 3, 1, 2, 3, 2, 1], 1), vec![mat(1, 5, 0.)], vec![true]),
         // The same picks stacked three per column (patches [3, 3]).
-        (Op::Gather(vec![0, 1, 2, 3, 1, 2, 3, 2, 1], 3), vec![mat(1, 5, 0.)], vec![true]),
-        (Op::SliceRows(1, 3), vec![mat(4, 3, 0.)], vec![true]),
-        (Op::SliceRows(0, 2), vec![mat(4, 3, 0.)], vec![true]),
-        (Op::ConcatRows, vec![mat(2, 3, 0.), mat(1, 3, 1.), mat(2, 3, 2.)], vec![true; 3]),
+        (AgOp::Gather(vec![0, 1, 2, 3, 1, 2, 3, 2, 1], 3), vec![mat(1, 5, 0.)], vec![true]),
+        (AgOp::SliceRows(1, 3), vec![mat(4, 3, 0.)], vec![true]),
+        (AgOp::SliceRows(0, 2), vec![mat(4, 3, 0.)], vec![true]),
+        (AgOp::ConcatRows, vec![mat(2, 3, 0.), mat(1, 3, 1.), mat(2, 3, 2.)], vec![true; 3]),
     ];
     let mut cases = cases;
     for (i, (g, f, n)) in super::conv_tests::cases().into_iter().enumerate() {
-        let a = [Act::Relu, Act::None, Act::Tanh][i % 3];
+        let a = [AgActivation::Relu, AgActivation::None, AgActivation::Tanh][i % 3];
         let ins = vec![mat(f, g.patch(), 0.), mat(g.sample(), n, 1.), mat(f, 1, 2.)];
-        cases.push((Op::Conv2d(g, a), ins, vec![true; 3]));
+        cases.push((AgOp::Conv2d(g, a), ins, vec![true; 3]));
     }
     for (op, ins, grad) in &cases {
         let (hv, hg) = run(op, ins, grad, false);
@@ -170,19 +170,19 @@ fn every_op(be: &Backend) {
 #[test]
 fn device_gradients_accumulate_and_are_rescued_before_a_reset() {
     let _g = cpu_device();
-    let w = Tensor::with_storage(1, Storage::Engine(dev(&mat(2, 3, 0.), Scope::Persistent)));
+    let w = AgTensor::with_storage(1, Storage::Engine(dev(&mat(2, 3, 0.), Scope::Persistent)));
     let x = mat(3, 4, 1.);
     let step = |tape: &mut Tape| {
         let xt = tape.tensor(x.clone());
         tape.begin();
-        let y = tape.apply(Op::MatMul, &[w.clone(), xt], &[true, false]).unwrap().tensor;
-        let loss = tape.apply(Op::Sum(Axis::All), &[y], &[true]).unwrap().tensor;
+        let y = tape.apply(AgOp::MatMul, &[w.clone(), xt], &[true, false]).unwrap().tensor;
+        let loss = tape.apply(AgOp::Sum(Axis::All), &[y], &[true]).unwrap().tensor;
         tape.backward(&loss).unwrap()
     };
     let mut tape = Tape::new();
     let g1 = step(&mut tape);
     let row_sum = |i: usize| (0..4).map(|j| x.data[i + 3 * j]).sum::<f64>();
-    let want = Mat::new(2, 3, (0..6).map(|k| row_sum(k / 2)).collect()).unwrap();
+    let want = HostMat::new(2, 3, (0..6).map(|k| row_sum(k / 2)).collect()).unwrap();
     close(&g1[0].1.to_host().unwrap(), &want, 1e-5, "gradient");
     // A second backward adds to the accumulated gradient inside its graph.
     let g2 = step(&mut tape);
@@ -214,8 +214,8 @@ fn optimizers_read_device_gradients_and_update_in_place() {
     for kind in [OptKind::Sgd { momentum: 0.0 }, OptKind::Sgd { momentum: 0.9 }, OptKind::Adam { beta1: 0.9, beta2: 0.999, eps: 1e-8 }] {
         let w0 = mat(3, 4, 0.0);
         let g = mat(3, 4, 5.0);
-        let wh = Tensor::new(1, w0.clone());
-        let wd = Tensor::with_storage(2, Storage::Engine(dev(&w0, Scope::Persistent)));
+        let wh = AgTensor::new(1, w0.clone());
+        let wd = AgTensor::with_storage(2, Storage::Engine(dev(&w0, Scope::Persistent)));
         let gd = Storage::Engine(dev(&g, Scope::Pass));
         let before = wd.value().engine().unwrap().t.clone();
         let mut oh = Optimizer::new(kind.clone(), 1);
@@ -243,9 +243,9 @@ fn optimizers_read_device_gradients_and_update_in_place() {
 fn long_concatenations_and_many_gradients_fit_the_pass_pool() {
     let _g = cpu_device();
     // More nodes than one rule's reserved room: the builder moves on to new contexts.
-    let ins: Vec<Mat> = (0..60).map(|k| mat(1, 3, k as f64)).collect();
-    let (hv, hg) = run(&Op::ConcatRows, &ins, &[true; 60], false);
-    let (dv, dg) = run(&Op::ConcatRows, &ins, &[true; 60], true);
+    let ins: Vec<HostMat> = (0..60).map(|k| mat(1, 3, k as f64)).collect();
+    let (hv, hg) = run(&AgOp::ConcatRows, &ins, &[true; 60], false);
+    let (dv, dg) = run(&AgOp::ConcatRows, &ins, &[true; 60], true);
     close(&dv, &hv, 1e-5, "concat value");
     for (d, h) in dg.iter().zip(&hg) {
         close(&d.to_host().unwrap(), &h.to_host().unwrap(), 1e-5, "concat gradient");
@@ -275,11 +275,11 @@ fn mixed_host_and_device_nodes_share_one_backward_pass() {
         }
         tape.begin();
         // a node on the CPU (x stays there) feeding device nodes
-        let h = tape.apply(Op::Tanh, std::slice::from_ref(&x), &[true]).unwrap().tensor;
-        let y = tape.apply_on(Op::MatMul, &[w.clone(), h], &[true, true], dev).unwrap().tensor;
-        let s = tape.apply_on(Op::Softmax, &[y], &[true], dev).unwrap().tensor;
+        let h = tape.apply(AgOp::Tanh, std::slice::from_ref(&x), &[true]).unwrap().tensor;
+        let y = tape.apply_on(AgOp::MatMul, &[w.clone(), h], &[true, true], dev).unwrap().tensor;
+        let s = tape.apply_on(AgOp::Softmax, &[y], &[true], dev).unwrap().tensor;
         let t = tape.tensor(mat(2, 3, 5.0));
-        let loss = tape.apply_on(Op::MseLoss, &[s, t], &[true, false], dev).unwrap().tensor;
+        let loss = tape.apply_on(AgOp::MseLoss, &[s, t], &[true, false], dev).unwrap().tensor;
         let g = tape.backward(&loss).unwrap();
         assert_eq!(g.len(), 2);
         g.into_iter().map(|(_, g)| g.to_host().unwrap()).collect::<Vec<_>>()

@@ -1,13 +1,13 @@
 //! The forward definition of every op, over engine ops. Each rule appends
-//! the op's nodes to a [`Builder`] and names the values its backward rule
+//! the op's nodes to a [`GraphBuilder`] and names the values its backward rule
 //! reads (`saved`) and, for batch norm, the batch statistics returned to R;
 //! [`forward`] computes them as one graph in the inputs' place. The input
-//! shapes were checked by [`Op::check`] before.
+//! shapes were checked by [`AgOp::check`] before.
 
-use super::graph::Builder;
+use super::graph::GraphBuilder;
 use super::nodes::*;
-use super::op::{Axis, Op};
-use super::value::{Place, Val};
+use super::op::{Axis, AgOp};
+use super::value::{Place, EngineVal};
 use crate::base::dtype::DType;
 use crate::op::{Op as G, UnaryOp};
 use crate::tensor::Context;
@@ -20,8 +20,8 @@ type T = Arc<ETensor>;
 /// A forward: the output, the values kept for the backward rule, and
 /// auxiliary numbers for R (downloaded; batch norm only).
 pub struct Fwd {
-    pub out: Val,
-    pub saved: Vec<Val>,
+    pub out: EngineVal,
+    pub saved: Vec<EngineVal>,
     pub aux: Vec<f64>,
 }
 
@@ -38,8 +38,8 @@ fn built(t: T, rows: usize, cols: usize) -> Result<Built> {
 }
 
 /// Runs `op` on `xs` (values in `place`), as one graph.
-pub fn forward(op: &Op, xs: &[Val], place: Place) -> Result<Fwd> {
-    let mut b = Builder::new(place)?;
+pub fn forward(op: &AgOp, xs: &[EngineVal], place: Place) -> Result<Fwd> {
+    let mut b = GraphBuilder::new(place)?;
     let c = b.ctx()?;
     let bt = build(&mut b, &c, op, xs)?;
     let mut all = vec![bt.out];
@@ -48,9 +48,9 @@ pub fn forward(op: &Op, xs: &[Val], place: Place) -> Result<Fwd> {
     all.extend(bt.aux);
     let ts: Vec<T> = all.iter().map(|d| d.0.clone()).collect();
     let done = b.compute(&ts)?;
-    let mut vals = done.into_iter().zip(&all).map(|(t, d)| Val::new(t, d.1, d.2, place));
+    let mut vals = done.into_iter().zip(&all).map(|(t, d)| EngineVal::new(t, d.1, d.2, place));
     let out = vals.next().ok_or_else(|| anyhow::anyhow!("internal: the forward graph returned no output"))?;
-    let saved: Vec<Val> = vals.by_ref().take(n_saved).collect();
+    let saved: Vec<EngineVal> = vals.by_ref().take(n_saved).collect();
     let aux = match vals.next() {
         Some(a) => a.download()?.data,
         None => Vec::new(),
@@ -58,70 +58,70 @@ pub fn forward(op: &Op, xs: &[Val], place: Place) -> Result<Fwd> {
     Ok(Fwd { out, saved, aux })
 }
 
-fn build(b: &mut Builder, c: &Context, op: &Op, xs: &[Val]) -> Result<Built> {
+fn build(b: &mut GraphBuilder, c: &Context, op: &AgOp, xs: &[EngineVal]) -> Result<Built> {
     let x0 = &xs[0];
     let (r0, c0) = x0.shape();
-    let x = |b: &Builder, i: usize| cast(b, c, &xs[i].t);
+    let x = |b: &GraphBuilder, i: usize| cast(b, c, &xs[i].t);
     match op {
-        Op::MatMul => built(matmul(b, c, &x(b, 0)?, &x(b, 1)?)?, r0, xs[1].cols),
-        Op::Linear(a) => {
+        AgOp::MatMul => built(matmul(b, c, &x(b, 0)?, &x(b, 1)?)?, r0, xs[1].cols),
+        AgOp::Linear(a) => {
             let (w, xx, bias) = (x(b, 0)?, x(b, 1)?, x(b, 2)?);
             built(linear(b, c, &w, &xx, &bias, *a)?, r0, xs[1].cols)
         }
-        Op::Add | Op::Sub | Op::Mul | Op::Div => {
+        AgOp::Add | AgOp::Sub | AgOp::Mul | AgOp::Div => {
             let (r, cc) = super::op::broadcast_shape(x0.shape(), xs[1].shape(), op.r_name())?;
             let g = match op {
-                Op::Add => G::Add,
-                Op::Sub => G::Sub,
-                Op::Mul => G::Mul,
+                AgOp::Add => G::Add,
+                AgOp::Sub => G::Sub,
+                AgOp::Mul => G::Mul,
                 _ => G::Div,
             };
             let a = expand(c, &x(b, 0)?, (r0, c0), r, cc)?;
             built(bin(c, g, &a, &x(b, 1)?)?, r, cc)
         }
-        Op::Scale(s) => built(scale(c, &x(b, 0)?, *s)?, r0, c0),
-        Op::Relu | Op::Sigmoid | Op::Tanh | Op::Exp | Op::Log => {
+        AgOp::Scale(s) => built(scale(c, &x(b, 0)?, *s)?, r0, c0),
+        AgOp::Relu | AgOp::Sigmoid | AgOp::Tanh | AgOp::Exp | AgOp::Log => {
             let u = match op {
-                Op::Relu => UnaryOp::Relu,
-                Op::Sigmoid => UnaryOp::Sigmoid,
-                Op::Tanh => UnaryOp::Tanh,
-                Op::Exp => UnaryOp::Exp,
+                AgOp::Relu => UnaryOp::Relu,
+                AgOp::Sigmoid => UnaryOp::Sigmoid,
+                AgOp::Tanh => UnaryOp::Tanh,
+                AgOp::Exp => UnaryOp::Exp,
                 _ => UnaryOp::Log,
             };
             built(unary(c, u, &x(b, 0)?)?, r0, c0)
         }
-        Op::Softmax => built(softmax(c, &x(b, 0)?)?, r0, c0),
-        Op::Pow(p) => {
+        AgOp::Softmax => built(softmax(c, &x(b, 0)?)?, r0, c0),
+        AgOp::Pow(p) => {
             let xx = x(b, 0)?;
             built(pow(b, c, &xx, (r0, c0), *p)?, r0, c0)
         }
-        Op::Clamp(lo, hi) => built(c.op(G::Clamp { min: *lo, max: *hi }, &[x(b, 0)?])?, r0, c0),
-        Op::Sum(a) | Op::Mean(a) => {
+        AgOp::Clamp(lo, hi) => built(c.op(G::Clamp { min: *lo, max: *hi }, &[x(b, 0)?])?, r0, c0),
+        AgOp::Sum(a) | AgOp::Mean(a) => {
             let xx = x(b, 0)?;
             let (t, r, cc, n) = match a {
                 Axis::All => (total(c, &xx)?, 1, 1, x0.len()),
                 Axis::Rows => (row_sums(b, c, &xx, r0)?, r0, 1, c0),
                 Axis::Cols => (col_sums(c, &xx)?, 1, c0, r0),
             };
-            let t = if matches!(op, Op::Mean(_)) { scale(c, &t, 1.0 / n as f64)? } else { t };
+            let t = if matches!(op, AgOp::Mean(_)) { scale(c, &t, 1.0 / n as f64)? } else { t };
             built(contig(c, &t)?, r, cc)
         }
-        Op::Reshape(r, cc) => {
+        AgOp::Reshape(r, cc) => {
             let v = c.reshape(&contig(c, &x(b, 0)?)?, &[*r, *cc])?;
             built(c.op(G::Cont, &[v])?, *r, *cc)
         }
-        Op::Transpose => built(transpose(c, &x(b, 0)?)?, c0, r0),
-        Op::MseLoss => {
+        AgOp::Transpose => built(transpose(c, &x(b, 0)?)?, c0, r0),
+        AgOp::MseLoss => {
             let d = bin(c, G::Sub, &x(b, 0)?, &x(b, 1)?)?;
             let s = total(c, &unary(c, UnaryOp::Sqr, &d)?)?;
             built(scale(c, &s, 1.0 / x0.len() as f64)?, 1, 1)
         }
-        Op::CrossEntropyLoss => {
+        AgOp::CrossEntropyLoss => {
             let lp = unary(c, UnaryOp::Log, &ce_clamp(c, &x(b, 0)?)?)?;
             let s = total(c, &bin(c, G::Mul, &x(b, 1)?, &lp)?)?;
             built(scale(c, &s, -1.0 / c0 as f64)?, 1, 1)
         }
-        Op::SoftmaxCrossEntropyLoss => {
+        AgOp::SoftmaxCrossEntropyLoss => {
             let (l, t) = (x(b, 0)?, x(b, 1)?);
             if b.supports(&G::CrossEntropyLoss) {
                 return built(c.reshape(&c.op(G::CrossEntropyLoss, &[l, t])?, &[1, 1])?, 1, 1);
@@ -138,21 +138,21 @@ fn build(b: &mut Builder, c: &Context, op: &Op, xs: &[Val]) -> Result<Built> {
             let loss = scale(c, &total(c, &d)?, 1.0 / c0 as f64)?;
             Ok(Built { out: (loss, 1, 1), saved: vec![(p, r0, c0)], aux: None })
         }
-        Op::BatchNorm { eps, training } => batch_norm(b, c, xs, *eps, *training),
-        Op::Gather(idx, k) => {
+        AgOp::BatchNorm { eps, training } => batch_norm(b, c, xs, *eps, *training),
+        AgOp::Gather(idx, k) => {
             let ix = b.data(c, Some(DType::I32), &[idx.len()], idx.iter().map(|&k| k as f64).collect())?;
             let t = c.op(G::GetRows, &[x(b, 0)?, ix])?;
             // Stacking k picks per column is a view of the picks: no copy.
             let t = if *k == 1 { t } else { c.reshape(&t, &[r0 * k, idx.len() / k])? };
             built(t, r0 * k, idx.len() / k)
         }
-        Op::Conv2d(g, a) => {
+        AgOp::Conv2d(g, a) => {
             let (out, saved) = super::conv_rules::forward(b, c, g, *a, xs)?;
             let (rows, cols) = g.check(&[xs[0].shape(), xs[1].shape(), xs[2].shape()])?;
             Ok(Built { out: (out, rows, cols), saved, aux: None })
         }
-        Op::SliceRows(from, to) => built(rows_of(c, &x(b, 0)?, *from, *to, c0)?, to - from, c0),
-        Op::ConcatRows => {
+        AgOp::SliceRows(from, to) => built(rows_of(c, &x(b, 0)?, *from, *to, c0)?, to - from, c0),
+        AgOp::ConcatRows => {
             let mut t = x(b, 0)?;
             for d in &xs[1..] {
                 // Many pieces may need more than one context's room.
@@ -164,7 +164,7 @@ fn build(b: &mut Builder, c: &Context, op: &Op, xs: &[Val]) -> Result<Built> {
     }
 }
 
-fn batch_norm(b: &mut Builder, c: &Context, xs: &[Val], eps: f64, training: bool) -> Result<Built> {
+fn batch_norm(b: &mut GraphBuilder, c: &Context, xs: &[EngineVal], eps: f64, training: bool) -> Result<Built> {
     let (f, n) = xs[0].shape();
     let x = cast(b, c, &xs[0].t)?;
     let (mu, var) = if training {

@@ -1,7 +1,7 @@
 //! Building one graph in a place and computing it with a single call on the
 //! place's backend (one queue submission on Vulkan).
 //!
-//! A [`Builder`] hands out a context with room for the next few nodes (the
+//! A [`GraphBuilder`] hands out a context with room for the next few nodes (the
 //! pass pool's current one on device "gpu", contexts of its own on "cpu";
 //! a new one when one fills up), keeps the scalar constants of the graph in
 //! one small table (views into it, filled by one upload), and, once
@@ -11,7 +11,7 @@
 //! freed with the graph).
 
 use super::place::cpu_alloc;
-use super::value::{Place, Val};
+use super::value::{Place, EngineVal};
 use crate::backend::Backend;
 use crate::base::dtype::DType;
 use crate::graph::Graph;
@@ -43,7 +43,7 @@ const TABLE: usize = 64;
 
 type T = Arc<ETensor>;
 
-pub struct Builder {
+pub struct GraphBuilder {
     place: Place,
     backend: Arc<Backend>,
     ctxs: Vec<Arc<Context>>,
@@ -53,10 +53,10 @@ pub struct Builder {
     data: Vec<(T, Vec<f64>)>,
 }
 
-impl Builder {
+impl GraphBuilder {
     /// A builder of a graph in `place` (an error when "gpu" has no backend).
-    pub fn new(place: Place) -> Result<Builder> {
-        Ok(Builder { place, backend: place.backend()?, ctxs: Vec::new(), tables: Vec::new(), data: Vec::new() })
+    pub fn new(place: Place) -> Result<GraphBuilder> {
+        Ok(GraphBuilder { place, backend: place.backend()?, ctxs: Vec::new(), tables: Vec::new(), data: Vec::new() })
     }
 
     pub fn place(&self) -> Place {
@@ -214,12 +214,12 @@ pub fn detach(c: &Context, t: &T) -> Result<T> {
 /// and gives the results as values of the given shapes.
 pub fn run_vals(
     place: Place,
-    build: impl FnOnce(&mut Builder, &Context) -> Result<Vec<(T, usize, usize)>>,
-) -> Result<Vec<Val>> {
-    let mut b = Builder::new(place)?;
+    build: impl FnOnce(&mut GraphBuilder, &Context) -> Result<Vec<(T, usize, usize)>>,
+) -> Result<Vec<EngineVal>> {
+    let mut b = GraphBuilder::new(place)?;
     let c = b.ctx()?;
     let outs = build(&mut b, &c)?;
     let ts: Vec<T> = outs.iter().map(|o| o.0.clone()).collect();
     let done = b.compute(&ts)?;
-    Ok(done.into_iter().zip(outs).map(|(t, (_, rows, cols))| Val::new(t, rows, cols, place)).collect())
+    Ok(done.into_iter().zip(outs).map(|(t, (_, rows, cols))| EngineVal::new(t, rows, cols, place)).collect())
 }

@@ -12,7 +12,7 @@
 //! Modules, bottom-up (each imports only those above it in this list):
 //! - `rescue`: what must be copied out of a pool before it is reset;
 //! - `op`, `conv`: the ops, their parameters and shape rules (the errors users see);
-//! - `value`: where values live ([`Storage`], [`Place`], [`Val`]) and the
+//! - `value`: where values live ([`Storage`], [`Place`], [`EngineVal`]) and the
 //!   tensor cells;
 //! - `place`: each place's backend, memory and uploads;
 //! - `graph`: building one graph in a place and computing it once;
@@ -52,11 +52,11 @@ pub mod tape;
 pub mod value;
 
 pub use clip::{clip_factor, clip_grads};
-pub use op::{Act, Axis, Op};
+pub use op::{AgActivation, AgOp, Axis};
 pub use optim::{GradIn, OptKind, Optimizer};
 pub use pools::reset_pools;
 pub use tape::{Applied, Tape};
-pub use value::{grad_cell, set_cell, GradCell, Mat, Place, Storage, Tensor, TensorRef, Val, Value};
+pub use value::{grad_cell, set_cell, AgTensor, AgTensorRef, EngineVal, GradCell, HostMat, Place, Storage, ValueRef};
 
 #[cfg(test)]
 mod conv_tests;

@@ -6,8 +6,8 @@
 //! column of the matrix is a ggml "row": ggml's row-wise ops (`soft_max`,
 //! `sum_rows`, `get_rows`) work per column of the autograd matrix.
 
-use super::graph::{blank, Builder};
-use super::op::{Act, CE_EPS};
+use super::graph::{blank, GraphBuilder};
+use super::op::{AgActivation, CE_EPS};
 use crate::tensor::Context;
 use crate::op::{Op as G, UnaryOp};
 use crate::tensor::Tensor as ETensor;
@@ -39,7 +39,7 @@ pub fn contig(c: &Context, x: &T) -> Result<T> {
 
 /// `x` as an operand of a reading op: the CPU backend reads strided views
 /// itself; other backends get a contiguous copy.
-fn operand(b: &Builder, c: &Context, x: &T) -> Result<T> {
+fn operand(b: &GraphBuilder, c: &Context, x: &T) -> Result<T> {
     if b.reads_views() {
         Ok(x.clone())
     } else {
@@ -48,7 +48,7 @@ fn operand(b: &Builder, c: &Context, x: &T) -> Result<T> {
 }
 
 /// `x` in the builder's compute type (weights may be stored in f16).
-pub fn cast(b: &Builder, c: &Context, x: &T) -> Result<T> {
+pub fn cast(b: &GraphBuilder, c: &Context, x: &T) -> Result<T> {
     if x.dtype() == b.dtype() {
         return Ok(x.clone());
     }
@@ -62,14 +62,14 @@ pub fn transpose(c: &Context, x: &T) -> Result<T> {
 }
 
 /// `a %*% b` for `a` `[m, k]`, `b` `[k, n]` (ggml: mul_mat(t(a), b)).
-pub fn matmul(b: &Builder, c: &Context, x: &T, y: &T) -> Result<T> {
+pub fn matmul(b: &GraphBuilder, c: &Context, x: &T, y: &T) -> Result<T> {
     c.op(G::MulMat, &[operand(b, c, &c.transpose(x)?)?, y.clone()])
 }
 
 /// `act(w %*% x + bias)` for `w` `[m, k]`, `x` `[k, n]`, `bias` `[m, 1]`:
 /// one fused product where the backend has it, else product, sum and
 /// activation.
-pub fn linear(b: &Builder, c: &Context, w: &T, x: &T, bias: &T, a: Act) -> Result<T> {
+pub fn linear(b: &GraphBuilder, c: &Context, w: &T, x: &T, bias: &T, a: AgActivation) -> Result<T> {
     let fused = G::Linear { act: a.unary() };
     if b.supports(&fused) {
         return c.op(fused, &[c.transpose(w)?, x.clone(), bias.clone()]);
@@ -79,7 +79,7 @@ pub fn linear(b: &Builder, c: &Context, w: &T, x: &T, bias: &T, a: Act) -> Resul
 }
 
 /// Per-row sums of a `[rows, cols]` matrix, as a `[rows, 1]` column.
-pub fn row_sums(b: &Builder, c: &Context, x: &T, rows: usize) -> Result<T> {
+pub fn row_sums(b: &GraphBuilder, c: &Context, x: &T, rows: usize) -> Result<T> {
     let t = c.transpose(x)?;
     let s = c.op(G::SumRows, &[if b.reads_views() { t } else { contig(c, &t)? }])?;
     c.reshape(&s, &[rows, 1])
@@ -97,7 +97,7 @@ pub fn total(c: &Context, x: &T) -> Result<T> {
 }
 
 /// A gradient `g` (`[gr, gc]`) of a broadcast result, summed back to `[rows, cols]`.
-pub fn reduce_to(b: &Builder, c: &Context, g: &T, (gr, gc): (usize, usize), rows: usize, cols: usize) -> Result<T> {
+pub fn reduce_to(b: &GraphBuilder, c: &Context, g: &T, (gr, gc): (usize, usize), rows: usize, cols: usize) -> Result<T> {
     let mut t = g.clone();
     if rows == 1 && gr != 1 {
         t = col_sums(c, &t)?;
@@ -117,7 +117,7 @@ pub fn expand(c: &Context, x: &T, (xr, xc): (usize, usize), rows: usize, cols: u
     c.op(G::Repeat, &[x.clone(), shape])
 }
 
-pub fn act(c: &Context, a: Act, z: T) -> Result<T> {
+pub fn act(c: &Context, a: AgActivation, z: T) -> Result<T> {
     match a.unary() {
         None => Ok(z),
         Some(u) => unary(c, u, &z),
@@ -126,7 +126,7 @@ pub fn act(c: &Context, a: Act, z: T) -> Result<T> {
 
 /// `g * act'(z)` from the activation's output `y`: one node where the
 /// backend has it.
-pub fn act_grad(b: &Builder, c: &Context, a: Act, g: &T, y: &T) -> Result<T> {
+pub fn act_grad(b: &GraphBuilder, c: &Context, a: AgActivation, g: &T, y: &T) -> Result<T> {
     if let Some(u) = a.unary() {
         let fused = G::UnaryBack { u };
         if b.supports(&fused) {
@@ -134,13 +134,13 @@ pub fn act_grad(b: &Builder, c: &Context, a: Act, g: &T, y: &T) -> Result<T> {
         }
     }
     Ok(match a {
-        Act::None => g.clone(),
-        Act::Relu => bin(c, G::Mul, g, &unary(c, UnaryOp::Step, y)?)?,
-        Act::Sigmoid => {
+        AgActivation::None => g.clone(),
+        AgActivation::Relu => bin(c, G::Mul, g, &unary(c, UnaryOp::Step, y)?)?,
+        AgActivation::Sigmoid => {
             let d = bin(c, G::Sub, y, &unary(c, UnaryOp::Sqr, y)?)?;
             bin(c, G::Mul, g, &d)?
         }
-        Act::Tanh => {
+        AgActivation::Tanh => {
             let gy2 = bin(c, G::Mul, g, &unary(c, UnaryOp::Sqr, y)?)?;
             bin(c, G::Sub, g, &gy2)?
         }
@@ -150,7 +150,7 @@ pub fn act_grad(b: &Builder, c: &Context, a: Act, g: &T, y: &T) -> Result<T> {
 /// `x ^ p` (`x` `[rows, cols]`) as R computes it: exact for whole powers
 /// (repeated products, the reciprocal for negative ones), else
 /// `exp(p log x)` (NaN for negative `x`).
-pub fn pow(b: &mut Builder, c: &Context, x: &T, (rows, cols): (usize, usize), p: f64) -> Result<T> {
+pub fn pow(b: &mut GraphBuilder, c: &Context, x: &T, (rows, cols): (usize, usize), p: f64) -> Result<T> {
     if p == 0.0 {
         return b.fill(c, rows, cols, 1.0);
     }

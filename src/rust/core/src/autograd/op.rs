@@ -15,31 +15,31 @@ pub enum Axis {
 
 /// Activation fused into a dense layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Act {
+pub enum AgActivation {
     None,
     Relu,
     Sigmoid,
     Tanh,
 }
 
-impl Act {
+impl AgActivation {
     /// The engine's element-wise function of the activation.
     pub fn unary(self) -> Option<crate::op::UnaryOp> {
         use crate::op::UnaryOp;
         match self {
-            Act::None => None,
-            Act::Relu => Some(UnaryOp::Relu),
-            Act::Sigmoid => Some(UnaryOp::Sigmoid),
-            Act::Tanh => Some(UnaryOp::Tanh),
+            AgActivation::None => None,
+            AgActivation::Relu => Some(UnaryOp::Relu),
+            AgActivation::Sigmoid => Some(UnaryOp::Sigmoid),
+            AgActivation::Tanh => Some(UnaryOp::Tanh),
         }
     }
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Op {
+pub enum AgOp {
     MatMul,
     /// `act(W %*% x + b)`: inputs W `[out, in]`, x `[in, n]`, b `[out, 1]`.
-    Linear(Act),
+    Linear(AgActivation),
     Add,
     Sub,
     Mul,
@@ -71,7 +71,7 @@ pub enum Op {
     ConcatRows,
     /// A 2-D convolution (`super::conv`) with its activation fused: inputs
     /// kernel, x and bias.
-    Conv2d(super::conv::Conv2d, Act),
+    Conv2d(super::conv::Conv2d, AgActivation),
 }
 
 /// Cross-entropy's clamp of probabilities away from 0 and 1.
@@ -90,12 +90,12 @@ fn axis(p: &[f64]) -> Result<Axis> {
     }
 }
 
-fn act_code(code: f64, name: &str) -> Result<Act> {
+fn act_code(code: f64, name: &str) -> Result<AgActivation> {
     Ok(match code as i64 {
-        0 => Act::None,
-        1 => Act::Relu,
-        2 => Act::Sigmoid,
-        3 => Act::Tanh,
+        0 => AgActivation::None,
+        1 => AgActivation::Relu,
+        2 => AgActivation::Sigmoid,
+        3 => AgActivation::Tanh,
         other => bail!("{name}: unknown activation code {other}"),
     })
 }
@@ -111,43 +111,43 @@ fn count(v: f64, name: &str, what: &str) -> Result<usize> {
     Ok(v as usize)
 }
 
-impl Op {
+impl AgOp {
     /// The op called `name` (the R function's name without `ag_`), with its
     /// numeric parameters `p` and, for `gather`, 0-based indices.
-    pub fn parse(name: &str, p: &[f64], idx: Option<Vec<usize>>) -> Result<Op> {
+    pub fn parse(name: &str, p: &[f64], idx: Option<Vec<usize>>) -> Result<AgOp> {
         Ok(match name {
-            "matmul" => Op::MatMul,
-            "linear" => Op::Linear(act_code(param(p, 0, "ag_linear", "activation")?, "ag_linear")?),
-            "add" => Op::Add,
-            "sub" => Op::Sub,
-            "mul" => Op::Mul,
-            "div" => Op::Div,
-            "scale" => Op::Scale(param(p, 0, "ag_scale", "scalar")?),
-            "relu" => Op::Relu,
-            "sigmoid" => Op::Sigmoid,
-            "tanh" => Op::Tanh,
-            "softmax" => Op::Softmax,
-            "log" => Op::Log,
-            "exp" => Op::Exp,
-            "pow" => Op::Pow(param(p, 0, "ag_pow", "p")?),
+            "matmul" => AgOp::MatMul,
+            "linear" => AgOp::Linear(act_code(param(p, 0, "ag_linear", "activation")?, "ag_linear")?),
+            "add" => AgOp::Add,
+            "sub" => AgOp::Sub,
+            "mul" => AgOp::Mul,
+            "div" => AgOp::Div,
+            "scale" => AgOp::Scale(param(p, 0, "ag_scale", "scalar")?),
+            "relu" => AgOp::Relu,
+            "sigmoid" => AgOp::Sigmoid,
+            "tanh" => AgOp::Tanh,
+            "softmax" => AgOp::Softmax,
+            "log" => AgOp::Log,
+            "exp" => AgOp::Exp,
+            "pow" => AgOp::Pow(param(p, 0, "ag_pow", "p")?),
             "clamp" => {
                 let (lo, hi) = (param(p, 0, "ag_clamp", "lo")?, param(p, 1, "ag_clamp", "hi")?);
                 if lo > hi {
                     bail!("ag_clamp: `lo` ({lo}) must not be greater than `hi` ({hi})");
                 }
-                Op::Clamp(lo, hi)
+                AgOp::Clamp(lo, hi)
             }
-            "sum" => Op::Sum(axis(p)?),
-            "mean" => Op::Mean(axis(p)?),
-            "reshape" => Op::Reshape(
+            "sum" => AgOp::Sum(axis(p)?),
+            "mean" => AgOp::Mean(axis(p)?),
+            "reshape" => AgOp::Reshape(
                 count(param(p, 0, "ag_reshape", "nrow")?, "ag_reshape", "nrow")?,
                 count(param(p, 1, "ag_reshape", "ncol")?, "ag_reshape", "ncol")?,
             ),
-            "transpose" => Op::Transpose,
-            "mse_loss" => Op::MseLoss,
-            "cross_entropy_loss" => Op::CrossEntropyLoss,
-            "softmax_cross_entropy_loss" => Op::SoftmaxCrossEntropyLoss,
-            "batch_norm" => Op::BatchNorm {
+            "transpose" => AgOp::Transpose,
+            "mse_loss" => AgOp::MseLoss,
+            "cross_entropy_loss" => AgOp::CrossEntropyLoss,
+            "softmax_cross_entropy_loss" => AgOp::SoftmaxCrossEntropyLoss,
+            "batch_norm" => AgOp::BatchNorm {
                 eps: param(p, 0, "ag_batch_norm", "eps")?,
                 training: param(p, 1, "ag_batch_norm", "training")? != 0.0,
             },
@@ -160,18 +160,18 @@ impl Op {
                 if k == 0 || idx.len() % k != 0 {
                     bail!("ag_embedding: {} indices do not make whole columns of {k}", idx.len());
                 }
-                Op::Gather(idx, k)
+                AgOp::Gather(idx, k)
             }
             "slice_rows" => {
                 let from = count(param(p, 0, "slice_rows", "from")?, "slice_rows", "from")?;
                 let to = count(param(p, 1, "slice_rows", "to")?, "slice_rows", "to")?;
-                Op::SliceRows(from, to)
+                AgOp::SliceRows(from, to)
             }
-            "concat_rows" => Op::ConcatRows,
+            "concat_rows" => AgOp::ConcatRows,
             "conv2d" => {
                 let name = super::conv::NAME;
                 let a = act_code(param(p, 0, name, "activation")?, name)?;
-                Op::Conv2d(super::conv::Conv2d::parse(&p[1..])?, a)
+                AgOp::Conv2d(super::conv::Conv2d::parse(&p[1..])?, a)
             }
             other => bail!("unknown autograd operation '{other}'"),
         })
@@ -180,43 +180,43 @@ impl Op {
     /// The R function users call, for messages.
     pub fn r_name(&self) -> &'static str {
         match self {
-            Op::MatMul => "ag_matmul",
-            Op::Linear(_) => "ag_linear",
-            Op::Add => "ag_add",
-            Op::Sub => "ag_sub",
-            Op::Mul => "ag_mul",
-            Op::Div => "ag_div",
-            Op::Scale(_) => "ag_scale",
-            Op::Relu => "ag_relu",
-            Op::Sigmoid => "ag_sigmoid",
-            Op::Tanh => "ag_tanh",
-            Op::Softmax => "ag_softmax",
-            Op::Log => "ag_log",
-            Op::Exp => "ag_exp",
-            Op::Pow(_) => "ag_pow",
-            Op::Clamp(..) => "ag_clamp",
-            Op::Sum(_) => "ag_sum",
-            Op::Mean(_) => "ag_mean",
-            Op::Reshape(..) => "ag_reshape",
-            Op::Transpose => "ag_transpose",
-            Op::MseLoss => "ag_mse_loss",
-            Op::CrossEntropyLoss => "ag_cross_entropy_loss",
-            Op::SoftmaxCrossEntropyLoss => "ag_softmax_cross_entropy_loss",
-            Op::BatchNorm { .. } => "ag_batch_norm",
-            Op::Gather(..) => "ag_embedding",
-            Op::SliceRows(..) => "row slice",
-            Op::ConcatRows => "row concatenation",
-            Op::Conv2d(..) => super::conv::NAME,
+            AgOp::MatMul => "ag_matmul",
+            AgOp::Linear(_) => "ag_linear",
+            AgOp::Add => "ag_add",
+            AgOp::Sub => "ag_sub",
+            AgOp::Mul => "ag_mul",
+            AgOp::Div => "ag_div",
+            AgOp::Scale(_) => "ag_scale",
+            AgOp::Relu => "ag_relu",
+            AgOp::Sigmoid => "ag_sigmoid",
+            AgOp::Tanh => "ag_tanh",
+            AgOp::Softmax => "ag_softmax",
+            AgOp::Log => "ag_log",
+            AgOp::Exp => "ag_exp",
+            AgOp::Pow(_) => "ag_pow",
+            AgOp::Clamp(..) => "ag_clamp",
+            AgOp::Sum(_) => "ag_sum",
+            AgOp::Mean(_) => "ag_mean",
+            AgOp::Reshape(..) => "ag_reshape",
+            AgOp::Transpose => "ag_transpose",
+            AgOp::MseLoss => "ag_mse_loss",
+            AgOp::CrossEntropyLoss => "ag_cross_entropy_loss",
+            AgOp::SoftmaxCrossEntropyLoss => "ag_softmax_cross_entropy_loss",
+            AgOp::BatchNorm { .. } => "ag_batch_norm",
+            AgOp::Gather(..) => "ag_embedding",
+            AgOp::SliceRows(..) => "row slice",
+            AgOp::ConcatRows => "row concatenation",
+            AgOp::Conv2d(..) => super::conv::NAME,
         }
     }
 
     pub fn arity_ok(&self, n: usize) -> bool {
         match self {
-            Op::MatMul | Op::Add | Op::Sub | Op::Mul | Op::Div => n == 2,
-            Op::MseLoss | Op::CrossEntropyLoss | Op::SoftmaxCrossEntropyLoss => n == 2,
-            Op::BatchNorm { training: true, .. } | Op::Linear(_) | Op::Conv2d(..) => n == 3,
-            Op::BatchNorm { training: false, .. } => n == 5,
-            Op::ConcatRows => n >= 1,
+            AgOp::MatMul | AgOp::Add | AgOp::Sub | AgOp::Mul | AgOp::Div => n == 2,
+            AgOp::MseLoss | AgOp::CrossEntropyLoss | AgOp::SoftmaxCrossEntropyLoss => n == 2,
+            AgOp::BatchNorm { training: true, .. } | AgOp::Linear(_) | AgOp::Conv2d(..) => n == 3,
+            AgOp::BatchNorm { training: false, .. } => n == 5,
+            AgOp::ConcatRows => n >= 1,
             _ => n == 1,
         }
     }
@@ -278,7 +278,7 @@ fn conformable(a: (usize, usize), b: (usize, usize), name: &str) -> Result<()> {
     Ok(())
 }
 
-impl Op {
+impl AgOp {
     /// The shape of the result of the op on inputs of shapes `x`, or the
     /// error that names the op and the shapes.
     pub fn check(&self, x: &[(usize, usize)]) -> Result<(usize, usize)> {
@@ -288,22 +288,22 @@ impl Op {
         }
         let x0 = x[0];
         Ok(match self {
-            Op::MatMul => {
+            AgOp::MatMul => {
                 conformable(x0, x[1], name)?;
                 (x0.0, x[1].1)
             }
-            Op::Linear(_) => {
+            AgOp::Linear(_) => {
                 column(x[2], x0.0, name, "b")?;
                 conformable(x0, x[1], name)?;
                 (x0.0, x[1].1)
             }
-            Op::Add | Op::Sub | Op::Mul | Op::Div => broadcast_shape(x0, x[1], name)?,
-            Op::Scale(_) | Op::Relu | Op::Sigmoid | Op::Tanh | Op::Softmax | Op::Log | Op::Exp => x0,
-            Op::Pow(_) | Op::Clamp(..) => x0,
-            Op::Sum(Axis::All) | Op::Mean(Axis::All) => (1, 1),
-            Op::Sum(Axis::Rows) | Op::Mean(Axis::Rows) => (x0.0, 1),
-            Op::Sum(Axis::Cols) | Op::Mean(Axis::Cols) => (1, x0.1),
-            Op::Reshape(r, c) => {
+            AgOp::Add | AgOp::Sub | AgOp::Mul | AgOp::Div => broadcast_shape(x0, x[1], name)?,
+            AgOp::Scale(_) | AgOp::Relu | AgOp::Sigmoid | AgOp::Tanh | AgOp::Softmax | AgOp::Log | AgOp::Exp => x0,
+            AgOp::Pow(_) | AgOp::Clamp(..) => x0,
+            AgOp::Sum(Axis::All) | AgOp::Mean(Axis::All) => (1, 1),
+            AgOp::Sum(Axis::Rows) | AgOp::Mean(Axis::Rows) => (x0.0, 1),
+            AgOp::Sum(Axis::Cols) | AgOp::Mean(Axis::Cols) => (1, x0.1),
+            AgOp::Reshape(r, c) => {
                 let n = x0.0 * x0.1;
                 if r.checked_mul(*c) != Some(n) {
                     bail!(
@@ -313,16 +313,16 @@ impl Op {
                 }
                 (*r, *c)
             }
-            Op::Transpose => (x0.1, x0.0),
-            Op::MseLoss | Op::CrossEntropyLoss => {
+            AgOp::Transpose => (x0.1, x0.0),
+            AgOp::MseLoss | AgOp::CrossEntropyLoss => {
                 same_shape(x0, x[1], name, ("pred", "target"))?;
                 (1, 1)
             }
-            Op::SoftmaxCrossEntropyLoss => {
+            AgOp::SoftmaxCrossEntropyLoss => {
                 same_shape(x0, x[1], name, ("logits", "target"))?;
                 (1, 1)
             }
-            Op::BatchNorm { training, .. } => {
+            AgOp::BatchNorm { training, .. } => {
                 let f = x0.0;
                 column(x[1], f, name, "gamma")?;
                 column(x[2], f, name, "beta")?;
@@ -336,7 +336,7 @@ impl Op {
                 }
                 x0
             }
-            Op::Gather(idx, per) => {
+            AgOp::Gather(idx, per) => {
                 if let Some(k) = idx.iter().find(|&&k| k >= x0.1) {
                     bail!(
                         "ag_embedding: index {k} is out of range; indices are 0-based and must be below the vocabulary size {}",
@@ -345,20 +345,20 @@ impl Op {
                 }
                 (x0.0 * per, idx.len() / per)
             }
-            Op::SliceRows(from, to) => {
+            AgOp::SliceRows(from, to) => {
                 if from >= to || *to > x0.0 {
                     bail!("row slice {}..{} is outside a matrix with {} rows", from + 1, to, x0.0);
                 }
                 (to - from, x0.1)
             }
-            Op::ConcatRows => {
+            AgOp::ConcatRows => {
                 let cols = x0.1;
                 if let Some(bad) = x.iter().find(|m| m.1 != cols) {
                     bail!("row concatenation: all pieces need {cols} columns, one is {}", shape_str(*bad));
                 }
                 (x.iter().map(|m| m.0).sum(), cols)
             }
-            Op::Conv2d(g, _) => g.check(x)?,
+            AgOp::Conv2d(g, _) => g.check(x)?,
         })
     }
 }

@@ -8,10 +8,10 @@
 //! whose results are copied into the weights' and moments' own memory (the
 //! persistent pool does not grow).
 
-use super::graph::Builder;
+use super::graph::GraphBuilder;
 use super::nodes::{scale, write_into};
 use super::place;
-use super::value::{Mat, Place, Storage, TensorRef, Val};
+use super::value::{HostMat, Place, Storage, AgTensorRef, EngineVal};
 use crate::op::{Op as G, UnaryOp};
 use crate::residency::Scope;
 use crate::tensor::{Context, Tensor as ETensor};
@@ -53,7 +53,7 @@ impl GradIn<'_> {
 pub struct Optimizer {
     pub kind: OptKind,
     pub t: u64,
-    slots: Vec<Option<(Val, Val)>>,
+    slots: Vec<Option<(EngineVal, EngineVal)>>,
 }
 
 type T = Arc<ETensor>;
@@ -66,14 +66,14 @@ impl Optimizer {
     /// First and second moment (or velocity) of parameter `i`, once it has them.
     pub fn moment(&self, i: usize) -> Option<(Vec<f64>, Vec<f64>)> {
         let (m, v) = self.slots.get(i)?.as_ref()?;
-        let get = |x: &Val| place::host_values(&Storage::Engine(x.clone())).map(|m| m.into_owned().data);
+        let get = |x: &EngineVal| place::host_values(&Storage::Engine(x.clone())).map(|m| m.into_owned().data);
         Some((get(m).ok()?, get(v).ok()?))
     }
 
     /// One step: `grads[i]` is the gradient of `params[i]` (None: skipped).
     /// The parameters of each place are updated together by one graph that
     /// reads their gradients where they are.
-    pub fn step(&mut self, params: &[TensorRef], names: &[String], grads: &[Option<GradIn>], lr: f64) -> Result<()> {
+    pub fn step(&mut self, params: &[AgTensorRef], names: &[String], grads: &[Option<GradIn>], lr: f64) -> Result<()> {
         if params.len() != self.slots.len() || grads.len() != params.len() {
             bail!("the optimizer was made for {} parameters but got {}", self.slots.len(), params.len());
         }
@@ -94,7 +94,7 @@ impl Optimizer {
         // Counted once the update is made (a failed step is not a step).
         let t = (self.t + 1) as f64;
         for at in [Place::Cpu, Place::Pools] {
-            let mut b: Option<Builder> = None;
+            let mut b: Option<GraphBuilder> = None;
             let mut outs = Vec::new();
             for (i, (p, g)) in params.iter().zip(grads).enumerate() {
                 let Some(g) = g else { continue };
@@ -103,7 +103,7 @@ impl Optimizer {
                 }
                 let b = match &mut b {
                     Some(b) => b,
-                    None => b.insert(Builder::new(at)?),
+                    None => b.insert(GraphBuilder::new(at)?),
                 };
                 let w = weight(p, at)?;
                 let slot = self.moments(i, &w)?;
@@ -125,11 +125,11 @@ impl Optimizer {
 
     /// The moments of parameter `i` (weight `w`), made (zero) when missing
     /// or of another shape. Plain SGD keeps none: 1x1 placeholders.
-    fn moments(&mut self, i: usize, w: &Val) -> Result<(Val, Val)> {
+    fn moments(&mut self, i: usize, w: &EngineVal) -> Result<(EngineVal, EngineVal)> {
         let plain = matches!(self.kind, OptKind::Sgd { momentum } if momentum <= 0.0);
         let (mr, mc) = if plain { (1, 1) } else { (w.rows, w.cols) };
         if !matches!(&self.slots[i], Some(s) if s.0.shape() == (mr, mc) && s.0.place == w.place) {
-            let zeros = Mat::filled(mr, mc, 0.0);
+            let zeros = HostMat::filled(mr, mc, 0.0);
             let z = || place::upload(&zeros, w.place, Scope::Persistent, crate::base::dtype::DType::F32);
             self.slots[i] = Some((z()?, z()?));
         }
@@ -141,7 +141,7 @@ impl Optimizer {
 /// CPU a host value is uploaded first, and a value a tape still holds is
 /// copied first (the tape keeps the old one). In the pools the weight is
 /// updated where it is.
-fn weight(p: &TensorRef, at: Place) -> Result<Val> {
+fn weight(p: &AgTensorRef, at: Place) -> Result<EngineVal> {
     let v = p.value();
     match &*v {
         Storage::Engine(w) if at == Place::Pools => Ok(w.clone()),
@@ -157,7 +157,7 @@ fn weight(p: &TensorRef, at: Place) -> Result<Val> {
 /// Appends the update of weight `w` from gradient `g` (a node of `b`'s
 /// graph) and its moments to `outs`.
 #[allow(clippy::too_many_arguments)]
-fn update(b: &mut Builder, c: &Context, kind: &OptKind, w: &Val, g: &T, slot: &(Val, Val), lr: f64, t: f64, outs: &mut Vec<T>) -> Result<()> {
+fn update(b: &mut GraphBuilder, c: &Context, kind: &OptKind, w: &EngineVal, g: &T, slot: &(EngineVal, EngineVal), lr: f64, t: f64, outs: &mut Vec<T>) -> Result<()> {
     let (wt, mt, vt) = (w.t.clone(), slot.0.t.clone(), slot.1.t.clone());
     let fused = match *kind {
         OptKind::Sgd { momentum } => G::SgdStep { lr, momentum },

@@ -10,7 +10,7 @@
 //! of the previous one: see [`Spare`]). Device "gpu" is the
 //! residency backend in f32 (f16 or bf16 parameters are read as f32).
 
-use super::value::{Mat, Place, Storage, Val};
+use super::value::{HostMat, Place, Storage, EngineVal};
 use crate::backend::{self, Backend};
 use crate::base::dtype::DType;
 use crate::memory::{Buffer, BufferTag};
@@ -167,30 +167,30 @@ pub(crate) fn cpu_alloc(t: &ETensor) -> Result<()> {
 }
 
 /// A new f64 tensor `[rows, cols]` on the host backend holding `m`.
-fn cpu_upload(m: &Mat) -> Result<Val> {
+fn cpu_upload(m: &HostMat) -> Result<EngineVal> {
     let ctx = Context::new(TENSOR_OVERHEAD, true)?;
     let t = ctx.new_tensor(DType::F64, &[m.rows, m.cols])?;
     cpu_alloc(&t)?;
     crate::tensor::io::set_values(&t, &m.data, 0)?;
-    Ok(Val::new(t, m.rows, m.cols, Place::Cpu))
+    Ok(EngineVal::new(t, m.rows, m.cols, Place::Cpu))
 }
 
 /// Uploads `m` into `place`: the CPU in f64, or a new tensor of the pool
 /// `scope` as `dtype` (f32, or f16 / bf16 for weights stored in half
 /// precision; products and activations are computed in f32).
-pub fn upload(m: &Mat, place: Place, scope: Scope, dtype: DType) -> Result<Val> {
+pub fn upload(m: &HostMat, place: Place, scope: Scope, dtype: DType) -> Result<EngineVal> {
     match place {
         Place::Cpu => cpu_upload(m),
         Place::Pools => {
             let t = residency::state().upload_matrix(&m.data, m.rows, m.cols, dtype, scope)?;
-            Ok(Val::new(t, m.rows, m.cols, Place::Pools))
+            Ok(EngineVal::new(t, m.rows, m.cols, Place::Pools))
         }
     }
 }
 
 /// The host values of `s`: borrowed when it holds them, else read from
-/// its backend (see [`Val::download`]).
-pub fn host_values(s: &Storage) -> Result<std::borrow::Cow<'_, Mat>> {
+/// its backend (see [`EngineVal::download`]).
+pub fn host_values(s: &Storage) -> Result<std::borrow::Cow<'_, HostMat>> {
     use std::borrow::Cow;
     match s {
         Storage::Host(m) => Ok(Cow::Borrowed(m)),
@@ -201,7 +201,7 @@ pub fn host_values(s: &Storage) -> Result<std::borrow::Cow<'_, Mat>> {
 /// `s` as an engine value in `place`: itself when it is there, else
 /// uploaded (a host value, or one held by the other place, moves into the
 /// pass pool or onto the CPU).
-pub fn to_place(s: &Storage, place: Place) -> Result<Val> {
+pub fn to_place(s: &Storage, place: Place) -> Result<EngineVal> {
     match s {
         Storage::Engine(v) if v.place == place => Ok(v.clone()),
         _ => upload(&*host_values(s)?, place, Scope::Pass, DType::F32),

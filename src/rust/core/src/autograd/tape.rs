@@ -6,11 +6,11 @@
 
 use super::backward::backward as node_backward;
 use super::forward::forward;
-use super::graph::Builder;
+use super::graph::GraphBuilder;
 use super::nodes::bin;
-use super::op::Op;
+use super::op::AgOp;
 use super::place;
-use super::value::{Mat, Place, Storage, Tensor, TensorRef, Val};
+use super::value::{HostMat, Place, Storage, AgTensor, AgTensorRef, EngineVal};
 use crate::op::Op as G;
 use crate::tensor::Tensor as ETensor;
 use anyhow::{bail, Result};
@@ -18,19 +18,19 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 struct Node {
-    op: Op,
-    inputs: Vec<Val>,
+    op: AgOp,
+    inputs: Vec<EngineVal>,
     /// The input tensors that want a gradient (None for the others).
-    targets: Vec<Option<TensorRef>>,
+    targets: Vec<Option<AgTensorRef>>,
     out_id: u64,
-    out: Val,
+    out: EngineVal,
     /// Values the backward rule reads (e.g. softmax output).
-    saved: Vec<Val>,
+    saved: Vec<EngineVal>,
 }
 
 /// The result of applying an op.
 pub struct Applied {
-    pub tensor: TensorRef,
+    pub tensor: AgTensorRef,
     pub requires_grad: bool,
     pub aux: Vec<f64>,
 }
@@ -47,9 +47,9 @@ impl Tape {
         Tape::default()
     }
     /// A new tensor holding `m`, with a fresh id.
-    pub fn tensor(&mut self, m: Mat) -> TensorRef {
+    pub fn tensor(&mut self, m: HostMat) -> AgTensorRef {
         self.next_id += 1;
-        Tensor::new(self.next_id, m)
+        AgTensor::new(self.next_id, m)
     }
     /// Starts recording on an empty tape.
     pub fn begin(&mut self) {
@@ -77,7 +77,7 @@ impl Tape {
     /// Runs `op` on `inputs`; `rg[i]` says whether input i requires a
     /// gradient. Records a node when the tape is on and any input requires one.
     /// On error nothing is recorded and nothing changes.
-    pub fn apply(&mut self, op: Op, inputs: &[TensorRef], rg: &[bool]) -> Result<Applied> {
+    pub fn apply(&mut self, op: AgOp, inputs: &[AgTensorRef], rg: &[bool]) -> Result<Applied> {
         self.apply_on(op, inputs, rg, false)
     }
 
@@ -85,7 +85,7 @@ impl Tape {
     /// inputs are uploaded to the pass pool, the output lives there), as it
     /// does when an input is there. Otherwise it runs on the CPU in f64, and
     /// a host value it reads is uploaded once (the tensor keeps the copy).
-    pub fn apply_on(&mut self, op: Op, inputs: &[TensorRef], rg: &[bool], on_device: bool) -> Result<Applied> {
+    pub fn apply_on(&mut self, op: AgOp, inputs: &[AgTensorRef], rg: &[bool], on_device: bool) -> Result<Applied> {
         let shapes: Vec<(usize, usize)> = inputs.iter().map(|t| t.shape()).collect();
         op.check(&shapes)?;
         let values: Vec<_> = inputs.iter().map(|t| t.value()).collect();
@@ -102,7 +102,7 @@ impl Tape {
         let f = forward(&op, &xs, at)?;
         let requires_grad = rg.iter().any(|&b| b);
         self.next_id += 1;
-        let tensor = Tensor::with_storage(self.next_id, Storage::Engine(f.out.clone()));
+        let tensor = AgTensor::with_storage(self.next_id, Storage::Engine(f.out.clone()));
         if self.enabled && requires_grad {
             let targets = inputs.iter().zip(rg).map(|(t, &r)| r.then(|| t.clone())).collect();
             self.nodes.push(Node { op, inputs: xs, targets, out_id: tensor.id, out: f.out, saved: f.saved });
@@ -117,7 +117,7 @@ impl Tape {
     /// Every node appends its rule to ONE graph of its place (gradients are
     /// nodes, summed with `add` nodes), computed once at the end: the leaves'
     /// gradients stay where they were computed.
-    pub fn backward(&mut self, loss: &TensorRef) -> Result<Vec<(TensorRef, Storage)>> {
+    pub fn backward(&mut self, loss: &AgTensorRef) -> Result<Vec<(AgTensorRef, Storage)>> {
         // Checked before the tape is consumed: a wrong tensor leaves the
         // tape as it was, for backward() of the right one.
         if !self.nodes.iter().any(|n| n.out_id == loss.id) {
@@ -139,7 +139,7 @@ impl Tape {
 }
 
 /// The backward pass of [`Tape::backward`] over the taken `nodes`.
-fn backward_nodes(nodes: &[Node], loss: &TensorRef) -> Result<Vec<(TensorRef, Storage)>> {
+fn backward_nodes(nodes: &[Node], loss: &AgTensorRef) -> Result<Vec<(AgTensorRef, Storage)>> {
     let produced: HashSet<u64> = nodes.iter().map(|n| n.out_id).collect();
     let mut bs = Builders::default();
     let seed = {
@@ -151,7 +151,7 @@ fn backward_nodes(nodes: &[Node], loss: &TensorRef) -> Result<Vec<(TensorRef, St
     };
     let mut grads: HashMap<u64, Grad> = HashMap::new();
     grads.insert(loss.id, seed);
-    let mut leaves: HashMap<u64, TensorRef> = HashMap::new();
+    let mut leaves: HashMap<u64, AgTensorRef> = HashMap::new();
     for node in nodes.iter().rev() {
         let Some(g) = grads.remove(&node.out_id) else { continue };
         let at = node.out.place;
@@ -173,7 +173,7 @@ fn backward_nodes(nodes: &[Node], loss: &TensorRef) -> Result<Vec<(TensorRef, St
             }
         }
     }
-    let mut out: Vec<(TensorRef, Grad)> =
+    let mut out: Vec<(AgTensorRef, Grad)> =
         leaves.into_values().filter_map(|t| grads.remove(&t.id).map(|g| (t, g))).collect();
     out.sort_by_key(|(t, _)| t.id);
     finish(bs, out)
@@ -182,18 +182,18 @@ fn backward_nodes(nodes: &[Node], loss: &TensorRef) -> Result<Vec<(TensorRef, St
 /// The builder of each place the backward pass uses.
 #[derive(Default)]
 struct Builders {
-    cpu: Option<Builder>,
-    pools: Option<Builder>,
+    cpu: Option<GraphBuilder>,
+    pools: Option<GraphBuilder>,
 }
 
 impl Builders {
-    fn get(&mut self, at: Place) -> Result<&mut Builder> {
+    fn get(&mut self, at: Place) -> Result<&mut GraphBuilder> {
         let slot = match at {
             Place::Cpu => &mut self.cpu,
             Place::Pools => &mut self.pools,
         };
         if slot.is_none() {
-            *slot = Some(Builder::new(at)?);
+            *slot = Some(GraphBuilder::new(at)?);
         }
         slot.as_mut().ok_or_else(|| anyhow::anyhow!("internal: no graph builder for this place"))
     }
@@ -215,7 +215,7 @@ impl Grad {
         }
         let (r, c) = self.shape;
         let done = bs.get(self.place)?.compute_keep(std::slice::from_ref(&self.t))?.remove(0);
-        let host = place::host_values(&Storage::Engine(Val::new(done, r, c, self.place)))?.into_owned();
+        let host = place::host_values(&Storage::Engine(EngineVal::new(done, r, c, self.place)))?.into_owned();
         let b = bs.get(at)?;
         let ctx = b.ctx()?;
         Ok(Grad { t: b.data(&ctx, None, &[r, c], host.data)?, shape: self.shape, place: at })
@@ -231,7 +231,7 @@ impl Grad {
 
 /// Computes the leaves' gradients (and their sums with the gradients the
 /// leaves already hold) in one graph per place, and hands them to the leaves.
-fn finish(mut bs: Builders, out: Vec<(TensorRef, Grad)>) -> Result<Vec<(TensorRef, Storage)>> {
+fn finish(mut bs: Builders, out: Vec<(AgTensorRef, Grad)>) -> Result<Vec<(AgTensorRef, Storage)>> {
     // Per gradient: where its result and its sum with the held one are among
     // its place's outputs.
     let mut plan = Vec::with_capacity(out.len());
@@ -269,8 +269,8 @@ fn finish(mut bs: Builders, out: Vec<(TensorRef, Grad)>) -> Result<Vec<(TensorRe
     for ((t, g), (at, has_acc)) in out.into_iter().zip(plan) {
         let d = &done[g.place as usize];
         let (r, c) = g.shape;
-        let gd = Val::new(d[at].clone(), r, c, g.place);
-        let acc = if has_acc { Val::new(d[at + 1].clone(), r, c, g.place) } else { gd.clone() };
+        let gd = EngineVal::new(d[at].clone(), r, c, g.place);
+        let acc = if has_acc { EngineVal::new(d[at + 1].clone(), r, c, g.place) } else { gd.clone() };
         t.set_grad_storage(Some(Storage::Engine(acc)));
         res.push((t, Storage::Engine(gd)));
     }

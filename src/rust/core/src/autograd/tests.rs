@@ -4,23 +4,23 @@
 
 use super::*;
 
-fn zeros(r: usize, c: usize) -> Mat {
-    Mat::filled(r, c, 0.0)
+fn zeros(r: usize, c: usize) -> HostMat {
+    HostMat::filled(r, c, 0.0)
 }
 
-fn host(s: &Storage) -> Mat {
+fn host(s: &Storage) -> HostMat {
     s.to_host().unwrap()
 }
 
 /// The forward value of `op` on `inputs` (not recorded).
-pub(super) fn value(op: &Op, inputs: &[Mat]) -> Mat {
+pub(super) fn value(op: &AgOp, inputs: &[HostMat]) -> HostMat {
     let mut tape = Tape::new();
-    let ts: Vec<TensorRef> = inputs.iter().map(|m| tape.tensor(m.clone())).collect();
+    let ts: Vec<AgTensorRef> = inputs.iter().map(|m| tape.tensor(m.clone())).collect();
     let rg = vec![false; ts.len()];
     host(&tape.apply(op.clone(), &ts, &rg).unwrap().tensor.value())
 }
 
-pub(super) fn rnd(r: usize, c: usize, seed: u64, lo: f64, hi: f64) -> Mat {
+pub(super) fn rnd(r: usize, c: usize, seed: u64, lo: f64, hi: f64) -> HostMat {
     let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
     let data = (0..r * c)
         .map(|_| {
@@ -28,23 +28,23 @@ pub(super) fn rnd(r: usize, c: usize, seed: u64, lo: f64, hi: f64) -> Mat {
             lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
         })
         .collect();
-    Mat::new(r, c, data).unwrap()
+    HostMat::new(r, c, data).unwrap()
 }
 
 /// loss = sum(op(inputs) * w) for a fixed random weight w; compares the
 /// tape's gradient with central differences for every input in `check`.
-pub(super) fn fd_check(op: Op, inputs: Vec<Mat>, check: &[bool]) {
+pub(super) fn fd_check(op: AgOp, inputs: Vec<HostMat>, check: &[bool]) {
     let mut tape = Tape::new();
-    let ts: Vec<TensorRef> = inputs.iter().map(|m| tape.tensor(m.clone())).collect();
+    let ts: Vec<AgTensorRef> = inputs.iter().map(|m| tape.tensor(m.clone())).collect();
     tape.begin();
     let out = tape.apply(op.clone(), &ts, check).unwrap().tensor;
     let (r, c) = out.shape();
     let w = tape.tensor(rnd(r, c, 99, -1.0, 1.0));
-    let prod = tape.apply(Op::Mul, &[out, w.clone()], &[true, false]).unwrap().tensor;
-    let loss = tape.apply(Op::Sum(Axis::All), &[prod], &[true]).unwrap().tensor;
+    let prod = tape.apply(AgOp::Mul, &[out, w.clone()], &[true, false]).unwrap().tensor;
+    let loss = tape.apply(AgOp::Sum(Axis::All), &[prod], &[true]).unwrap().tensor;
     let grads = tape.backward(&loss).unwrap();
     let wv = host(&w.value());
-    let f = |xs: &[Mat]| -> f64 { value(&op, xs).data.iter().zip(&wv.data).map(|(a, b)| a * b).sum() };
+    let f = |xs: &[HostMat]| -> f64 { value(&op, xs).data.iter().zip(&wv.data).map(|(a, b)| a * b).sum() };
     for (i, t) in ts.iter().enumerate() {
         if !check[i] {
             continue;
@@ -72,48 +72,48 @@ fn gradients_match_finite_differences() {
     let pos = rnd(3, 4, 3, 0.5, 2.0);
     let col = rnd(3, 1, 4, 0.5, 2.0);
     let row = rnd(1, 4, 5, 0.5, 2.0);
-    fd_check(Op::MatMul, vec![a.clone(), b.clone()], &[true, true]);
-    for act in [Act::None, Act::Relu, Act::Sigmoid, Act::Tanh] {
-        fd_check(Op::Linear(act), vec![a.clone(), b.clone(), rnd(3, 1, 12, -1.0, 1.0)], &[true, true, true]);
+    fd_check(AgOp::MatMul, vec![a.clone(), b.clone()], &[true, true]);
+    for act in [AgActivation::None, AgActivation::Relu, AgActivation::Sigmoid, AgActivation::Tanh] {
+        fd_check(AgOp::Linear(act), vec![a.clone(), b.clone(), rnd(3, 1, 12, -1.0, 1.0)], &[true, true, true]);
     }
-    for op in [Op::Add, Op::Sub, Op::Mul, Op::Div] {
+    for op in [AgOp::Add, AgOp::Sub, AgOp::Mul, AgOp::Div] {
         fd_check(op.clone(), vec![a.clone(), pos.clone()], &[true, true]);
         fd_check(op.clone(), vec![a.clone(), col.clone()], &[true, true]);
         fd_check(op.clone(), vec![a.clone(), row.clone()], &[true, true]);
-        fd_check(op, vec![a.clone(), Mat::filled(1, 1, 1.7)], &[true, true]);
+        fd_check(op, vec![a.clone(), HostMat::filled(1, 1, 1.7)], &[true, true]);
     }
-    for op in [Op::Scale(-2.5), Op::Sigmoid, Op::Tanh, Op::Softmax, Op::Exp, Op::Transpose, Op::Reshape(2, 6)] {
+    for op in [AgOp::Scale(-2.5), AgOp::Sigmoid, AgOp::Tanh, AgOp::Softmax, AgOp::Exp, AgOp::Transpose, AgOp::Reshape(2, 6)] {
         fd_check(op, vec![a.clone()], &[true]);
     }
     let away = rnd(3, 4, 7, 0.1, 1.0);
-    let signed = Mat::new(3, 4, away.data.iter().zip(&a.data).map(|(m, s)| if *s > 0.0 { *m } else { -m }).collect()).unwrap();
-    fd_check(Op::Relu, vec![signed], &[true]);
-    fd_check(Op::Log, vec![pos.clone()], &[true]);
-    fd_check(Op::Pow(2.5), vec![pos.clone()], &[true]);
-    fd_check(Op::Pow(2.0), vec![a.clone()], &[true]);
-    fd_check(Op::Clamp(-0.5, 0.5), vec![a.clone()], &[true]);
+    let signed = HostMat::new(3, 4, away.data.iter().zip(&a.data).map(|(m, s)| if *s > 0.0 { *m } else { -m }).collect()).unwrap();
+    fd_check(AgOp::Relu, vec![signed], &[true]);
+    fd_check(AgOp::Log, vec![pos.clone()], &[true]);
+    fd_check(AgOp::Pow(2.5), vec![pos.clone()], &[true]);
+    fd_check(AgOp::Pow(2.0), vec![a.clone()], &[true]);
+    fd_check(AgOp::Clamp(-0.5, 0.5), vec![a.clone()], &[true]);
     for ax in [Axis::All, Axis::Rows, Axis::Cols] {
-        fd_check(Op::Sum(ax), vec![a.clone()], &[true]);
-        fd_check(Op::Mean(ax), vec![a.clone()], &[true]);
+        fd_check(AgOp::Sum(ax), vec![a.clone()], &[true]);
+        fd_check(AgOp::Mean(ax), vec![a.clone()], &[true]);
     }
-    let probs = value(&Op::Softmax, std::slice::from_ref(&a));
+    let probs = value(&AgOp::Softmax, std::slice::from_ref(&a));
     let target = rnd(3, 4, 8, 0.0, 1.0);
-    fd_check(Op::MseLoss, vec![a.clone(), target.clone()], &[true, true]);
-    fd_check(Op::CrossEntropyLoss, vec![probs, target.clone()], &[true, true]);
-    fd_check(Op::SoftmaxCrossEntropyLoss, vec![a.clone(), target], &[true, true]);
+    fd_check(AgOp::MseLoss, vec![a.clone(), target.clone()], &[true, true]);
+    fd_check(AgOp::CrossEntropyLoss, vec![probs, target.clone()], &[true, true]);
+    fd_check(AgOp::SoftmaxCrossEntropyLoss, vec![a.clone(), target], &[true, true]);
     let gamma = rnd(3, 1, 9, 0.5, 1.5);
     let beta = rnd(3, 1, 10, -0.5, 0.5);
-    fd_check(Op::BatchNorm { eps: 1e-5, training: true }, vec![a.clone(), gamma.clone(), beta.clone()], &[true, true, true]);
+    fd_check(AgOp::BatchNorm { eps: 1e-5, training: true }, vec![a.clone(), gamma.clone(), beta.clone()], &[true, true, true]);
     fd_check(
-        Op::BatchNorm { eps: 1e-5, training: false },
+        AgOp::BatchNorm { eps: 1e-5, training: false },
         vec![a.clone(), gamma, beta, col.clone(), rnd(3, 1, 11, 0.5, 1.0)],
         &[true, true, true, false, false],
     );
-    fd_check(Op::Gather(vec![2, 0, 2, 1], 1), vec![a.clone()], &[true]);
+    fd_check(AgOp::Gather(vec![2, 0, 2, 1], 1), vec![a.clone()], &[true]);
     // Patches: three picks stacked per column (columns read up to 3 times).
-    fd_check(Op::Gather(vec![0, 1, 2, 1, 2, 3, 2, 3, 0, 3, 0, 1], 3), vec![a.clone()], &[true]);
-    fd_check(Op::SliceRows(1, 3), vec![a.clone()], &[true]);
-    fd_check(Op::ConcatRows, vec![a.clone(), row, pos], &[true, true, false]);
+    fd_check(AgOp::Gather(vec![0, 1, 2, 1, 2, 3, 2, 3, 0, 3, 0, 1], 3), vec![a.clone()], &[true]);
+    fd_check(AgOp::SliceRows(1, 3), vec![a.clone()], &[true]);
+    fd_check(AgOp::ConcatRows, vec![a.clone(), row, pos], &[true, true, false]);
 }
 
 #[test]
@@ -122,15 +122,15 @@ fn errors_leave_the_tape_unchanged() {
     let a = tape.tensor(rnd(2, 3, 1, -1.0, 1.0));
     let b = tape.tensor(rnd(2, 3, 2, -1.0, 1.0));
     tape.begin();
-    let ok = tape.apply(Op::Mul, &[a.clone(), b.clone()], &[true, false]).unwrap();
+    let ok = tape.apply(AgOp::Mul, &[a.clone(), b.clone()], &[true, false]).unwrap();
     assert_eq!(tape.len(), 1);
-    let err = tape.apply(Op::MatMul, &[a.clone(), b.clone()], &[true, false]).err().unwrap();
+    let err = tape.apply(AgOp::MatMul, &[a.clone(), b.clone()], &[true, false]).err().unwrap();
     assert!(format!("{err}").contains("non-conformable"), "{err}");
     let c = tape_tensor(&mut tape, 3, 3);
-    let err = tape.apply(Op::Add, &[a.clone(), c], &[true, false]).err().unwrap();
+    let err = tape.apply(AgOp::Add, &[a.clone(), c], &[true, false]).err().unwrap();
     assert!(format!("{err}").contains("do not match"), "{err}");
     assert_eq!(tape.len(), 1);
-    let loss = tape.apply(Op::Sum(Axis::All), &[ok.tensor], &[true]).unwrap().tensor;
+    let loss = tape.apply(AgOp::Sum(Axis::All), &[ok.tensor], &[true]).unwrap().tensor;
     let g = tape.backward(&loss).unwrap();
     assert_eq!(g.len(), 1);
     assert_eq!(host(&g[0].1), host(&b.value()));
@@ -139,18 +139,18 @@ fn errors_leave_the_tape_unchanged() {
     assert!(tape.backward(&loss).is_err());
 }
 
-fn tape_tensor(t: &mut Tape, r: usize, c: usize) -> TensorRef {
+fn tape_tensor(t: &mut Tape, r: usize, c: usize) -> AgTensorRef {
     t.tensor(zeros(r, c))
 }
 
 #[test]
 fn gradients_accumulate_on_leaves_and_shared_inputs() {
     let mut tape = Tape::new();
-    let x = tape.tensor(Mat::new(1, 2, vec![1.0, 2.0]).unwrap());
+    let x = tape.tensor(HostMat::new(1, 2, vec![1.0, 2.0]).unwrap());
     tape.begin();
     // loss = sum(x * x) uses x twice: gradient 2x
-    let y = tape.apply(Op::Mul, &[x.clone(), x.clone()], &[true, true]).unwrap().tensor;
-    let loss = tape.apply(Op::Sum(Axis::All), &[y], &[true]).unwrap().tensor;
+    let y = tape.apply(AgOp::Mul, &[x.clone(), x.clone()], &[true, true]).unwrap().tensor;
+    let loss = tape.apply(AgOp::Sum(Axis::All), &[y], &[true]).unwrap().tensor;
     tape.backward(&loss).unwrap();
     assert_eq!(x.grad().unwrap().unwrap().data, vec![2.0, 4.0]);
 }
@@ -158,7 +158,7 @@ fn gradients_accumulate_on_leaves_and_shared_inputs() {
 #[test]
 fn adam_updates_in_place_unless_a_tape_holds_the_weight() {
     let mut tape = Tape::new();
-    let w = tape.tensor(Mat::new(1, 2, vec![1.0, -1.0]).unwrap());
+    let w = tape.tensor(HostMat::new(1, 2, vec![1.0, -1.0]).unwrap());
     let mut opt = Optimizer::new(OptKind::Adam { beta1: 0.9, beta2: 0.999, eps: 1e-8 }, 1);
     let g = [0.5, -0.25];
     let n0 = graph::graphs_computed();
@@ -173,11 +173,11 @@ fn adam_updates_in_place_unless_a_tape_holds_the_weight() {
     assert_eq!(std::sync::Arc::as_ptr(&w.value().engine().unwrap().t), t0, "the update is in place");
     // A tape that still holds the weight keeps the value it read.
     tape.begin();
-    let y = tape.apply(Op::Mul, &[w.clone(), w.clone()], &[true, true]).unwrap().tensor;
+    let y = tape.apply(AgOp::Mul, &[w.clone(), w.clone()], &[true, true]).unwrap().tensor;
     let held = host(&w.value());
     opt.step(&[w.clone()], &["w".into()], &[Some(GradIn::Host(&g))], 0.1).unwrap();
     assert_ne!(host(&w.value()), held);
-    let loss = tape.apply(Op::Sum(Axis::All), &[y], &[true]).unwrap().tensor;
+    let loss = tape.apply(AgOp::Sum(Axis::All), &[y], &[true]).unwrap().tensor;
     let gr = host(&tape.backward(&loss).unwrap()[0].1);
     assert_eq!(gr.data, held.data.iter().map(|v| 2.0 * v).collect::<Vec<_>>(), "the gradient of the value read");
     let bad = [1.0];
@@ -187,17 +187,17 @@ fn adam_updates_in_place_unless_a_tape_holds_the_weight() {
 #[test]
 fn cpu_results_are_exact_f64() {
     // Values f32 cannot hold survive every op on device "cpu".
-    let a = Mat::new(2, 2, vec![1.0 + 1e-12, 2.0, 3.0, 4.0 - 1e-12]).unwrap();
-    let b = Mat::new(2, 1, vec![1e-13, -1e-13]).unwrap();
-    let s = value(&Op::Add, &[a.clone(), b.clone()]);
+    let a = HostMat::new(2, 2, vec![1.0 + 1e-12, 2.0, 3.0, 4.0 - 1e-12]).unwrap();
+    let b = HostMat::new(2, 1, vec![1e-13, -1e-13]).unwrap();
+    let s = value(&AgOp::Add, &[a.clone(), b.clone()]);
     assert_eq!(s.data, vec![1.0 + 1e-12 + 1e-13, 2.0 - 1e-13, 3.0 + 1e-13, 4.0 - 1e-12 - 1e-13]);
-    let m = value(&Op::MatMul, &[a.clone(), Mat::new(2, 1, vec![1.0, 1.0]).unwrap()]);
+    let m = value(&AgOp::MatMul, &[a.clone(), HostMat::new(2, 1, vec![1.0, 1.0]).unwrap()]);
     assert_eq!(m.data, vec![1.0 + 1e-12 + 3.0, 2.0 + 4.0 - 1e-12]);
-    let l = value(&Op::Linear(Act::Tanh), &[a.clone(), Mat::new(2, 1, vec![0.5, -0.25]).unwrap(), b]);
+    let l = value(&AgOp::Linear(AgActivation::Tanh), &[a.clone(), HostMat::new(2, 1, vec![0.5, -0.25]).unwrap(), b]);
     let want0 = ((1.0 + 1e-12) * 0.5 - 3.0 * 0.25 + 1e-13f64).tanh();
     assert!((l.data[0] - want0).abs() < 1e-15, "{} vs {want0}", l.data[0]);
-    assert_eq!(value(&Op::Scale(1.0 / 3.0), &[a.clone()]).data[1], 2.0 * (1.0 / 3.0));
-    assert_eq!(value(&Op::Mean(Axis::All), &[a]).data[0], (1.0 + 1e-12 + 2.0 + 3.0 + 4.0 - 1e-12) * 0.25);
+    assert_eq!(value(&AgOp::Scale(1.0 / 3.0), &[a.clone()]).data[1], 2.0 * (1.0 / 3.0));
+    assert_eq!(value(&AgOp::Mean(Axis::All), &[a]).data[0], (1.0 + 1e-12 + 2.0 + 3.0 + 4.0 - 1e-12) * 0.25);
 }
 
 #[test]
@@ -246,15 +246,15 @@ fn step_timing() {
     let w2 = tape.tensor(rnd(10, h, 2, -0.05, 0.05));
     let b2 = tape.tensor(zeros(10, 1));
     let x = tape.tensor(rnd(d, nb, 3, -1.0, 1.0));
-    let y = tape.tensor(Mat::new(10, nb, (0..10 * nb).map(|i| if i % 10 == (i / 10) % 10 { 1.0 } else { 0.0 }).collect()).unwrap());
+    let y = tape.tensor(HostMat::new(10, nb, (0..10 * nb).map(|i| if i % 10 == (i / 10) % 10 { 1.0 } else { 0.0 }).collect()).unwrap());
     let params = [w1.clone(), b1.clone(), w2.clone(), b2.clone()];
     let names: Vec<String> = (0..4).map(|i| format!("p{i}")).collect();
     let mut opt = Optimizer::new(OptKind::Adam { beta1: 0.9, beta2: 0.999, eps: 1e-8 }, 4);
     let forward = |tape: &mut Tape| {
         tape.begin();
-        let h = tape.apply(Op::Linear(Act::Relu), &[w1.clone(), x.clone(), b1.clone()], &[true, false, true]).unwrap().tensor;
-        let z = tape.apply(Op::Linear(Act::None), &[w2.clone(), h, b2.clone()], &[true, true, true]).unwrap().tensor;
-        let loss = tape.apply(Op::SoftmaxCrossEntropyLoss, &[z, y.clone()], &[true, false]).unwrap().tensor;
+        let h = tape.apply(AgOp::Linear(AgActivation::Relu), &[w1.clone(), x.clone(), b1.clone()], &[true, false, true]).unwrap().tensor;
+        let z = tape.apply(AgOp::Linear(AgActivation::None), &[w2.clone(), h, b2.clone()], &[true, true, true]).unwrap().tensor;
+        let loss = tape.apply(AgOp::SoftmaxCrossEntropyLoss, &[z, y.clone()], &[true, false]).unwrap().tensor;
         tape.end();
         loss
     };
@@ -312,8 +312,8 @@ fn op_overhead() {
     for it in 0..n + 100 {
         let t0 = thread_ns();
         tape.begin();
-        let y = tape.apply(Op::Scale(0.5), std::slice::from_ref(&x), &[true]).unwrap().tensor;
-        let loss = tape.apply(Op::Sum(Axis::All), &[y], &[true]).unwrap().tensor;
+        let y = tape.apply(AgOp::Scale(0.5), std::slice::from_ref(&x), &[true]).unwrap().tensor;
+        let loss = tape.apply(AgOp::Sum(Axis::All), &[y], &[true]).unwrap().tensor;
         let t1 = thread_ns();
         tape.backward(&loss).unwrap();
         x.set_grad(None);

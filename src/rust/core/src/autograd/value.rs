@@ -2,7 +2,7 @@
 //!
 //! A value is a [`Storage`] behind an `Rc`: ops and the tape share values
 //! without copying. `Storage::Host` holds values given by R that no op has
-//! used yet; `Storage::Engine` an engine tensor ([`Val`]) in one of the two
+//! used yet; `Storage::Engine` an engine tensor ([`EngineVal`]) in one of the two
 //! places computations run ([`Place`]): the host CPU backend in f64 (device
 //! "cpu") or the residency pools on the residency backend (device "gpu").
 //! Ops look at their inputs' storage, so the R API and the tape are the same
@@ -20,14 +20,14 @@ use std::sync::Arc;
 /// A column-major `rows x cols` matrix of f64: element (i, j) is
 /// `data[i + j * rows]`, exactly as R stores a numeric matrix.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Mat {
+pub struct HostMat {
     pub rows: usize,
     pub cols: usize,
     pub data: Vec<f64>,
 }
 
-impl Mat {
-    pub fn new(rows: usize, cols: usize, data: Vec<f64>) -> Result<Mat> {
+impl HostMat {
+    pub fn new(rows: usize, cols: usize, data: Vec<f64>) -> Result<HostMat> {
         if rows.checked_mul(cols) != Some(data.len()) {
             bail!(
                 "a {rows}x{cols} matrix needs {} values, got {}",
@@ -35,13 +35,13 @@ impl Mat {
                 data.len()
             );
         }
-        Ok(Mat { rows, cols, data })
+        Ok(HostMat { rows, cols, data })
     }
     /// Sizes come from the user's tensors: a refused allocation unwinds
     /// (`base::alloc::Refused`) to the binding, which reports it as an error.
-    pub fn filled(rows: usize, cols: usize, v: f64) -> Mat {
+    pub fn filled(rows: usize, cols: usize, v: f64) -> HostMat {
         let data = crate::base::alloc::try_vec(rows.saturating_mul(cols), v, "an autograd matrix");
-        Mat { rows, cols, data: crate::base::alloc::or_unwind(data) }
+        HostMat { rows, cols, data: crate::base::alloc::or_unwind(data) }
     }
     pub fn len(&self) -> usize {
         self.data.len()
@@ -67,32 +67,37 @@ pub enum Place {
 /// A value held by a backend: an engine tensor `[rows, cols]` (an autograd
 /// matrix is a ggml tensor with `ne = [rows, cols]`: rows vary fastest).
 #[derive(Debug, Clone)]
-pub struct Val {
+pub struct EngineVal {
     pub t: Arc<ETensor>,
     pub rows: usize,
     pub cols: usize,
     pub place: Place,
 }
 
-impl Val {
-    pub fn new(t: Arc<ETensor>, rows: usize, cols: usize, place: Place) -> Val {
-        Val { t, rows, cols, place }
+impl EngineVal {
+    pub fn new(t: Arc<ETensor>, rows: usize, cols: usize, place: Place) -> EngineVal {
+        EngineVal { t, rows, cols, place }
     }
     /// The value, read to the host: from a pool, a download; a device
     /// "cpu" value is host memory already and is read in place.
-    pub fn download(&self) -> Result<Mat> {
+    pub fn download(&self) -> Result<HostMat> {
         if self.place == Place::Pools {
             let v = crate::tensor::io::get_values(&self.t, 0, Some(self.len()))?;
-            return Mat::new(self.rows, self.cols, v);
+            return HostMat::new(self.rows, self.cols, v);
         }
         let r = self.t.resolve()?;
         let g = r.buf.read("a device \"cpu\" value")?;
         let Some(bytes) = g.host_bytes() else { bail!("internal: a device \"cpu\" value is not in host memory") };
+        if r.layout.is_contiguous() {
+            let es = r.layout.dtype.size();
+            let Some(b) = bytes.get(r.offset..r.offset + self.len() * es) else { bail!("internal: a device \"cpu\" value overruns its buffer") };
+            return HostMat::new(self.rows, self.cols, crate::layout::convert::decode_all(r.layout.dtype, b));
+        }
         let mut data = Vec::with_capacity(self.len());
         crate::layout::walk::for_each_offset(&r.layout, r.offset, |_, o| {
             data.push(crate::layout::convert::decode::<f64>(r.layout.dtype, bytes, o))
         });
-        Mat::new(self.rows, self.cols, data)
+        HostMat::new(self.rows, self.cols, data)
     }
     pub fn shape(&self) -> (usize, usize) {
         (self.rows, self.cols)
@@ -122,26 +127,26 @@ impl Val {
 #[derive(Clone, Debug)]
 pub enum Storage {
     /// Values given by R (f64, column-major), on no backend yet.
-    Host(Mat),
+    Host(HostMat),
     /// An engine tensor.
-    Engine(Val),
+    Engine(EngineVal),
 }
 
 impl Storage {
     /// The value as a host matrix: a copy, read from the backend when there.
-    pub fn to_host(&self) -> Result<Mat> {
+    pub fn to_host(&self) -> Result<HostMat> {
         match self {
             Storage::Host(m) => Ok(m.clone()),
             Storage::Engine(v) => v.download(),
         }
     }
-    pub fn engine(&self) -> Option<&Val> {
+    pub fn engine(&self) -> Option<&EngineVal> {
         match self {
             Storage::Engine(v) => Some(v),
             Storage::Host(_) => None,
         }
     }
-    pub fn host(&self) -> Option<&Mat> {
+    pub fn host(&self) -> Option<&HostMat> {
         match self {
             Storage::Host(m) => Some(m),
             Storage::Engine(_) => None,
@@ -159,7 +164,7 @@ impl Storage {
     }
 }
 
-pub type Value = Rc<Storage>;
+pub type ValueRef = Rc<Storage>;
 
 /// A gradient cell. Cells holding values in a pool are known to the rescue
 /// registry, which copies them to the host before that pool is reset.
@@ -205,30 +210,30 @@ pub fn set_cell(c: &GradCell, s: Storage) {
 /// A tensor as the engine sees it: an id (shared with the R object), its
 /// current value and its accumulated gradient.
 #[derive(Debug)]
-pub struct Tensor {
+pub struct AgTensor {
     pub id: u64,
-    value: RefCell<Value>,
+    value: RefCell<ValueRef>,
     grad: RefCell<Option<GradCell>>,
 }
 
-pub type TensorRef = Rc<Tensor>;
+pub type AgTensorRef = Rc<AgTensor>;
 
-impl Tensor {
-    pub fn new(id: u64, m: Mat) -> TensorRef {
-        Tensor::with_storage(id, Storage::Host(m))
+impl AgTensor {
+    pub fn new(id: u64, m: HostMat) -> AgTensorRef {
+        AgTensor::with_storage(id, Storage::Host(m))
     }
-    pub fn with_storage(id: u64, s: Storage) -> TensorRef {
-        Rc::new(Tensor { id, value: RefCell::new(Rc::new(s)), grad: RefCell::new(None) })
+    pub fn with_storage(id: u64, s: Storage) -> AgTensorRef {
+        Rc::new(AgTensor { id, value: RefCell::new(Rc::new(s)), grad: RefCell::new(None) })
     }
     /// The current value (shared, not copied).
-    pub fn value(&self) -> Value {
+    pub fn value(&self) -> ValueRef {
         self.value.borrow().clone()
     }
     pub fn shape(&self) -> (usize, usize) {
         self.value.borrow().shape()
     }
     /// Replaces the value (values already saved by a tape keep the old one).
-    pub fn set_value(&self, m: Mat) {
+    pub fn set_value(&self, m: HostMat) {
         self.set_storage(Storage::Host(m));
     }
     /// Replaces the value with another storage (e.g. its copy on a backend).
@@ -240,10 +245,10 @@ impl Tensor {
         self.grad.borrow().as_ref().map(|c| c.borrow().clone())
     }
     /// The accumulated gradient on the host (read from its backend).
-    pub fn grad(&self) -> Result<Option<Mat>> {
+    pub fn grad(&self) -> Result<Option<HostMat>> {
         self.grad_storage().map(|s| s.to_host()).transpose()
     }
-    pub fn set_grad(&self, g: Option<Mat>) {
+    pub fn set_grad(&self, g: Option<HostMat>) {
         self.set_grad_storage(g.map(Storage::Host));
     }
     pub fn set_grad_storage(&self, g: Option<Storage>) {

@@ -78,10 +78,30 @@ impl Pool {
 /// the thread that forks (R's main thread); a no-op when the global pool
 /// already exists.
 pub fn init_global_with_current_thread() {
-    let _ = rayon::ThreadPoolBuilder::new()
+    let built = rayon::ThreadPoolBuilder::new()
         .use_current_thread()
         .thread_name(|i| format!("ggmlr-global-{i}"))
         .build_global();
+    if built.is_ok() {
+        let _ = GLOBAL_OWNER.set(pid());
+    }
+}
+
+/// The process that built the global pool with the calling thread in it.
+static GLOBAL_OWNER: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+
+/// Whether the calling thread is a worker of a rayon pool of `n` threads
+/// whose other workers run in this process: then work meant for a pool of
+/// `n` threads can run right here (its parallel loops share it among that
+/// pool's threads, the caller's included) instead of being handed to
+/// another pool's thread and back. R's main thread is one (worker 0 of the
+/// global pool, see [`init_global_with_current_thread`]) until the process
+/// forks: a forked child's global pool has lost its other workers.
+pub fn runs_as_pool_of(n: usize) -> bool {
+    n > 1
+        && rayon::current_thread_index().is_some()
+        && rayon::current_num_threads() == n
+        && GLOBAL_OWNER.get().is_none_or(|&p| p == pid())
 }
 
 #[cfg(test)]
@@ -97,5 +117,12 @@ mod tests {
         let b = p.get().unwrap().unwrap();
         assert!(Arc::ptr_eq(&a, &b));
         assert_eq!(a.current_num_threads(), 2);
+    }
+
+    #[test]
+    fn a_worker_runs_work_for_a_pool_of_its_size() {
+        assert!(!runs_as_pool_of(2), "a test thread is no pool's worker");
+        let p = Pool::new(3, "t").unwrap().get().unwrap().unwrap();
+        assert_eq!(p.install(|| (runs_as_pool_of(3), runs_as_pool_of(2), runs_as_pool_of(1))), (true, false, false));
     }
 }

@@ -38,7 +38,12 @@ pub fn encode<T: Float>(dt: DType, v: T, b: &mut [u8], o: usize) {
 /// f64 values of packed element bytes of type `dt` (for R): exact.
 pub fn decode_all(dt: DType, bytes: &[u8]) -> Vec<f64> {
     let es = dt.size();
-    (0..bytes.len() / es).map(|i| decode::<f64>(dt, bytes, i * es)).collect()
+    match dt {
+        // One loop per type (the type's test hoisted out of the loop).
+        DType::F32 => bytes.chunks_exact(4).map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]) as f64).collect(),
+        DType::F64 => bytes.chunks_exact(8).map(|c| f64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])).collect(),
+        _ => (0..bytes.len() / es).map(|i| decode::<f64>(dt, bytes, i * es)).collect(),
+    }
 }
 
 /// Packed element bytes of type `dt` from f64 values (from R). Values for
@@ -46,11 +51,12 @@ pub fn decode_all(dt: DType, bytes: &[u8]) -> Vec<f64> {
 pub fn encode_all(dt: DType, vals: &[f64]) -> Vec<u8> {
     let es = dt.size();
     let mut out = vec![0u8; vals.len() * es];
-    for (i, &v) in vals.iter().enumerate() {
-        match dt {
-            DType::I32 | DType::F64 => encode(dt, v, &mut out, i * es),
-            _ => encode(dt, v as f32, &mut out, i * es),
-        }
+    // One loop per type (the type's test hoisted out of the loop).
+    match dt {
+        DType::F64 => out.chunks_exact_mut(8).zip(vals).for_each(|(c, v)| c.copy_from_slice(&v.to_ne_bytes())),
+        DType::F32 => out.chunks_exact_mut(4).zip(vals).for_each(|(c, &v)| c.copy_from_slice(&(v as f32).to_ne_bytes())),
+        DType::I32 => vals.iter().enumerate().for_each(|(i, &v)| encode(dt, v, &mut out, i * es)),
+        _ => vals.iter().enumerate().for_each(|(i, &v)| encode(dt, v as f32, &mut out, i * es)),
     }
     out
 }

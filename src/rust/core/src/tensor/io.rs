@@ -36,6 +36,10 @@ pub fn set_values(t: &Tensor, vals: &[f64], first: usize) -> crate::Result<()> {
     let what = t.describe();
     let es = r.layout.dtype.size();
     if r.layout.is_contiguous() {
+        // f64 values into an f64 tensor are its bytes already: one copy.
+        if r.layout.dtype == DType::F64 {
+            return r.buf.write_bytes(r.offset + first * es, bytemuck::cast_slice(vals), &what);
+        }
         return r.buf.write_bytes(r.offset + first * es, &encode_all(r.layout.dtype, vals), &what);
     }
     // Strided: update the spanned bytes element by element.
@@ -78,6 +82,11 @@ pub fn get_values(t: &Tensor, first: usize, n: Option<usize>) -> crate::Result<V
     let what = t.describe();
     let es = r.layout.dtype.size();
     if r.layout.is_contiguous() {
+        if r.layout.dtype == DType::F64 {
+            let mut vals = vec![0f64; n];
+            r.buf.read_bytes(r.offset + first * es, bytemuck::cast_slice_mut(&mut vals), &what)?;
+            return Ok(vals);
+        }
         let mut bytes = vec![0u8; n * es];
         r.buf.read_bytes(r.offset + first * es, &mut bytes, &what)?;
         return Ok(decode_all(r.layout.dtype, &bytes));

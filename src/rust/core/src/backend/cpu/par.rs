@@ -24,7 +24,15 @@ impl Pool {
     }
 
     /// Run `f` inside the pool (so rayon's parallel iterators use its threads).
+    /// A caller that is already one of `n_threads` workers of a pool (R's
+    /// main thread, in the global pool of as many threads by default) runs
+    /// `f` itself, its loops shared with its pool's threads: handing `f` to
+    /// this pool's thread and the result back wakes two threads per kernel,
+    /// which on a busy machine costs more than small kernels take.
     pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        if crate::base::threads::runs_as_pool_of(self.n_threads) {
+            return f();
+        }
         match self.threads.get() {
             Ok(Some(p)) => p.install(f),
             // One thread, or no threads could start in this process: the

@@ -27,10 +27,11 @@ with_grad_tape <- function(expr) {
   invisible(eval.parent(substitute(expr)))
 }
 
-# Frees the residency layer's pass pool before a tape on a device. Until the
-# device path lands (see R/ag_device.R) there is nothing to free on the host.
-.ag_pass_reset <- function() {
-  if (identical(.ag_device_state$device, "gpu")) {
+# Frees the residency layer's pass pool before a pass on `device` (the
+# default device for a tape; a compiled model's own device for its batches).
+# On the host there is nothing to free.
+.ag_pass_reset <- function(device = .ag_device_state$device) {
+  if (identical(device, "gpu")) {
     reset <- get0(".ag_residency_reset", envir = topenv(), inherits = FALSE)
     if (is.function(reset)) reset(scope = "pass")
   }

@@ -89,8 +89,12 @@
   list(x = out, n = ns[[1L]])
 }
 
-# Columns `idx` of every input, as engine tensors on the model's device.
+# Columns `idx` of every input, as engine tensors on the model's device. On
+# "gpu" a batch starts a pass: the activations of the previous one (read back
+# to R by then) are freed, so that fitting and predicting do not grow the
+# pass pool by every batch for the rest of the session.
 .nn_batch <- function(rt, X, idx) {
+  .ag_pass_reset(rt$device)
   out <- list()
   for (id in names(X)) {
     m <- X[[id]][, idx, drop = FALSE]

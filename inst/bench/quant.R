@@ -1,11 +1,12 @@
 # Speed of quantized matrix-vector products (ggml_mul_mat of 4096 x 4096
 # weights with one column) on the CPU backend, in GB/s of weights read,
 # beside the machine's memory bandwidth and the f32 product, in the same run.
-# The bandwidth is that of a plain streaming pass over memory: identical()
-# of two distinct raw vectors is one memcmp, reading both (the access
-# pattern of a matrix-vector product, which only reads its weights), from
-# one process and from as many processes as threads at once; the
-# percentages are of the latter.
+# The bandwidth is that of a plain streaming read of memory, in two ways:
+# from one stream, identical() of two distinct raw vectors (one memcmp,
+# reading both), and with the benchmark's threads inside this process, the
+# engine's ggml_sum() of a 256 MB f32 tensor on the same CPU backend (chunks
+# summed in parallel, a pure read), timed as bytes read. A matrix-vector
+# product also only reads its weights, so the percentages are of the latter.
 # An R-level copy is not used: it allocates a fresh vector each time and
 # measures page faults rather than memory. Each type cycles through enough
 # copies of the weights to exceed the last-level cache, so the weights come
@@ -27,30 +28,39 @@ local({
   source(file.path(if (length(file)) dirname(file[1]) else "inst/bench", "timing.R"))
 })
 
-# GB/s read by `streams` processes at once, each comparing its own pair of
-# distinct raw vectors with the same bytes (so memcmp reads all of both),
-# 256 MB in all per pass.
-read_bandwidth <- function(streams) {
-  n <- 2^27 %/% streams
-  pairs <- lapply(seq_len(streams), function(i) {
-    a <- as.raw(sample.int(256, n, replace = TRUE) - 1L)
-    b <- a
-    b[1] <- a[1] # forces a distinct copy
-    list(a, b)
-  })
-  passes <- 8
-  pass <- function(p) {
-    for (r in seq_len(passes)) stopifnot(identical(p[[1]], p[[2]]))
-    TRUE
-  }
+# GB/s read by one stream: memcmp of two distinct raw vectors with the same
+# bytes (so it reads all of both), 256 MB a pass.
+read_bandwidth_1 <- function() {
+  n <- 2^27
+  a <- as.raw(sample.int(256, n, replace = TRUE) - 1L)
+  b <- a
+  b[1] <- a[1] # forces a distinct copy
   best <- Inf
   for (rep in 1:5) {
     t0 <- proc.time()[["elapsed"]]
-    ok <- if (streams == 1) pass(pairs[[1]]) else unlist(parallel::mclapply(pairs, pass, mc.cores = streams))
-    stopifnot(isTRUE(all(ok)))
+    for (r in 1:4) stopifnot(identical(a, b))
     best <- min(best, proc.time()[["elapsed"]] - t0)
   }
-  2 * n * streams * passes / best / 1e9
+  2 * n * 4 / best / 1e9
+}
+
+# GB/s read by the engine's ggml_sum() of a 256 MB f32 tensor on a CPU
+# backend with `threads` threads (each thread sums its own chunks).
+read_bandwidth_engine <- function(threads) {
+  n <- 2^26
+  backend <- ggml_backend_cpu_init()
+  ggml_backend_cpu_set_n_threads(backend, threads)
+  ctx <- ggml_init(4 * ggml_tensor_overhead(), no_alloc = TRUE)
+  a <- ggml_new_tensor_1d(ctx, GGML_TYPE_F32, n)
+  s <- ggml_sum(ctx, a)
+  buf <- ggml_backend_alloc_ctx_tensors(ctx, backend)
+  ggml_backend_tensor_set_data(a, rep_len(c(0.5, -0.25, 1, 2), n))
+  graph <- ggml_build_forward_expand(ctx, s)
+  secs <- time_it(function() ggml_backend_graph_compute(backend, graph), min_time)
+  stopifnot(ggml_backend_tensor_get_data(s) == n / 4 * 3.25)
+  ggml_free(ctx)
+  ggml_backend_free(backend)
+  4 * n / secs / 1e9
 }
 
 # Seconds per matrix-vector product of `type` weights, cycling through
@@ -83,10 +93,11 @@ matvec_time <- function(type, bytes_per_row) {
 
 cat(sprintf("quantized matrix-vector products, %d x %d weights, %d thread(s)\n", K, M, threads))
 cat(sprintf("CPU: %s\n", sub(".*: ", "", grep("^model name", readLines("/proc/cpuinfo"), value = TRUE)[1])))
-bw1 <- read_bandwidth(1)
-bw <- if (threads > 1) read_bandwidth(threads) else bw1
-cat(sprintf("memory bandwidth (memcmp, 256 MB a pass): %.1f GB/s from one stream, %.1f GB/s from %d\n\n",
+bw1 <- read_bandwidth_1()
+bw <- read_bandwidth_engine(threads)
+cat(sprintf("memory bandwidth (bytes read): %.1f GB/s from one stream (memcmp, 256 MB a pass), %.1f GB/s from %d thread(s) in this process (the engine's ggml_sum of 256 MB of f32)\n",
   bw1, bw, threads))
+cat(sprintf("of_bandwidth: %% of the %d-thread figure\n\n", threads))
 types <- list(f32 = GGML_TYPE_F32, q8_0 = GGML_TYPE_Q8_0, q4_0 = GGML_TYPE_Q4_0, q4_K = GGML_TYPE_Q4_K)
 res <- lapply(names(types), function(nm) {
   ty <- types[[nm]]

@@ -58,7 +58,7 @@ fn variants() -> Vec<(&'static str, Vec<(u32, u32)>)> {
         ("rows", (0..7).map(|op| (op, 1)).collect()),
         // op: the weights' ggml type code (vulkan::support::SHADER_QTYPES);
         // sub 0 mul_mat, sub 1 get_rows
-        ("matmul_q", [2, 3, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 20, 23, 34, 35, 39, 40, 41].map(|op| (op, 2)).to_vec()),
+        ("matmul_q", [2, 3, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 29, 34, 35, 39, 40, 41].map(|op| (op, 2)).to_vec()),
     ]
 }
 

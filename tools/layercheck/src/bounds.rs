@@ -4,6 +4,13 @@
 //! the [`crate::panics::REACH`] lines above it (the check that makes it
 //! safe); anything else uses checked access (`get`, `chunks_exact`,
 //! `first_chunk`) and returns an error.
+//!
+//! In the engine's op rules and kernels, ncnn layers and ONNX host ops
+//! ([`GATED`]) a function whose every index is bounded by one invariant may
+//! state it once, in a comment marked `BOUNDS-FN:` on its `fn` line or one of
+//! the [`crate::panics::REACH`] lines above it ("shapes validated by
+//! `rules::x` before this kernel runs"); it covers the indexes of that
+//! function's body only, so a new function needs its own proof.
 
 use std::path::{Path, PathBuf};
 
@@ -27,8 +34,78 @@ pub const READERS: [&str; 15] = [
     "src/rust/core/src/models/onnx/val.rs",
 ];
 
+/// Folders gated whole (each `.rs` file in them, not their subfolders):
+/// the engine's op rules, and each further folder once every index in it is
+/// checked or proved.
+pub const GATED: [&str; 2] = ["src/rust/core/src/op", "src/rust/core/src/models/onnx"];
+
 /// The marker of a comment that proves an index in bounds.
 pub const MARKER: &str = "BOUNDS:";
+
+/// The marker of a comment that proves every index of one function in bounds.
+pub const FN_MARKER: &str = "BOUNDS-FN:";
+
+/// Whether one of the lines `lo..=n` of `lines` has a comment with `marker`.
+fn marked(lines: &[&str], lo: usize, n: usize, marker: &str) -> bool {
+    lines.get(lo..=n).unwrap_or(&[]).iter().any(|l| l.split_once("//").is_some_and(|(_, c)| c.contains(marker)))
+}
+
+/// The line ranges (0-based, inclusive) of the bodies of the functions whose
+/// `fn` line carries a `BOUNDS-FN:` comment or has one within
+/// [`crate::panics::REACH`] lines above it. `code` is the file's code only
+/// (comments and literals blanked), `lines` its source lines.
+fn proved_fns(code: &str, lines: &[&str]) -> Vec<(usize, usize)> {
+    let b = code.as_bytes();
+    let line_of = |k: usize| b.iter().take(k).filter(|&&c| c == b'\n').count();
+    let word = |k: usize| k < b.len() && (b[k].is_ascii_alphanumeric() || b[k] == b'_');
+    let mut out = Vec::new();
+    let mut k = 0;
+    while let Some(off) = code.get(k..).and_then(|t| t.find("fn ")) {
+        let at = k + off;
+        k = at + 3;
+        if at > 0 && word(at - 1) {
+            continue;
+        }
+        let n = line_of(at);
+        if !marked(lines, n.saturating_sub(crate::panics::REACH), n, FN_MARKER) {
+            continue;
+        }
+        // The body: from the first `{` after the signature outside its
+        // parentheses and brackets (a `;` there first means a declaration
+        // without one) to its matching `}`.
+        let mut nest = 0usize;
+        let mut open = None;
+        for (j, &c) in b.iter().enumerate().skip(at) {
+            match c {
+                b'(' | b'[' => nest += 1,
+                b')' | b']' => nest = nest.saturating_sub(1),
+                b'{' | b';' if nest == 0 => {
+                    open = Some((j, c));
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let Some((open, b'{')) = open else { continue };
+        let mut depth = 0usize;
+        let mut end = b.len().saturating_sub(1);
+        for (j, &c) in b.iter().enumerate().skip(open) {
+            match c {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        end = j;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.push((n, line_of(end)));
+    }
+    out
+}
 
 /// One index expression in non-test code.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,16 +129,13 @@ fn indexes(line: &[u8], k: usize) -> bool {
 pub fn scan(path: &Path, src: &str) -> Vec<Site> {
     let code = crate::source::code_only(src);
     let lines: Vec<&str> = src.lines().collect();
+    let fns = proved_fns(&code, &lines);
     let mut out = Vec::new();
     for (n, line) in code.lines().enumerate() {
         let b = line.as_bytes();
         for _ in (0..b.len()).filter(|&k| b[k] == b'[' && indexes(b, k)) {
-            let lo = n.saturating_sub(crate::panics::REACH);
-            let justified = lines
-                .get(lo..=n)
-                .unwrap_or(&[])
-                .iter()
-                .any(|l| l.split_once("//").is_some_and(|(_, c)| c.contains(MARKER)));
+            let justified = marked(&lines, n.saturating_sub(crate::panics::REACH), n, MARKER)
+                || fns.iter().any(|&(lo, hi)| (lo..=hi).contains(&n));
             out.push(Site { path: path.to_path_buf(), line: n + 1, justified });
         }
     }

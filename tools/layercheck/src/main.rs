@@ -6,6 +6,10 @@
 //! `layercheck --panics CRATE_DIR...`: counts `.unwrap()` / `.expect(` in
 //! each crate's non-test code, lists those without an `INVARIANT:` comment
 //! (see [`layercheck::panics`]) and exits 1 when there is one.
+//!
+//! `layercheck --bounds [FILE_OR_DIR...]`: lists the index expressions
+//! without a `BOUNDS:` or `BOUNDS-FN:` proof (see [`layercheck::bounds`]) in
+//! the paths named, by default the file readers and the gated folders.
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -15,8 +19,10 @@ fn main() {
     let verbose = args.iter().any(|a| a == "--verbose");
     let dirs: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
     if bounds {
-        // No paths: the file readers of the workspace (run from its root).
-        let named: Vec<&str> = if dirs.is_empty() { layercheck::bounds::READERS.to_vec() } else { dirs.iter().map(|d| d.as_str()).collect() };
+        // No paths: the file readers and the gated folders of the workspace
+        // (run from its root).
+        let gated = layercheck::bounds::READERS.iter().chain(layercheck::bounds::GATED.iter());
+        let named: Vec<&str> = if dirs.is_empty() { gated.copied().collect() } else { dirs.iter().map(|d| d.as_str()).collect() };
         let paths: Vec<&std::path::Path> = named.iter().map(std::path::Path::new).collect();
         std::process::exit(i32::from(report_bounds(&paths, verbose)));
     }

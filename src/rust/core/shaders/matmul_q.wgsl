@@ -7,6 +7,8 @@
 // Words: 56 A's block stride (bytes), 57 A's row stride (bytes), 58 B's k
 // stride, 59 B's n stride (elements), 60 K, 61 M, 62 N, 63 the block size.
 // SUBC 1: get_rows, one invocation per result value, row indices in source 1.
+// The IQ types of lattice grids (IQ1_*, IQ2_*, IQ3_*) read their grid from
+// binding 4 (S2, encode_q.rs's lattice_table): 64-bit entries as two words.
 
 // Byte `a` of the weights.
 fn qb(a: u32) -> u32 { return (S0[a >> 2u] >> ((a & 3u) * 8u)) & 0xffu; }
@@ -63,8 +65,89 @@ fn trit(b: u32, p: u32) -> f32 {
     return f32(i32((q * 3u) >> 8u) - 1);
 }
 
+// Byte jj (0..7) of 64-bit grid entry i; byte jj (0..3) of 32-bit entry i.
+fn grid8(i: u32, jj: u32) -> u32 { return (S2[2u * i + (jj >> 2u)] >> ((jj & 3u) * 8u)) & 0xffu; }
+fn grid4(i: u32, jj: u32) -> u32 { return (S2[i] >> (jj * 8u)) & 0xffu; }
+// Sign pattern k (0..127) of IQ2 / IQ3: bit 7 makes the count of set bits even.
+fn ksigns(k: u32) -> u32 { return k | ((countOneBits(k) & 1u) << 7u); }
+// +-1 as bit jj of s is clear or set.
+fn sgn(s: u32, jj: u32) -> f32 { return select(1.0, -1.0, ((s >> jj) & 1u) != 0u); }
+// An IQ1 grid byte (-1, 0 or 1) at entry i, byte jj.
+fn grid1(i: u32, jj: u32) -> f32 { return f32(bitcast<i32>(grid8(i, jj) << 24u) >> 24u); }
+
+// Value j of a lattice IQ block at byte a (8 sub-blocks of 32 values, each 4
+// groups of 8: ib, l, jj).
+fn deq_lattice(a: u32, j: u32) -> f32 {
+    let ib = j >> 5u;
+    let l = (j >> 3u) & 3u;
+    let jj = j & 7u;
+    // IQ2_XXS: d qs[64]: per sub-block 4 grid bytes, then 4 x 7 sign bits and a 4-bit scale
+    if (OPC == 16u) {
+        let a1 = qu32(a + 6u + 8u * ib);
+        let db = qh16(a) * (0.5 + f32(a1 >> 28u)) * 0.25;
+        let g = grid8(qb(a + 2u + 8u * ib + l), jj);
+        return db * f32(g) * sgn(ksigns((a1 >> (7u * l)) & 127u), jj);
+    }
+    // IQ2_XS: d qs[32] (u16: 9-bit grid index, 7 sign bits) scales[8] (two 4-bit)
+    if (OPC == 17u) {
+        let sc = (qb(a + 66u + ib) >> (4u * (l >> 1u))) & 15u;
+        let db = qh16(a) * (0.5 + f32(sc)) * 0.25;
+        let q = qb(a + 2u + 8u * ib + 2u * l) | (qb(a + 3u + 8u * ib + 2u * l) << 8u);
+        return db * f32(grid8(q & 511u, jj)) * sgn(ksigns(q >> 9u), jj);
+    }
+    // IQ2_S: d qs[32] signs[32] qh[8] scales[8]; 10-bit grid indices
+    if (OPC == 22u) {
+        let sc = (qb(a + 74u + ib) >> (4u * (l >> 1u))) & 15u;
+        let db = qh16(a) * (0.5 + f32(sc)) * 0.25;
+        let i = qb(a + 2u + 4u * ib + l) | (((qb(a + 66u + ib) >> (2u * l)) & 3u) << 8u);
+        return db * f32(grid8(i, jj)) * sgn(qb(a + 34u + 4u * ib + l), jj);
+    }
+    // IQ3_XXS: d qs[64] (grid bytes) then per sub-block a u32 of 4 x 7 sign bits and a 4-bit scale
+    if (OPC == 18u) {
+        let aux = qu32(a + 66u + 4u * ib);
+        let db = qh16(a) * (0.5 + f32(aux >> 28u)) * 0.5;
+        let g = grid4(qb(a + 2u + 8u * ib + 2u * l + (jj >> 2u)), jj & 3u);
+        return db * f32(g) * sgn(ksigns((aux >> (7u * l)) & 127u), jj);
+    }
+    // IQ3_S: d qs[64] qh[8] signs[32] scales[4]; 9-bit grid indices
+    if (OPC == 21u) {
+        let s4 = (qb(a + 106u + (ib >> 1u)) >> (4u * (ib & 1u))) & 15u;
+        let db = qh16(a) * f32(1u + 2u * s4);
+        let h = (qb(a + 66u + ib) >> (2u * l + (jj >> 2u))) & 1u;
+        let i = qb(a + 2u + 8u * ib + 2u * l + (jj >> 2u)) | (h << 8u);
+        return db * f32(grid4(i, jj & 3u)) * sgn(qb(a + 74u + 4u * ib + l), jj);
+    }
+    // IQ1_S: d qs[32] qh[8] (u16: 4 x 3 index bits, a 3-bit scale, the delta's sign)
+    if (OPC == 19u) {
+        let qh = qb(a + 34u + 2u * ib) | (qb(a + 35u + 2u * ib) << 8u);
+        let dl = qh16(a) * f32(2u * ((qh >> 12u) & 7u) + 1u);
+        let delta = select(0.125, -0.125, (qh & 0x8000u) != 0u);
+        let i = qb(a + 2u + 4u * ib + l) | (((qh >> (3u * l)) & 7u) << 8u);
+        return dl * (grid1(i, jj) + delta);
+    }
+    // IQ1_M: qs[32] qh[16] scales[8] (4 u16: 3-bit scales, the f16 scale in their top nibbles)
+    if (OPC == 29u) {
+        let s0 = qb(a + 48u) | (qb(a + 49u) << 8u);
+        let s1 = qb(a + 50u) | (qb(a + 51u) << 8u);
+        let s2 = qb(a + 52u) | (qb(a + 53u) << 8u);
+        let s3 = qb(a + 54u) | (qb(a + 55u) << 8u);
+        let bits = (s0 >> 12u) | ((s1 >> 8u) & 0xf0u) | ((s2 >> 4u) & 0xf00u) | (s3 & 0xf000u);
+        let d = unpack2x16float(bits).x;
+        let s = qb(a + 48u + 2u * (ib >> 1u)) | (qb(a + 49u + 2u * (ib >> 1u)) << 8u);
+        let dl = d * f32(2u * ((s >> (6u * (ib & 1u) + 3u * (l >> 1u))) & 7u) + 1u);
+        let h = qb(a + 32u + 2u * ib + (l >> 1u)) >> (4u * (l & 1u));
+        let i = qb(a + 4u * ib + l) | ((h & 7u) << 8u);
+        let delta = select(0.125, -0.125, (h & 8u) != 0u);
+        return dl * (grid1(i, jj) + delta);
+    }
+    return 0.0;
+}
+
 // Value j of the block starting at byte a.
 fn deq(a: u32, j: u32) -> f32 {
+    if (OPC == 16u || OPC == 17u || OPC == 18u || OPC == 19u || OPC == 21u || OPC == 22u || OPC == 29u) {
+        return deq_lattice(a, j);
+    }
     // Q4_0: d qs[16]
     if (OPC == 2u) { return f32(i32(nib32(a + 2u, j)) - 8) * qh16(a); }
     // Q4_1: d m qs[16]

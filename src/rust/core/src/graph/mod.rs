@@ -13,6 +13,8 @@
 pub mod gallocr;
 pub mod inspect;
 pub mod sched;
+#[cfg(test)]
+mod tests;
 
 use crate::backend::{Backend, Node};
 use crate::memory::{Buffer, BufferTag};
@@ -21,13 +23,16 @@ use crate::tensor::Tensor;
 use anyhow::Context as _;
 use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 #[derive(Debug, Default)]
 pub struct Graph {
     nodes: Vec<Arc<Tensor>>,
     leafs: Vec<Arc<Tensor>>,
     seen: HashSet<u64, BuildHasherDefault<IdHash>>,
+    /// The nodes as last resolved, and the storage generation then: computed
+    /// again without resolving while no tensor was given other memory.
+    resolved: Mutex<Option<(u64, Arc<[Node]>)>>,
 }
 
 /// Hashes tensor ids (unique integers) with one multiplication, not
@@ -57,7 +62,7 @@ impl Graph {
     /// A graph of given nodes (topological order) and leaves.
     pub fn from_parts(nodes: Vec<Arc<Tensor>>, leafs: Vec<Arc<Tensor>>) -> Graph {
         let seen = nodes.iter().chain(&leafs).map(|t| t.id()).collect();
-        Graph { nodes, leafs, seen }
+        Graph { nodes, leafs, seen, resolved: Mutex::default() }
     }
 
     /// A graph computing `out`.
@@ -70,6 +75,7 @@ impl Graph {
     /// Add `out` and everything it depends on (iteratively: deep chains are fine).
     pub fn expand(&mut self, out: &Arc<Tensor>) -> crate::Result<()> {
         out.check_live()?;
+        *self.resolved.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
         let mut stack: Vec<(Arc<Tensor>, bool)> = vec![(out.clone(), false)];
         while let Some((t, done)) = stack.pop() {
             if done {
@@ -136,9 +142,45 @@ impl Graph {
 
     /// Compute the graph on `backend`.
     pub fn compute(&self, backend: &Backend) -> crate::Result<()> {
-        let nodes = self.plan()?;
+        let nodes = self.resolved()?;
         backend.compute(&nodes)
     }
+
+    /// [`Graph::plan`], kept between computes: the kept nodes are used
+    /// again while no tensor was given memory since (the storage
+    /// generation), every context involved is live and no buffer was freed;
+    /// otherwise resolved again (which reports what is wrong).
+    fn resolved(&self) -> crate::Result<Arc<[Node]>> {
+        let generation = crate::tensor::storage_generation();
+        let mut kept = self.resolved.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((g, nodes)) = kept.as_ref() {
+            if *g == generation && still_valid(nodes) {
+                return Ok(nodes.clone());
+            }
+        }
+        *kept = None;
+        let nodes: Arc<[Node]> = self.plan()?.into();
+        *kept = Some((generation, nodes.clone()));
+        Ok(nodes)
+    }
+}
+
+/// Whether resolved nodes still hold: their tensors' and sources' contexts
+/// (and those of the tensors they view) live, their buffers not freed.
+fn still_valid(nodes: &[Node]) -> bool {
+    let live = |t: &Tensor| t.check_live().is_ok() && t.view_base().is_none_or(|(b, _)| b.check_live().is_ok());
+    // Graphs mostly live in one buffer or a few: each run of one is checked once.
+    let mut last = None;
+    nodes.iter().all(|n| {
+        live(&n.tensor)
+            && n.tensor.srcs().iter().all(|s| live(s))
+            && n.srcs.iter().chain(std::iter::once(&n.dst)).all(|r| {
+                let id = r.buf.id();
+                let ok = last == Some(id) || !r.buf.is_freed();
+                last = Some(id);
+                ok
+            })
+    })
 }
 
 /// A graph resolved once for one backend and computed as often as wanted

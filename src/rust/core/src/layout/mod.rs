@@ -97,8 +97,13 @@ impl Layout {
         self.ne.iter().product()
     }
 
+    /// Whether the strides are those of [`Layout::contiguous`] (compared
+    /// one by one, without building that layout: every node asks this).
     pub fn is_contiguous(&self) -> bool {
-        *self == Layout::contiguous(self.dtype, self.ne)
+        let es = self.dtype.size();
+        self.nb[0] == es
+            && self.nb[1] == es * (self.ne[0] / self.dtype.block_size())
+            && (2..MAX_DIMS).all(|i| self.nb[i] == self.nb[i - 1] * self.ne[i - 1])
     }
 
     /// `span_bytes`, or None when it does not fit in memory addresses.

@@ -6,7 +6,7 @@
 //! batches. The forward result is permuted, `[Dv, H, N, B]`:
 //! `softmax(scale q.k [softcapped] + slope * mask) . v` per query and head.
 
-use super::rules::{float, sh, Out};
+use super::rules::{divides, float, sh, src, Out};
 use crate::layout::Layout;
 use anyhow::ensure;
 
@@ -30,6 +30,8 @@ pub fn back_offsets(nq: usize, nk: usize, nv: usize) -> [usize; 4] {
     [0, k, v, v + pad(nv)]
 }
 
+// BOUNDS-FN: ne is a Dims ([usize; 5]), Out::ne a [usize; 4]: indexed by literals below 4
+// (rustc rejects a constant index past a fixed array's end).
 fn check_qkv(q: &Layout, k: &Layout, v: &Layout, what: &str) -> crate::Result<()> {
     float(q, "q")?;
     float(k, "k")?;
@@ -47,7 +49,7 @@ fn check_qkv(q: &Layout, k: &Layout, v: &Layout, what: &str) -> crate::Result<()
         sh(v)
     );
     ensure!(
-        k.ne[2] > 0 && q.ne[2] % k.ne[2] == 0 && k.ne[3] > 0 && q.ne[3] % k.ne[3] == 0,
+        k.ne[2] > 0 && divides(k.ne[2], q.ne[2]) && k.ne[3] > 0 && divides(k.ne[3], q.ne[3]),
         "{what}: the heads and batches of q ({}) must be multiples of k's ({})",
         sh(q),
         sh(k)
@@ -70,8 +72,10 @@ impl Attn {
         }
     }
 
+    // BOUNDS-FN: ne is a Dims ([usize; 5]), Out::ne a [usize; 4]: indexed by literals below 4;
+    // back_offsets returns a [usize; 4], indexed by 3; sources through src().
     pub fn infer(&self, s: &[Layout]) -> crate::Result<Out> {
-        let (q, k, v) = (&s[0], &s[1], &s[2]);
+        let (q, k, v) = (src(s, 0)?, src(s, 1)?, src(s, 2)?);
         match self {
             Attn::FlashExt { softcap, .. } => {
                 check_qkv(q, k, v, "flash_attn_ext")?;
@@ -81,8 +85,8 @@ impl Attn {
                     ensure!(
                         m.ne[0] == k.ne[1]
                             && m.ne[1] >= q.ne[1]
-                            && q.ne[2] % m.ne[2] == 0
-                            && q.ne[3] % m.ne[3] == 0,
+                            && divides(m.ne[2], q.ne[2])
+                            && divides(m.ne[3], q.ne[3]),
                         "flash_attn_ext: the mask ({}) needs one column per key ({}), a row per query \
                          (at least {}), and sizes in dimensions 3 and 4 that divide q's ({})",
                         sh(m),
@@ -96,7 +100,7 @@ impl Attn {
             }
             Attn::FlashBack { .. } => {
                 check_qkv(q, k, v, "flash_attn_back")?;
-                let d = &s[3];
+                let d = src(s, 3)?;
                 float(d, "d")?;
                 ensure!(
                     d.ne4() == [v.ne[0], q.ne[2], q.ne[1], q.ne[3]],

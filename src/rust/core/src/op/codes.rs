@@ -132,7 +132,13 @@ pub fn elementwise_in_place(op: &Op) -> bool {
 /// 32-bit values in ggml's order (zeros for ops without parameters).
 pub fn op_params(op: &Op) -> [u8; OP_PARAMS_BYTES] {
     let mut p = [0u8; OP_PARAMS_BYTES];
-    let mut put = |slot: usize, bytes: [u8; 4]| p[4 * slot..4 * slot + 4].copy_from_slice(&bytes);
+    // The slots below are literals under OP_PARAMS_BYTES / 4; checked access
+    // all the same, so a slot past the block is dropped, never a panic.
+    let mut put = |slot: usize, bytes: [u8; 4]| {
+        if let Some(d) = p.get_mut(4 * slot..4 * slot + 4) {
+            d.copy_from_slice(&bytes);
+        }
+    };
     match op {
         Op::Unary(u) => {
             if let Some(c) = unary_code(*u) {

@@ -11,7 +11,7 @@
 //!
 //! with `OW = (W + 2 p0 - d0 (KW - 1) - 1) / s0 + 1`.
 
-use super::rules::{f32_or_f64, float, out_size, sh, Out};
+use super::rules::{f32_or_f64, float, out_size, sh, src, Out};
 use crate::layout::Layout;
 use anyhow::ensure;
 
@@ -51,8 +51,10 @@ impl Conv {
         }
     }
 
+    // BOUNDS-FN: ne is a Dims ([usize; 5]), Out::ne a [usize; 4]: indexed by literals below 4;
+    // sources through src().
     pub fn infer(&self, s: &[Layout]) -> crate::Result<Out> {
-        let k = &s[0];
+        let k = src(s, 0)?;
         float(k, if matches!(self, Conv::Pool1d { .. }) { "a" } else { "the kernel a" })?;
         let dtype = f32_or_f64(s.iter().collect::<Vec<_>>().as_slice());
         match *self {
@@ -66,7 +68,7 @@ impl Conv {
                 Ok(Out { dtype, ne: [ow, k.ne[1], k.ne[2], k.ne[3]] })
             }
             Conv::Transpose1d { s0, p0, d0 } => {
-                let b = &s[1];
+                let b = src(s, 1)?;
                 float(b, "the input b")?;
                 ensure!(s0 > 0 && d0 > 0 && p0 >= 0, "conv_transpose_1d: stride and dilation must be positive and padding >= 0");
                 ensure!(
@@ -82,7 +84,7 @@ impl Conv {
                 Ok(Out { dtype, ne: [n as usize, k.ne[1], b.ne[2], 1] })
             }
             Conv::Transpose2d { stride } => {
-                let b = &s[1];
+                let b = src(s, 1)?;
                 float(b, "the input b")?;
                 ensure!(stride > 0, "conv_transpose_2d_p0: the stride must be positive, not {stride}");
                 ensure!(
@@ -96,7 +98,7 @@ impl Conv {
                 Ok(Out { dtype, ne: [(b.ne[0] - 1) * st + k.ne[0], (b.ne[1] - 1) * st + k.ne[1], k.ne[2], b.ne[3]] })
             }
             Conv::Depthwise2d { s0, s1, p0, p1, d0, d1 } | Conv::Direct2d { s0, s1, p0, p1, d0, d1 } => {
-                let b = &s[1];
+                let b = src(s, 1)?;
                 float(b, "the input b")?;
                 let dw = matches!(self, Conv::Depthwise2d { .. });
                 let what = if dw { "conv_2d_dw" } else { "conv_2d_direct" };

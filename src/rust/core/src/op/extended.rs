@@ -365,6 +365,7 @@ impl RowFn {
                 };
                 let mut bi = 0usize;
                 for (i, &x) in row.iter().enumerate().skip(1) {
+                    // BOUNDS: bi is 0 or an earlier i, and i < row.len().
                     if better(x, row[bi]) {
                         bi = i;
                     }
@@ -418,18 +419,16 @@ impl ScanFn {
             }
             ScanFn::CumSum { exclusive, reverse } | ScanFn::CumProd { exclusive, reverse } => {
                 let prod = matches!(self, ScanFn::CumProd { .. });
-                let n = row.len();
+                let n = row.len().min(out.len());
                 let mut acc: f64 = if prod { 1.0 } else { 0.0 };
                 for k in 0..n {
                     let i = if reverse { n - 1 - k } else { k };
+                    // BOUNDS: i < n, the shorter of row's and out's lengths.
                     let x = row[i] as f64;
-                    if exclusive {
-                        out[i] = acc as f32;
-                    }
+                    let before = acc;
                     acc = if prod { acc * x } else { acc + x };
-                    if !exclusive {
-                        out[i] = acc as f32;
-                    }
+                    // BOUNDS: as above.
+                    out[i] = if exclusive { before } else { acc } as f32;
                 }
             }
             ScanFn::Hardmax => {

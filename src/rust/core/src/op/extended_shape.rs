@@ -1,7 +1,7 @@
 //! The shape rule of the extended ops ([`super::extended`]).
 
 use super::extended::PadMode;
-use super::rules::Out;
+use super::rules::{src, Out};
 use super::Op;
 use crate::base::dtype::DType;
 use crate::layout::{fmt_shape, Layout};
@@ -12,6 +12,8 @@ fn sh(l: &Layout) -> String {
 }
 
 /// Shape rule of the ops of this module; None for other ops.
+// BOUNDS-FN: ne is a Dims ([usize; 5]), Out::ne a [usize; 4]: indexed by literals below 4
+// or by i in 0..4 (lo and hi are [usize; 4]); ne[*dim] after dim < 4 is checked.
 pub fn infer(op: &Op, s: &[Layout]) -> Option<crate::Result<Out>> {
     let r = match op {
         Op::Map { .. } => one(s).map(|a| Out { dtype: DType::F32, ne: a.ne4() }),
@@ -77,12 +79,12 @@ pub fn infer(op: &Op, s: &[Layout]) -> Option<crate::Result<Out>> {
 
 fn one(s: &[Layout]) -> crate::Result<&Layout> {
     ensure!(s.len() == 1, "takes 1 source tensor, got {}", s.len());
-    Ok(&s[0])
+    Ok(src(s, 0)?)
 }
 
 fn two(s: &[Layout]) -> crate::Result<(&Layout, &Layout)> {
     ensure!(s.len() == 2, "takes 2 source tensors, got {}", s.len());
-    Ok((&s[0], &s[1]))
+    Ok((src(s, 0)?, src(s, 1)?))
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! fifth size comes from the sources. Every other op refuses them, naming
 //! the source and the way back to four dimensions.
 
-use super::rules::{sh, Out, Shaped};
+use super::rules::{sh, src, Out, Shaped};
 use super::Op;
 use crate::layout::Layout;
 use anyhow::{bail, ensure};
@@ -27,9 +27,11 @@ const NAMES: [&str; 4] = ["a", "b", "c", "d"];
 /// The result of `op` on sources of which one has a fifth dimension above
 /// 1 (or `concat` along the fifth dimension); `infer4` is the op's rule of
 /// four dimensions.
+// BOUNDS-FN: ne is a Dims ([usize; 5]) indexed by literals below 5, Out::ne a
+// [usize; 4] by literals below 4; sources through src().
 pub fn infer(op: &Op, s: &[Layout], infer4: fn(&Op, &[Layout]) -> crate::Result<Out>) -> crate::Result<Shaped> {
     if let Op::Concat { dim: 4 } = op {
-        let (a, b) = (&s[0], &s[1]);
+        let (a, b) = (src(s, 0)?, src(s, 1)?);
         ensure!(a.dtype == b.dtype, "concat needs tensors of one type, not {} and {}", sh(a), sh(b));
         ensure!(
             a.ne4() == b.ne4(),
@@ -77,9 +79,9 @@ pub fn infer(op: &Op, s: &[Layout], infer4: fn(&Op, &[Layout]) -> crate::Result<
         }
     };
     let n4 = match fifth {
-        Fifth::OverSecond => s[1].ne[4],
+        Fifth::OverSecond => src(s, 1)?.ne[4],
         Fifth::Mutual => s.iter().map(|l| l.ne[4]).max().unwrap_or(1),
-        Fifth::Same | Fifth::OverFirst => s[0].ne[4],
+        Fifth::Same | Fifth::OverFirst => src(s, 0)?.ne[4],
     };
     for (i, l) in s.iter().enumerate() {
         let ok = match fifth {

@@ -2,7 +2,7 @@
 //! two halves of each row of one tensor, or two tensors of one shape (the
 //! split forms), and the gradient of SiLU.
 
-use super::rules::{float, sh, Out};
+use super::rules::{float, sh, src, Out};
 use crate::base::float::Float;
 use crate::layout::Layout;
 use anyhow::{bail, ensure};
@@ -63,8 +63,10 @@ pub struct Glu {
 }
 
 impl Glu {
+    // BOUNDS-FN: ne is a Dims ([usize; 5]), Out::ne a [usize; 4]: indexed by literals below 4;
+    // sources through src().
     pub fn infer(&self, s: &[Layout]) -> crate::Result<Out> {
-        let a = &s[0];
+        let a = src(s, 0)?;
         float(a, "a")?;
         match s.get(1) {
             None => {
@@ -102,7 +104,7 @@ pub fn silu_back<F: Float>(dy: F, x: F) -> F {
 
 /// srcs [dy, x] of one shape.
 pub fn infer_silu_back(s: &[Layout]) -> crate::Result<Out> {
-    let (dy, x) = (&s[0], &s[1]);
+    let (dy, x) = (src(s, 0)?, src(s, 1)?);
     float(dy, "the gradient a")?;
     float(x, "the input b")?;
     ensure!(

@@ -3,7 +3,7 @@
 //! GET_ROWS_BACK, REPEAT_BACK, SET, ARANGE, TIMESTEP_EMBEDDING): every result
 //! element is a function of its coordinates and a few source elements.
 
-use super::rules::{can_repeat, f32_or_f64, float, sh, Out};
+use super::rules::{can_repeat, f32_or_f64, float, sh, src, Out};
 use crate::base::dtype::DType;
 use crate::layout::Layout;
 use anyhow::{bail, ensure};
@@ -84,6 +84,9 @@ impl IndexOp {
         (width.div_ceil(w), height.div_ceil(w))
     }
 
+    // BOUNDS-FN: ne is a Dims ([usize; 5]), Out::ne a [usize; 4]: indexed by literals below 4,
+    // or by i < 4 from enumerating a four-entry array; nb is a [usize; 3]
+    // indexed by literals; sources through src().
     pub fn infer(&self, s: &[Layout]) -> crate::Result<Out> {
         if let IndexOp::Arange { start, stop, step } = *self {
             ensure!(
@@ -95,7 +98,7 @@ impl IndexOp {
             ensure!(n < 1e9, "arange: {n} values are too many");
             return Ok(Out { dtype: DType::F32, ne: [n as usize, 1, 1, 1] });
         }
-        let a = &s[0];
+        let a = src(s, 0)?;
         let same = Out { dtype: a.dtype, ne: a.ne4() };
         Ok(match *self {
             IndexOp::Arange { .. } => bail!("internal: arange is shaped above"),
@@ -144,7 +147,7 @@ impl IndexOp {
                 Out { dtype: a.dtype, ne: [a.ne[0], kh as usize, qh as usize, 1] }
             }
             IndexOp::AddRelPos => {
-                let (pw, ph) = (&s[1], &s[2]);
+                let (pw, ph) = (src(s, 1)?, src(s, 2)?);
                 float(a, "a")?;
                 float(pw, "pw")?;
                 float(ph, "ph")?;
@@ -162,7 +165,7 @@ impl IndexOp {
                 Out { dtype: a.dtype, ne: [a.ne[0], a.ne[0], a.ne[2], a.ne[3]] }
             }
             IndexOp::GetRowsBack => {
-                let (idx, like) = (&s[1], &s[2]);
+                let (idx, like) = (src(s, 1)?, src(s, 2)?);
                 float(a, "the gradient a")?;
                 ensure!(idx.dtype == DType::I32, "get_rows_back: the row indices b must be i32, not {}", sh(idx));
                 ensure!(
@@ -176,7 +179,7 @@ impl IndexOp {
                 Out { dtype: f32_or_f64(&[a]), ne: like.ne4() }
             }
             IndexOp::RepeatBack => {
-                let like = &s[1];
+                let like = src(s, 1)?;
                 float(a, "a")?;
                 ensure!(
                     can_repeat(&like.ne, &a.ne),
@@ -187,7 +190,7 @@ impl IndexOp {
                 Out { dtype: a.dtype, ne: like.ne4() }
             }
             IndexOp::Set { nb, offset } => {
-                let b = &s[1];
+                let b = src(s, 1)?;
                 ensure!(
                     a.dtype == b.dtype || (a.dtype.is_float() && b.dtype.is_float()),
                     "set: a ({}) and b ({}) must both be floating-point, or of one type",

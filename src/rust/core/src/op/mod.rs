@@ -378,6 +378,9 @@ impl Op {
 }
 
 #[cfg(test)]
+mod bounds_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

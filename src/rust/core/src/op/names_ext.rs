@@ -21,15 +21,20 @@ impl P<'_> {
         Ok(())
     }
 
+    /// Parameter `i` (checked: a short vector is an error).
+    fn at(&self, i: usize) -> crate::Result<f64> {
+        self.p.get(i).copied().ok_or_else(|| anyhow::anyhow!("internal: {} needs parameter {}, got {}", self.name, i + 1, self.p.len()))
+    }
+
     fn f(&self, i: usize) -> crate::Result<f32> {
-        let v = self.p[i];
+        let v = self.at(i)?;
         ensure!(!v.is_nan(), "{}: parameter {} is NA", self.name, i + 1);
         Ok(v as f32)
     }
 
     /// A whole number that fits an i32.
     fn int(&self, i: usize) -> crate::Result<i32> {
-        let v = self.p[i];
+        let v = self.at(i)?;
         ensure!(
             v.is_finite() && v.fract() == 0.0 && v.abs() <= i32::MAX as f64,
             "{}: the integer parameters must be whole numbers, not {v}",
@@ -64,7 +69,7 @@ pub(super) fn op_from_name(name: &str, p: &[f64]) -> crate::Result<Op> {
         "glu" => {
             q.need(4)?;
             let kind = GluKind::from_code(q.int(0)? as i64)?;
-            Op::Glu(Glu { kind, swapped: p[1] != 0.0, alpha: q.f(2)?, limit: q.f(3)? })
+            Op::Glu(Glu { kind, swapped: q.at(1)? != 0.0, alpha: q.f(2)?, limit: q.f(3)? })
         }
         "silu_back" => Op::SiluBack,
         "rope" | "rope_back" => {
@@ -84,7 +89,7 @@ pub(super) fn op_from_name(name: &str, p: &[f64]) -> crate::Result<Op> {
         }
         "flash_attn_back" => {
             q.need(1)?;
-            Op::Attn(Attn::FlashBack { masked: p[0] != 0.0 })
+            Op::Attn(Attn::FlashBack { masked: q.at(0)? != 0.0 })
         }
         "conv_transpose_1d" => {
             let [s0, p0, d0] = q.ints(0)?;

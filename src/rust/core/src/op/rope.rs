@@ -4,7 +4,7 @@
 //! frequency factors, multi-section positions (M-RoPE) and the vision
 //! variant. The backward pass is the inverse rotation (the sine negated).
 
-use super::rules::{float, sh, Out};
+use super::rules::{float, sh, src, Out};
 use crate::base::dtype::DType;
 use crate::base::float::Float;
 use crate::layout::Layout;
@@ -95,6 +95,7 @@ impl Rope {
     /// cos and sin (times the magnitude scale, sin negated backwards) of
     /// pair `k` at unscaled angle `theta` (position times the pair's frequency,
     /// already divided by its frequency factor).
+    // BOUNDS-FN: corr is a [f32; 2] indexed by literals 0 and 1.
     pub fn cos_sin<F: Float>(&self, theta: F, k: usize, corr: [f32; 2]) -> (F, F) {
         let fs = F::from_f32(self.freq_scale);
         let interp = fs * theta;
@@ -113,6 +114,8 @@ impl Rope {
     /// The unscaled angles of the `n_pairs` pairs of one row, for positions
     /// `pos` (time, height, width, extra; only the first without M-RoPE),
     /// before the frequency factors.
+    // BOUNDS-FN: s, pos and th are four-entry arrays, indexed by literals below 4,
+    // by i < 4 from enumerating a four-entry array, and by which in 0..=3.
     pub fn thetas<F: Float>(&self, pos: [F; 4], n_pairs: usize, out: &mut Vec<F>) {
         out.clear();
         let ts: F = self.theta_scale();
@@ -155,8 +158,10 @@ impl Rope {
         }
     }
 
+    // BOUNDS-FN: ne is a Dims ([usize; 5]), Out::ne a [usize; 4]: indexed by literals below 4;
+    // sources through src().
     pub fn infer(&self, s: &[Layout]) -> crate::Result<Out> {
-        let (a, pos) = (&s[0], &s[1]);
+        let (a, pos) = (src(s, 0)?, src(s, 1)?);
         let name = if self.forward { "rope" } else { "rope_back" };
         float(a, "a")?;
         ensure!(
@@ -218,6 +223,8 @@ impl Rope {
 /// A rope from ggml's parameters as R passes them: n_dims, mode,
 /// n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor, beta_fast,
 /// beta_slow, then (optionally) four sections.
+// BOUNDS-FN: p.len() >= 9 is checked on entry (indexes 0 to 8); p[9 + k] with k < 4
+// is read only when p.len() >= 13.
 pub fn from_params(p: &[f64], forward: bool) -> crate::Result<Rope> {
     if p.len() < 9 {
         bail!("internal: rope takes 9 or 13 parameters, got {}", p.len());

@@ -2,7 +2,7 @@
 //! SOFT_MAX_BACK, ARGSORT, TOP_K, COUNT_EQUAL): each reads whole rows (or
 //! groups of planes) to produce its result.
 
-use super::rules::{f32_or_f64, float, sh, Out};
+use super::rules::{f32_or_f64, float, sh, src, Out};
 use crate::base::dtype::DType;
 use crate::layout::Layout;
 use anyhow::ensure;
@@ -47,8 +47,10 @@ impl RowOp {
         }
     }
 
+    // BOUNDS-FN: ne is a Dims ([usize; 5]), Out::ne a [usize; 4]: indexed by literals below 4;
+    // sources through src().
     pub fn infer(&self, s: &[Layout]) -> crate::Result<Out> {
-        let a = &s[0];
+        let a = src(s, 0)?;
         match *self {
             RowOp::L2Norm { .. } => {
                 float(a, "a")?;
@@ -60,7 +62,7 @@ impl RowOp {
                 Ok(Out { dtype: a.dtype, ne: a.ne4() })
             }
             RowOp::RmsNormBack { .. } | RowOp::SoftMaxBack { .. } => {
-                let b = &s[1];
+                let b = src(s, 1)?;
                 float(a, "the gradient a")?;
                 float(b, "b")?;
                 ensure!(
@@ -88,7 +90,7 @@ impl RowOp {
                 Ok(Out { dtype: DType::I32, ne })
             }
             RowOp::CountEqual => {
-                let b = &s[1];
+                let b = src(s, 1)?;
                 ensure!(
                     a.ne == b.ne,
                     "count_equal: a ({}) and b ({}) must have the same shape",

@@ -22,15 +22,31 @@ pub struct Shaped {
 
 impl Shaped {
     /// The sizes of the first four dimensions.
+    // BOUNDS-FN: ne is a Dims ([usize; 5]) indexed by literals below 5
+    // (rustc rejects a constant index past a fixed array's end).
     pub fn ne4(&self) -> [usize; 4] {
         [self.ne[0], self.ne[1], self.ne[2], self.ne[3]]
     }
 }
 
 impl From<Out> for Shaped {
+    // BOUNDS-FN: Out::ne is a [usize; 4] indexed by literals below 4 (rustc
+    // rejects a constant index past a fixed array's end).
     fn from(o: Out) -> Shaped {
         Shaped { dtype: o.dtype, ne: [o.ne[0], o.ne[1], o.ne[2], o.ne[3], 1] }
     }
+}
+
+/// Source `i` of an op's sources: [`crate::op::shape::infer`] checks their
+/// number first, and the rules take each through here all the same, so a
+/// rule called with too few is an error, never a panic.
+pub(crate) fn src(s: &[Layout], i: usize) -> crate::Result<&Layout> {
+    s.get(i).ok_or_else(|| anyhow::anyhow!("internal: source {} of {} asked for", i + 1, s.len()))
+}
+
+/// Whether `d` divides `n` (false for `d` = 0: an empty size divides nothing).
+pub(crate) fn divides(d: usize, n: usize) -> bool {
+    d > 0 && n % d == 0
 }
 
 pub(crate) fn sh(l: &Layout) -> String {

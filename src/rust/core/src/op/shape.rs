@@ -5,7 +5,7 @@
 //! ops and `cpy` take extra arguments and are shaped by the graph builder.
 
 pub use super::rules::{can_repeat, Out, Shaped};
-pub(crate) use super::rules::{f32_or_f64, float, out_size, sh};
+pub(crate) use super::rules::{divides, f32_or_f64, float, out_size, sh, src};
 use super::Op;
 use super::UnaryOp;
 use crate::base::dtype::DType;
@@ -38,6 +38,7 @@ pub fn arity(op: &Op) -> (usize, usize) {
 }
 
 /// The result of `op` on sources with layouts `s`.
+// BOUNDS-FN: l.ne is a Dims ([usize; 5]) indexed by the literal 4.
 pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Shaped> {
     let (lo, hi) = arity(op);
     ensure!(
@@ -54,6 +55,8 @@ pub fn infer(op: &Op, s: &[Layout]) -> crate::Result<Shaped> {
 }
 
 /// The rules of four dimensions (sources whose fifth size is 1).
+// BOUNDS-FN: ne is a Dims ([usize; 5]), Out::ne a [usize; 4]: indexed by literals below 4,
+// or by i in 0..4 (p of Pad is an [i32; 4]); sources through src().
 pub(super) fn infer4(op: &Op, s: &[Layout]) -> crate::Result<Out> {
     if let Some(r) = super::extended_shape::infer(op, s) {
         return r;
@@ -61,7 +64,7 @@ pub(super) fn infer4(op: &Op, s: &[Layout]) -> crate::Result<Out> {
     if let Op::Index(i) = op {
         return i.infer(s);
     }
-    let a = &s[0];
+    let a = src(s, 0)?;
     let same = Out { dtype: a.dtype, ne: a.ne4() };
     Ok(match op {
         Op::Index(_) => bail!("internal: index ops are shaped above"),
@@ -98,7 +101,7 @@ pub(super) fn infer4(op: &Op, s: &[Layout]) -> crate::Result<Out> {
         | Op::ScatterFlat { .. }
         | Op::PadEx { .. } => bail!("internal: {} is shaped by op::extended", op.name()),
         Op::Add | Op::Sub | Op::Mul | Op::Div => {
-            let b = &s[1];
+            let b = src(s, 1)?;
             float(a, "a")?;
             float(b, "b")?;
             ensure!(
@@ -112,8 +115,8 @@ pub(super) fn infer4(op: &Op, s: &[Layout]) -> crate::Result<Out> {
         }
         Op::Add1 => {
             float(a, "a")?;
-            float(&s[1], "b")?;
-            ensure!(s[1].nelements() == 1, "b must have exactly one element, not {}", sh(&s[1]));
+            float(src(s, 1)?, "b")?;
+            ensure!(src(s, 1)?.nelements() == 1, "b must have exactly one element, not {}", sh(src(s, 1)?));
             same
         }
         Op::Scale { .. } | Op::Unary(_) | Op::LeakyRelu { .. } | Op::Clamp { .. } => {
@@ -125,14 +128,14 @@ pub(super) fn infer4(op: &Op, s: &[Layout]) -> crate::Result<Out> {
             same
         }
         Op::MulMat => {
-            let b = &s[1];
+            let b = src(s, 1)?;
             // Quantized weights are a's (ggml's convention).
             if a.dtype.quant().is_none() {
                 float(a, "a")?;
             }
             float(b, "b")?;
             ensure!(
-                a.ne[0] == b.ne[0] && b.ne[2] % a.ne[2] == 0 && b.ne[3] % a.ne[3] == 0,
+                a.ne[0] == b.ne[0] && divides(a.ne[2], b.ne[2]) && divides(a.ne[3], b.ne[3]),
                 "a ({}) and b ({}) do not fit mul_mat: their first sizes (K) must be equal and \
                  the sizes of b in dimensions 3 and 4 multiples of a's; mul_mat(a[K,M], \
                  b[K,N]) gives [M,N]",
@@ -142,11 +145,11 @@ pub(super) fn infer4(op: &Op, s: &[Layout]) -> crate::Result<Out> {
             Out { dtype: f32_or_f64(&[a, b]), ne: [a.ne[1], b.ne[1], b.ne[2], b.ne[3]] }
         }
         Op::OutProd => {
-            let b = &s[1];
+            let b = src(s, 1)?;
             float(a, "a")?;
             float(b, "b")?;
             ensure!(
-                a.ne[1] == b.ne[1] && b.ne[2] % a.ne[2] == 0 && b.ne[3] % a.ne[3] == 0,
+                a.ne[1] == b.ne[1] && divides(a.ne[2], b.ne[2]) && divides(a.ne[3], b.ne[3]),
                 "a ({}) and b ({}) do not fit out_prod: their second sizes (K) must be equal; \
                  out_prod(a[M,K], b[N,K]) gives [M,N]",
                 sh(a),
@@ -155,7 +158,7 @@ pub(super) fn infer4(op: &Op, s: &[Layout]) -> crate::Result<Out> {
             Out { dtype: f32_or_f64(&[a, b]), ne: [a.ne[0], b.ne[0], b.ne[2], b.ne[3]] }
         }
         Op::Linear { .. } => {
-            let (b, c) = (&s[1], &s[2]);
+            let (b, c) = (src(s, 1)?, src(s, 2)?);
             float(a, "a")?;
             float(b, "b")?;
             float(c, "the bias c")?;
@@ -175,7 +178,7 @@ pub(super) fn infer4(op: &Op, s: &[Layout]) -> crate::Result<Out> {
             Out { dtype: f32_or_f64(&[a, b, c]), ne: [a.ne[1], b.ne[1], 1, 1] }
         }
         Op::UnaryBack { u } => {
-            let y = &s[1];
+            let y = src(s, 1)?;
             float(a, "the gradient g")?;
             float(y, "the activation's output y")?;
             ensure!(
@@ -188,7 +191,7 @@ pub(super) fn infer4(op: &Op, s: &[Layout]) -> crate::Result<Out> {
         }
         Op::CrossEntropyLoss | Op::CrossEntropyLossBack => {
             let back = matches!(op, Op::CrossEntropyLossBack);
-            let (l, t) = if back { (&s[1], &s[2]) } else { (a, &s[1]) };
+            let (l, t) = if back { (src(s, 1)?, src(s, 2)?) } else { (a, src(s, 1)?) };
             float(l, "the logits")?;
             float(t, "the targets")?;
             ensure!(l.ne == t.ne, "the logits ({}) and the targets ({}) must have the same shape", sh(l), sh(t));
@@ -224,8 +227,8 @@ pub(super) fn infer4(op: &Op, s: &[Layout]) -> crate::Result<Out> {
                 ensure!(
                     m.ne[0] == a.ne[0]
                         && m.ne[1] >= a.ne[1]
-                        && a.ne[2] % m.ne[2] == 0
-                        && a.ne[3] % m.ne[3] == 0,
+                        && divides(m.ne[2], a.ne[2])
+                        && divides(m.ne[3], a.ne[3]),
                     "the mask ({}) does not fit a ({}): it needs the same first size, at least \
                      as many rows, and sizes in dimensions 3 and 4 that divide a's",
                     sh(m),
@@ -236,7 +239,7 @@ pub(super) fn infer4(op: &Op, s: &[Layout]) -> crate::Result<Out> {
         }
         Op::Dup | Op::Cont => same,
         Op::Repeat => {
-            let b = &s[1];
+            let b = src(s, 1)?;
             ensure!(
                 can_repeat(&a.ne, &b.ne),
                 "a ({}) cannot be repeated to the shape of b ({}): each size of b must be a \
@@ -247,7 +250,7 @@ pub(super) fn infer4(op: &Op, s: &[Layout]) -> crate::Result<Out> {
             Out { dtype: a.dtype, ne: b.ne4() }
         }
         Op::Concat { dim } => {
-            let b = &s[1];
+            let b = src(s, 1)?;
             ensure!(*dim < 5, "concat: `dim` must be 0 to 4, not {dim}");
             ensure!(a.dtype == b.dtype, "concat needs tensors of one type, not {} and {}", sh(a), sh(b));
             let mut ne = a.ne4();
@@ -266,7 +269,7 @@ pub(super) fn infer4(op: &Op, s: &[Layout]) -> crate::Result<Out> {
             Out { dtype: a.dtype, ne }
         }
         Op::GetRows => {
-            let b = &s[1];
+            let b = src(s, 1)?;
             ensure!(b.dtype == DType::I32, "the row indices must be an i32 tensor, not {}", sh(b));
             ensure!(
                 a.ne[2] == b.ne[1] && a.ne[3] == b.ne[2] && b.ne[3] == 1,
@@ -279,7 +282,7 @@ pub(super) fn infer4(op: &Op, s: &[Layout]) -> crate::Result<Out> {
             Out { dtype, ne: [a.ne[0], b.ne[0], b.ne[1], b.ne[2]] }
         }
         Op::Im2Col { s0, s1, p0, p1, d0, d1, is_2d } => {
-            let (k, b) = (a, &s[1]);
+            let (k, b) = (a, src(s, 1)?);
             float(b, "the input")?;
             if *is_2d {
                 ensure!(
@@ -314,7 +317,7 @@ pub(super) fn infer4(op: &Op, s: &[Layout]) -> crate::Result<Out> {
             let ow = out_size("im2col_back width", *w as usize, *kw as usize, *s0, *p0 as i64, *d0)?;
             let oh = out_size("im2col_back height", *h as usize, *kh as usize, *s1, *p1 as i64, *d1)?;
             ensure!(
-                a.ne[0] % taps == 0 && a.ne[1] == ow && a.ne[2] == oh,
+                divides(taps, a.ne[0]) && a.ne[1] == ow && a.ne[2] == oh,
                 "im2col_back: the patches ({}) are not those of a {kw}x{kh} kernel over a {w}x{h} input \
                  (expected [C * {taps}, {ow}, {oh}, N])",
                 sh(a)
@@ -352,8 +355,10 @@ pub(super) fn infer4(op: &Op, s: &[Layout]) -> crate::Result<Out> {
 }
 
 /// mul_mat_id: as [K, M, E], b [K, nb1, T], ids i32 [n, T] -> [M, n, T].
+// BOUNDS-FN: ne is a Dims ([usize; 5]), Out::ne a [usize; 4]: indexed by literals below 4;
+// sources through src().
 fn mul_mat_id(s: &[Layout]) -> crate::Result<Out> {
-    let (w, b, ids) = (&s[0], &s[1], &s[2]);
+    let (w, b, ids) = (src(s, 0)?, src(s, 1)?, src(s, 2)?);
     float(w, "the experts as")?;
     float(b, "b")?;
     ensure!(ids.dtype == DType::I32, "mul_mat_id: the expert ids must be an i32 tensor, not {}", sh(ids));
@@ -364,7 +369,7 @@ fn mul_mat_id(s: &[Layout]) -> crate::Result<Out> {
         sh(b)
     );
     ensure!(
-        ids.ne[1] == b.ne[2] && ids.ne[2] * ids.ne[3] == 1 && b.ne[1] > 0 && ids.ne[0] % b.ne[1] == 0,
+        ids.ne[1] == b.ne[2] && ids.ne[2] * ids.ne[3] == 1 && b.ne[1] > 0 && divides(b.ne[1], ids.ne[0]),
         "mul_mat_id: the ids ({}) must be [n, T] with T the third size of b ({}) and n a multiple of its second",
         sh(ids),
         sh(b)

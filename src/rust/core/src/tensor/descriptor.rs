@@ -71,6 +71,16 @@ pub struct DataRef {
 
 static NEXT_TENSOR: AtomicU64 = AtomicU64::new(1);
 
+/// Counts every change of any tensor's memory (see [`storage_generation`]).
+static STORAGE_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// A number that changes whenever some tensor is given memory: a graph's
+/// resolved nodes stay valid while it is unchanged (their buffers being
+/// still there and their contexts live).
+pub fn storage_generation() -> u64 {
+    STORAGE_GENERATION.load(Ordering::Acquire)
+}
+
 #[derive(Debug)]
 pub struct Tensor {
     id: u64,
@@ -274,6 +284,7 @@ impl Tensor {
 
     pub(crate) fn set_storage(&self, s: DataSlot) {
         *self.storage.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
+        STORAGE_GENERATION.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Whether the tensor (or the tensor it views) has memory.

@@ -9,4 +9,4 @@ pub mod descriptor;
 pub mod io;
 
 pub use context::{alloc_group, Context, GRAPH_OVERHEAD, TENSOR_OVERHEAD};
-pub use descriptor::{CtxState, DataRef, DataSlot, Tensor};
+pub use descriptor::{storage_generation, CtxState, DataRef, DataSlot, Tensor};

@@ -49,7 +49,8 @@ impl<'a, T: Float> Src<'a, T> {
     }
 }
 
-fn check_span(mem_len: usize, r: &DataRef) -> crate::Result<()> {
+/// An error unless `r`'s bytes lie in the first `mem_len` bytes of its buffer.
+pub fn check_span(mem_len: usize, r: &DataRef) -> crate::Result<()> {
     ensure!(
         r.offset + r.layout.span_bytes() <= mem_len,
         "the tensor's data (offset {}, {} bytes) lies outside {}",
@@ -58,6 +59,15 @@ fn check_span(mem_len: usize, r: &DataRef) -> crate::Result<()> {
         r.buf.describe()
     );
     Ok(())
+}
+
+/// The writable host bytes holding `r` (checked to lie in them).
+pub fn host_mut<'m>(mem: &'m mut BufferMem, r: &DataRef) -> crate::Result<&'m mut [u8]> {
+    let Some(b) = mem.host_bytes_mut() else {
+        bail!("the result lives in {}, which the CPU backend cannot write", r.buf.describe());
+    };
+    check_span(b.len(), r)?;
+    Ok(b)
 }
 
 pub fn host<'m>(mem: &'m BufferMem, r: &DataRef) -> crate::Result<&'m [u8]> {
@@ -114,13 +124,12 @@ fn quant_row(q: QType, l: &Layout) -> crate::Result<usize> {
 }
 
 /// Quantized rows dequantized to f32, in ggml order.
-fn gather_quant(q: QType, b: &[u8], r: &DataRef) -> crate::Result<Vec<f32>> {
-    let l = &r.layout;
+fn gather_quant(q: QType, b: &[u8], off: usize, l: &Layout) -> crate::Result<Vec<f32>> {
     let rs = quant_row(q, l)?;
     let n0 = l.ne[0];
     let mut out = alloc_f32(l.nelements())?;
     let mut res = Ok(());
-    for_each_row(l, r.offset, |i, o| {
+    for_each_row(l, off, |i, o| {
         if res.is_ok() {
             res = quant::dequantize_row(q, &b[o..o + rs], &mut out[i * n0..(i + 1) * n0]);
         }
@@ -153,27 +162,31 @@ fn scatter_quant<T: Float>(q: QType, b: &mut [u8], r: &DataRef, vals: &[T]) -> c
 /// The source's values in type `T`: borrowed in place when already
 /// contiguous values of that type, else converted (and packed) once.
 pub fn gather<'m, T: Float>(mem: &'m BufferMem, r: &DataRef) -> crate::Result<Src<'m, T>> {
-    let l = &r.layout;
+    gather_in(host(mem, r)?, r.offset, &r.layout)
+}
+
+/// [`gather`] of the tensor of layout `l` at byte `off` of `b` (whose span
+/// has been checked to lie in `b`).
+pub fn gather_in<'m, T: Float>(b: &'m [u8], off: usize, l: &Layout) -> crate::Result<Src<'m, T>> {
     let n = l.nelements();
-    let b = host(mem, r)?;
     if let Some(q) = l.dtype.quant() {
-        let v = gather_quant(q, b, r)?;
+        let v = gather_quant(q, b, off, l)?;
         return Ok(Src::new(Cow::Owned(v.into_iter().map(T::from_f32).collect()), l.ne4()));
     }
     if l.dtype == T::DTYPE && l.is_contiguous() {
-        if let Some(s) = typed::<T>(b, r.offset, n) {
+        if let Some(s) = typed::<T>(b, off, n) {
             return Ok(Src::new(Cow::Borrowed(s), l.ne4()));
         }
     }
     let es = std::mem::size_of::<T>();
     if l.dtype == T::DTYPE && n > 0 && l.nb.iter().all(|&x| x % es == 0) {
-        if let Some(span) = typed::<T>(b, r.offset, l.span_bytes() / es) {
+        if let Some(span) = typed::<T>(b, off, l.span_bytes() / es) {
             return Ok(Src::new(Cow::Owned(pack(span, l.ne, l.nb.map(|x| x / es))?), l.ne4()));
         }
     }
     let mut out = alloc::<T>(n)?;
     let dt = l.dtype;
-    for_each_offset(l, r.offset, |i, o| out[i] = decode(dt, b, o));
+    for_each_offset(l, off, |i, o| out[i] = decode(dt, b, o));
     Ok(Src::new(Cow::Owned(out), l.ne4()))
 }
 
@@ -200,17 +213,36 @@ fn pack<T: Float>(span: &[T], ne: Dims, st: Dims) -> crate::Result<Vec<T>> {
 /// `T` are read in place whatever their (non-negative, element-aligned)
 /// strides: `st` then holds them. For kernels that take strided operands.
 pub fn gather_strided<'m, T: Float>(mem: &'m BufferMem, r: &DataRef) -> crate::Result<Src<'m, T>> {
-    let l = &r.layout;
+    gather_strided_in(host(mem, r)?, r.offset, &r.layout)
+}
+
+/// [`gather_strided`] of the tensor of layout `l` at byte `off` of `b`.
+pub fn gather_strided_in<'m, T: Float>(b: &'m [u8], off: usize, l: &Layout) -> crate::Result<Src<'m, T>> {
     let es = std::mem::size_of::<T>();
     if l.dtype == T::DTYPE && l.nelements() > 0 && l.nb.iter().all(|&b| b % es == 0) {
-        let b = host(mem, r)?;
-        if let Some(s) = typed::<T>(b, r.offset, l.span_bytes() / es) {
-            let nb = l.nb4();
-            let st = nb.map(|b| b / es);
+        if let Some(s) = typed::<T>(b, off, l.span_bytes() / es) {
+            let st = l.nb4().map(|b| b / es);
             return Ok(Src { d: Cow::Borrowed(s), ne: l.ne4(), st });
         }
     }
-    gather(mem, r)
+    gather_in(b, off, l)
+}
+
+/// The byte just past the last one `r` addresses.
+pub fn end(r: &DataRef) -> usize {
+    r.offset.saturating_add(r.layout.span_bytes())
+}
+
+/// Whether the bytes of `a` and `b` overlap (same buffer, intersecting spans).
+pub fn overlap(a: &DataRef, b: &DataRef) -> bool {
+    a.buf.id() == b.buf.id() && a.offset < end(b) && b.offset < end(a)
+}
+
+/// The values of `T` in place over the whole of `b` (the result's own
+/// span), when aligned.
+pub fn span_slice<T: Float>(b: &mut [u8]) -> Option<&mut [T]> {
+    let n = b.len() / std::mem::size_of::<T>();
+    typed_mut::<T>(b, 0, n)
 }
 
 /// The destination's values in place, when it is contiguous, of type `T`
@@ -219,10 +251,7 @@ pub fn dst_slice<'m, T: Float>(mem: &'m mut BufferMem, r: &DataRef) -> crate::Re
     if r.layout.dtype != T::DTYPE || !r.layout.is_contiguous() {
         return Ok(None);
     }
-    let Some(b) = mem.host_bytes_mut() else {
-        bail!("the result lives in {}, which the CPU backend cannot write", r.buf.describe());
-    };
-    check_span(b.len(), r)?;
+    let b = host_mut(mem, r)?;
     Ok(typed_mut::<T>(b, r.offset, r.layout.nelements()))
 }
 
@@ -234,10 +263,7 @@ pub fn scatter<T: Float>(mem: &mut BufferMem, r: &DataRef, vals: &[T]) -> crate:
         d.copy_from_slice(vals);
         return Ok(());
     }
-    let Some(b) = mem.host_bytes_mut() else {
-        bail!("the result lives in {}, which the CPU backend cannot write", r.buf.describe());
-    };
-    check_span(b.len(), r)?;
+    let b = host_mut(mem, r)?;
     if let Some(q) = l.dtype.quant() {
         return scatter_quant(q, b, r, vals);
     }
@@ -263,34 +289,45 @@ fn walk_units(l: &Layout, base: usize, rows: bool, f: impl FnMut(usize, usize)) 
 }
 
 /// Copies `src`'s elements into `dst` (same type, no conversion) straight
-/// from one buffer to the other when they are different buffers and `dst`
-/// is contiguous: one move when `src` is contiguous too, one per row when
-/// its rows are. Returns false (nothing done) otherwise.
+/// from one place to the other when their bytes do not overlap and `dst` is
+/// contiguous: one move when `src` is contiguous too, one per row when its
+/// rows are (within one buffer too). Returns false (nothing done) otherwise.
 pub fn copy_direct(src: &DataRef, dst: &DataRef) -> crate::Result<bool> {
     let l = &src.layout;
-    if src.buf.id() == dst.buf.id() || !dst.layout.is_contiguous() || l.dtype.quant().is_some() || l.dtype != dst.layout.dtype {
+    if overlap(src, dst) || !dst.layout.is_contiguous() || l.dtype.quant().is_some() || l.dtype != dst.layout.dtype {
         return Ok(false);
+    }
+    let n = l.nelements();
+    ensure!(n == dst.layout.nelements(), "internal: a copy of {n} elements into {}", dst.layout.nelements());
+    if src.buf.id() == dst.buf.id() {
+        // One buffer, disjoint spans: moves within it.
+        let mut w = dst.buf.write("the result")?;
+        let d = host_mut(&mut w, dst)?;
+        check_span(d.len(), src)?;
+        copy_runs(l, src.offset, dst.offset, |from, to, len| d.copy_within(from..from + len, to));
+        return Ok(true);
     }
     let g = src.buf.read("the source")?;
     let b = host(&g, src)?;
     let mut w = dst.buf.write("the result")?;
-    let Some(d) = w.host_bytes_mut() else {
-        bail!("the result lives in {}, which the CPU backend cannot write", dst.buf.describe());
-    };
-    check_span(d.len(), dst)?;
+    let d = host_mut(&mut w, dst)?;
+    copy_runs(l, src.offset, dst.offset, |from, to, len| d[to..to + len].copy_from_slice(&b[from..from + len]));
+    Ok(true)
+}
+
+/// Calls `mv(from, to, len)` for runs of bytes that copy the tensor of
+/// layout `l` at byte `from` into contiguous bytes at `to`: the whole tensor
+/// when contiguous, else a row or an element at a time.
+fn copy_runs(l: &Layout, from: usize, to: usize, mut mv: impl FnMut(usize, usize, usize)) {
     let es = l.dtype.size();
-    let n = l.nelements();
-    ensure!(n == dst.layout.nelements(), "internal: a copy of {n} elements into {}", dst.layout.nelements());
-    let out = &mut d[dst.offset..dst.offset + n * es];
     if l.is_contiguous() {
-        out.copy_from_slice(&b[src.offset..src.offset + n * es]);
+        mv(from, to, l.nelements() * es);
     } else if l.nb[0] == es {
         let row = l.ne[0] * es;
-        for_each_row(l, src.offset, |i, o| out[i * row..(i + 1) * row].copy_from_slice(&b[o..o + row]));
+        for_each_row(l, from, |i, o| mv(o, to + i * row, row));
     } else {
-        for_each_offset(l, src.offset, |i, o| out[i * es..(i + 1) * es].copy_from_slice(&b[o..o + es]));
+        for_each_offset(l, from, |i, o| mv(o, to + i * es, es));
     }
-    Ok(true)
 }
 
 /// The element bytes of a tensor, packed in ggml order (no conversion).
@@ -305,10 +342,7 @@ pub fn gather_bytes(mem: &BufferMem, r: &DataRef) -> crate::Result<Vec<u8>> {
 
 /// Write packed element bytes into a tensor's (possibly strided) memory.
 pub fn scatter_bytes(mem: &mut BufferMem, r: &DataRef, vals: &[u8]) -> crate::Result<()> {
-    let Some(b) = mem.host_bytes_mut() else {
-        bail!("the result lives in {}, which the CPU backend cannot write", r.buf.describe());
-    };
-    check_span(b.len(), r)?;
+    let b = host_mut(mem, r)?;
     let (es, rows) = units(&r.layout)?;
     walk_units(&r.layout, r.offset, rows, |i, o| b[o..o + es].copy_from_slice(&vals[i * es..(i + 1) * es]));
     Ok(())

@@ -6,15 +6,17 @@
 //! driver locks the sources' buffers for reading and gets every source in the
 //! compute type (contiguous, read in place when it already is; other types
 //! and strided sources are converted once; the products read strided sources
-//! in place). When the result is contiguous, of the compute type and in a
-//! buffer no source reads, the kernel writes straight into it; otherwise into
-//! a vector that is then written in the result's type and strides.
+//! in place). When the result is contiguous, of the compute type and no
+//! source's bytes overlap its bytes (they may share its buffer), the kernel
+//! writes straight into it; otherwise into a vector that is then written in
+//! the result's type and strides.
 
 use super::access::{self, Src};
 use super::matmul::Gemm;
 use super::par::Pool;
 use super::{attn, col2im, conv, conv_direct, elementwise, glu, index, movement, mul_mat_id, reduce, rope, rows};
 use crate::backend::node::{self, Node};
+use crate::tensor::DataRef;
 use crate::base::dtype::DType;
 use crate::memory::BufferLocks;
 use crate::op::rows::RowOp;
@@ -85,35 +87,86 @@ fn run_as<T: Gemm>(node: &Node, pool: &Pool) -> crate::Result<()> {
     // `cpy` reads its first source only: the second is the destination;
     // `repeat` takes only the sizes of its second (they are the result's).
     let reads = if matches!(node.op, Op::Cpy | Op::Repeat) { &node.srcs[..1] } else { &node.srcs[..] };
-    let out = {
-        let locks = BufferLocks::read(reads.iter().map(|s| s.buf.as_ref()))?;
-        let mut srcs: Vec<Src<'_, T>> = Vec::with_capacity(reads.len());
-        for (i, s) in reads.iter().enumerate() {
-            let mem = locks.mem(&s.buf)?;
-            srcs.push(if strided_operand(&node.op, i) { access::gather_strided(mem, s)? } else { access::gather(mem, s)? });
-        }
-        // Row indices are read in f64, where every i32 is exact (in f32 an
-        // index above 2^24 would round to another row).
-        let exact_idx = match (&node.op, reads.get(1)) {
-            (Op::GetRows, Some(ix)) => Some(access::gather::<f64>(locks.mem(&ix.buf)?, ix)?),
-            _ => None,
-        };
-        let run = |out: &mut [T]| match &exact_idx {
-            Some(ix) => movement::get_rows(&srcs[0], ix, out, dst.layout.ne4()),
-            None => kernel(&node.op, &srcs, out, dst.layout.ne4(), pool),
-        };
-        if reads.iter().all(|s| s.buf.id() != dst.buf.id()) {
+    let direct = dst.layout.dtype == T::DTYPE && dst.layout.is_contiguous() && !reads.iter().any(|s| access::overlap(s, dst));
+    if direct {
+        if reads.iter().any(|s| s.buf.id() == dst.buf.id()) {
+            if shared_buffer::<T>(node, reads, pool)? {
+                return Ok(());
+            }
+        } else {
+            let locks = BufferLocks::read(reads.iter().map(|s| s.buf.as_ref()))?;
+            let spans = reads.iter().map(|s| Ok((access::host(locks.mem(&s.buf)?, s)?, s.offset))).collect::<crate::Result<Vec<_>>>()?;
             let mut g = dst.buf.write("the result")?;
             if let Some(out) = access::dst_slice::<T>(&mut g, dst)? {
-                return run(out);
+                return compute(node, reads, &spans, out, pool);
             }
         }
+    }
+    // The result overlaps a source (or is strided, of another type or
+    // misaligned): computed aside, then written.
+    let out = {
+        let locks = BufferLocks::read(reads.iter().map(|s| s.buf.as_ref()))?;
+        let spans = reads.iter().map(|s| Ok((access::host(locks.mem(&s.buf)?, s)?, s.offset))).collect::<crate::Result<Vec<_>>>()?;
         let mut out = access::alloc::<T>(dst.layout.nelements())?;
-        run(&mut out)?;
+        compute(node, reads, &spans, &mut out, pool)?;
         out
     };
     let mut g = dst.buf.write("the result")?;
     access::scatter(&mut g, dst, &out)
+}
+
+/// Computes the node straight into its result when some sources live in
+/// the result's buffer but none of their bytes overlap the result's (a
+/// graph allocator's buffer, views of one tensor): the result's bytes and
+/// those sources' are disjoint slices of the one locked buffer. False
+/// (nothing done) when the result is not aligned for `T`.
+fn shared_buffer<T: Gemm>(node: &Node, reads: &[DataRef], pool: &Pool) -> crate::Result<bool> {
+    let dst = &node.dst;
+    let same = |s: &DataRef| s.buf.id() == dst.buf.id();
+    let others = BufferLocks::read(reads.iter().filter(|s| !same(s)).map(|s| s.buf.as_ref()))?;
+    let mut w = dst.buf.write("the result")?;
+    let bytes = access::host_mut(&mut w, dst)?;
+    let len = bytes.len();
+    let base = bytes.as_mut_ptr();
+    // SAFETY: the result's span lies in `bytes` (checked by `host_mut`),
+    // and `bytes` stays borrowed (through `w`) for the whole function.
+    let out = unsafe { std::slice::from_raw_parts_mut(base.add(dst.offset), dst.layout.span_bytes()) };
+    let Some(out) = access::span_slice::<T>(out) else { return Ok(false) };
+    let mut spans = Vec::with_capacity(reads.len());
+    for s in reads {
+        spans.push(if same(s) {
+            let span = s.layout.span_bytes();
+            ensure!(s.offset.checked_add(span).is_some_and(|e| e <= len), "a source (offset {}, {span} bytes) lies outside {}", s.offset, s.buf.describe());
+            // SAFETY: the source's span lies in `bytes` (checked here) and
+            // does not overlap the result's (the caller's `overlap` test),
+            // so this shared slice never aliases `out`; sources may overlap
+            // each other, all of them only read.
+            (unsafe { std::slice::from_raw_parts(base.add(s.offset) as *const u8, span) }, 0)
+        } else {
+            (access::host(others.mem(&s.buf)?, s)?, s.offset)
+        });
+    }
+    compute(node, reads, &spans, out, pool)?;
+    Ok(true)
+}
+
+/// Gets the sources `reads`, each at byte `spans[i].1` of the bytes
+/// `spans[i].0`, in the compute type, and computes the node into `out`.
+fn compute<T: Gemm>(node: &Node, reads: &[DataRef], spans: &[(&[u8], usize)], out: &mut [T], pool: &Pool) -> crate::Result<()> {
+    let mut srcs: Vec<Src<'_, T>> = Vec::with_capacity(reads.len());
+    for (i, (s, &(b, off))) in reads.iter().zip(spans).enumerate() {
+        srcs.push(if strided_operand(&node.op, i) { access::gather_strided_in(b, off, &s.layout)? } else { access::gather_in(b, off, &s.layout)? });
+    }
+    let ne = node.dst.layout.ne4();
+    match (&node.op, reads.get(1), spans.get(1)) {
+        // Row indices are read in f64, where every i32 is exact (in f32 an
+        // index above 2^24 would round to another row).
+        (Op::GetRows, Some(ix), Some(&(b, off))) => {
+            let ix = access::gather_in::<f64>(b, off, &ix.layout)?;
+            movement::get_rows(&srcs[0], &ix, out, ne)
+        }
+        _ => kernel(&node.op, &srcs, out, ne, pool),
+    }
 }
 
 /// Computes `op` on `s` into `out` (every element written) of sizes `ne`.
@@ -148,7 +201,7 @@ pub(super) fn kernel<T: Gemm>(op: &Op, s: &[Src<'_, T>], out: &mut [T], ne: [usi
         Op::MulMat => T::mul_mat(&s[0], &s[1], out, pool),
         Op::OutProd => T::out_prod(&s[0], &s[1], out, pool),
         Op::Linear { act } => T::linear(&s[0], &s[1], &s[2].d, *act, out, pool),
-        Op::Sum => reduce::sum(&s[0], out),
+        Op::Sum => reduce::sum(&s[0], out, pool),
         Op::SumRows => reduce::sum_rows(&s[0], out, false, pool),
         Op::Mean => reduce::sum_rows(&s[0], out, true, pool),
         Op::Argmax => reduce::argmax(&s[0], out),

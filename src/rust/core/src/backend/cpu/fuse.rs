@@ -7,6 +7,7 @@
 //! the product, when the copy is fused too under the same condition): same
 //! values, without writing and reading back the patches.
 
+use super::access::{end, overlap};
 use crate::backend::Node;
 use crate::base::dtype::DType;
 use crate::layout::Layout;
@@ -85,15 +86,8 @@ fn same_place(a: &DataRef, b: &DataRef) -> bool {
     a.buf.id() == b.buf.id() && a.offset == b.offset
 }
 
-/// Whether the bytes of `a` and `b` overlap.
-fn overlap(a: &DataRef, b: &DataRef) -> bool {
-    let end = |r: &DataRef| r.offset.saturating_add(r.layout.span_bytes());
-    a.buf.id() == b.buf.id() && a.offset < end(b) && b.offset < end(a)
-}
-
 /// Whether `a` (contiguous) holds every byte of `b`.
 fn covers(a: &DataRef, b: &DataRef) -> bool {
-    let end = |r: &DataRef| r.offset.saturating_add(r.layout.span_bytes());
     a.buf.id() == b.buf.id() && a.layout.is_contiguous() && a.offset <= b.offset && end(b) <= end(a)
 }
 

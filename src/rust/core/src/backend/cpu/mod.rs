@@ -35,6 +35,8 @@ mod tests;
 mod tests_gemm;
 #[cfg(test)]
 mod tests_nn;
+#[cfg(test)]
+mod tests_place;
 
 use super::Node;
 pub use par::{default_threads, Pool};

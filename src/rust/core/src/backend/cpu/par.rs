@@ -54,8 +54,9 @@ pub fn default_threads() -> usize {
     }
 }
 
-/// Below this many output elements a kernel runs on the calling thread.
-pub const PAR_MIN: usize = 1 << 15;
+/// Below this many output elements a kernel runs on the calling thread
+/// (waking the pool costs more than splitting such a map saves).
+pub const PAR_MIN: usize = 1 << 17;
 
 /// Run `f(first_row, rows)` over `out` split into chunks of whole rows of
 /// `row_len`, in parallel on `pool` when the work is large enough.
@@ -84,3 +85,4 @@ pub fn par_rows<T: Send>(
             });
     });
 }
+

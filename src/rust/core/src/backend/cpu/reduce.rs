@@ -5,9 +5,34 @@ use super::access::Src;
 use super::par::{par_rows, Pool};
 use crate::base::float::Float;
 use crate::op::attn::alibi_slope;
+use rayon::prelude::*;
 
-pub fn sum<T: Float>(a: &Src<'_, T>, out: &mut [T]) {
-    out[0] = T::from_f64(a.d.iter().map(|&x| x.to_f64()).sum::<f64>());
+/// Values per chunk of [`sum`]: chunks are fixed, so the result does not
+/// depend on the number of threads.
+const SUM_CHUNK: usize = 1 << 16;
+
+/// The sum of all values, in f64: chunks of [`SUM_CHUNK`] values summed in
+/// 32 lanes (independent additions, so a streaming read at memory speed),
+/// split across the pool, their sums added in order.
+pub fn sum<T: Float>(a: &Src<'_, T>, out: &mut [T], pool: &Pool) {
+    let chunk_sum = |c: &[T]| -> f64 {
+        let mut acc = [0f64; 32];
+        let lanes = c.chunks_exact(32);
+        let rest: f64 = lanes.remainder().iter().map(|&x| x.to_f64()).sum();
+        for v in lanes {
+            for (s, &x) in acc.iter_mut().zip(v) {
+                *s += x.to_f64();
+            }
+        }
+        acc.iter().sum::<f64>() + rest
+    };
+    let d = &a.d[..];
+    let parts: Vec<f64> = if pool.n_threads > 1 && d.len() >= 2 * SUM_CHUNK {
+        pool.install(|| d.par_chunks(SUM_CHUNK).map(chunk_sum).collect())
+    } else {
+        d.chunks(SUM_CHUNK).map(chunk_sum).collect()
+    };
+    out[0] = T::from_f64(parts.iter().sum::<f64>());
 }
 
 /// out[r] = sum (or mean) of row r, of a source read with its own strides.

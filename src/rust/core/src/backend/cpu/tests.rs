@@ -39,7 +39,7 @@ fn binary_broadcasts_rows_and_planes() {
 
 #[test]
 fn large_maps_split_across_threads() {
-    let n = 100_003;
+    let n = 300_007;
     let a = src((0..n).map(|i| (i % 7) as f32 - 3.0).collect(), [n, 1, 1, 1]);
     let out = run_k(Op::Unary(UnaryOp::Relu), &[a], [n, 1, 1, 1]);
     assert!(out.iter().enumerate().all(|(i, &v)| v == ((i % 7) as f32 - 3.0).max(0.0)));

@@ -28,7 +28,7 @@ fn vals(len: usize, seed: usize) -> Vec<f64> {
 #[test]
 fn gemm_rt_matches_the_triple_loop_in_every_layout() {
     let pool = Pool::new(2).unwrap();
-    for &(m, k, n) in &[(1, 1, 1), (3, 0, 2), (7, 5, 3), (33, 70, 65), (130, 300, 90)] {
+    for &(m, k, n) in &[(1, 1, 1), (3, 0, 2), (7, 5, 3), (33, 70, 65), (130, 300, 90), (200, 300, 150)] {
         let (a, b) = (vals(m * k, 1), vals(k * n, 2));
         let want = naive(m, k, n, &a, &b);
         // A row-major or transposed storage, B the same; C row- or column-major.

@@ -61,6 +61,9 @@ pub(crate) struct Dispatch {
     /// Source 0, source 1, result, source 2, source 3 (bindings 1 to 5).
     pub binds: [Bind; SLOTS],
     pub groups: [u32; 3],
+    /// Constant words bound in place of source 2 (the grids of lattice IQ
+    /// weights), uploaded with the parameter blocks.
+    pub table: Option<&'static [u32]>,
 }
 
 /// The shaders' code of a storage type; f64 has no Vulkan kernels.
@@ -213,7 +216,7 @@ pub(super) fn finish(mut e: Enc, node: &VkNode, shader: Shader, op: u32, sub: u3
     let all_f32 = node.srcs.iter().chain(std::iter::once(&node.dst)).all(|t| t.layout.dtype == DType::F32);
     let variant = Variant { shader, op, sub, all_f32 };
     let binds = [e.binds[0], e.binds[1], e.binds[2], e.binds[3], e.binds[4]];
-    Dispatch { variant, params: e.params, binds, groups }
+    Dispatch { variant, params: e.params, binds, groups, table: None }
 }
 
 /// The single dispatch of one node of the ops encoded here, or None when it

@@ -1,14 +1,38 @@
 //! The encoder of products and row lookups whose first source holds
 //! quantized weights (`shaders/matmul_q.wgsl`, one variant per type): the
-//! weights are described in bytes and dequantized in the shader.
+//! weights are described in bytes and dequantized in the shader. The IQ
+//! types of lattice grids read their grid from a table bound as the third
+//! source (see [`lattice_table`]).
 
 use super::context::VkContext;
 use super::encode::{finish, groups_1d, need_srcs, new_enc, Dispatch, VkNode};
 use super::shaders::Shader;
 use super::support;
 use crate::base::dtype::DType;
+use crate::base::quant::grids;
 use crate::base::quant::QType;
 use crate::op::Op;
+use std::sync::OnceLock;
+
+/// The grid of a lattice IQ type as the shader reads it (binding 4): 64-bit
+/// entries as two words (low word first), 32-bit entries as one; None for
+/// the other types. The sign patterns of IQ2/IQ3 are computed in the shader.
+pub(super) fn lattice_table(q: QType) -> Option<&'static [u32]> {
+    fn words64(g: &[u64]) -> Vec<u32> {
+        g.iter().flat_map(|&e| [e as u32, (e >> 32) as u32]).collect()
+    }
+    static T: [OnceLock<Vec<u32>>; 5] = [const { OnceLock::new() }; 5];
+    let (slot, make): (usize, fn() -> Vec<u32>) = match q {
+        QType::IQ2_XXS => (0, || words64(&grids::IQ2XXS_GRID)),
+        QType::IQ2_XS => (1, || words64(&grids::IQ2XS_GRID)),
+        QType::IQ2_S => (2, || words64(&grids::IQ2S_GRID)),
+        QType::IQ1_S | QType::IQ1_M => (3, || words64(&grids::IQ1S_GRID)),
+        QType::IQ3_XXS => return Some(&grids::IQ3XXS_GRID),
+        QType::IQ3_S => (4, || grids::IQ3S_GRID.to_vec()),
+        _ => return None,
+    };
+    Some(T[slot].get_or_init(make))
+}
 
 /// The dispatch of a mul_mat or get_rows node with `q` weights, or None when
 /// it has nothing to compute.
@@ -58,5 +82,7 @@ pub(super) fn encode_quant(ctx: &VkContext, node: &VkNode, q: QType) -> crate::R
         e.tensor(1, &node.srcs[1], "row indices")?;
         (1, groups_1d(ctx, d.nelements(), 256))
     };
-    Ok(Some(finish(e, node, Shader::MatmulQ, q.code() as u32, sub, groups)))
+    let mut d = finish(e, node, Shader::MatmulQ, q.code() as u32, sub, groups);
+    d.table = lattice_table(q);
+    Ok(Some(d))
 }

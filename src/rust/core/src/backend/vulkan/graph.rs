@@ -105,14 +105,33 @@ impl VkContext {
         // Parameter blocks, one per dispatch, at offsets the device accepts.
         let align = self.info.limits.min_storage_buffer_offset_alignment.max(256) as usize;
         let stride = (PARAM_WORDS * 4).div_ceil(align) * align;
-        let params = first.dst.buf.context().alloc_at(stride * dispatches.len(), MemoryLocation::CpuToGpu, "graph parameter buffer")?;
-        let mut bytes = vec![0u8; stride * dispatches.len()];
+        // The dispatches' constant tables follow, each once, at offsets the
+        // device accepts: (table, byte offset).
+        let mut tables: Vec<(&'static [u32], usize)> = Vec::new();
+        let mut end = stride * dispatches.len();
+        for t in dispatches.iter().filter_map(|d| d.table) {
+            if !tables.iter().any(|(u, _)| std::ptr::eq(*u, t)) {
+                tables.push((t, end));
+                end += (4 * t.len()).div_ceil(align) * align;
+            }
+        }
+        let params = first.dst.buf.context().alloc_at(end, MemoryLocation::CpuToGpu, "graph parameter buffer")?;
+        let mut bytes = vec![0u8; end];
         for (i, d) in dispatches.iter().enumerate() {
             for (j, w) in d.params.iter().enumerate() {
                 bytes[i * stride + 4 * j..i * stride + 4 * j + 4].copy_from_slice(&w.to_le_bytes());
             }
         }
+        for &(t, at) in &tables {
+            for (j, w) in t.iter().enumerate() {
+                bytes[at + 4 * j..at + 4 * j + 4].copy_from_slice(&w.to_le_bytes());
+            }
+        }
         self.write(&params, 0, &bytes)?;
+        let table_info = |t: &'static [u32]| {
+            let at = tables.iter().find(|(u, _)| std::ptr::eq(*u, t)).map_or(0, |&(_, at)| at);
+            vk::DescriptorBufferInfo { buffer: params.buffer, offset: at as u64, range: (4 * t.len()) as u64 }
+        };
 
         let n = dispatches.len() as u32;
         let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: BINDINGS * n }];
@@ -133,6 +152,10 @@ impl VkContext {
                 let mut info = [vk::DescriptorBufferInfo { buffer: params.buffer, offset: (i * stride) as u64, range: (PARAM_WORDS * 4) as u64 }; 1 + SLOTS];
                 for (k, b) in d.binds.iter().enumerate() {
                     info[1 + k] = bi(b);
+                }
+                // binding 4 (source 2): the dispatch's table, when it has one
+                if let Some(t) = d.table {
+                    info[4] = table_info(t);
                 }
                 info
             })

@@ -80,12 +80,10 @@ pub fn has_dtype(t: DType) -> bool {
 }
 
 /// The quantized types `shaders/matmul_q.wgsl` dequantizes (its variants,
-/// one per type, are listed by ggml type code in build.rs). The IQ types of
-/// lattice grids (IQ1_*, IQ2_*, IQ3_*) are not among them.
-pub const SHADER_QTYPES: [QType; 19] = {
-    use QType::*;
-    [Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, MXFP4, NVFP4, Q1_0]
-};
+/// one per type, are listed by ggml type code in build.rs): every type of
+/// `QType::ALL`, the IQ types of lattice grids (IQ1_*, IQ2_*, IQ3_*) reading
+/// their grid from a table (`encode_q::lattice_table`).
+pub const SHADER_QTYPES: [QType; 26] = QType::ALL;
 
 /// Whether the shaders dequantize `q`.
 pub fn has_qtype(q: QType) -> bool {

@@ -1,7 +1,7 @@
 //! Quantized weights on Vulkan: mul_mat and get_rows of every type the
 //! shaders dequantize, against the engine's dequantizer (then an f64
-//! product), on several shapes, strides and byte offsets; and the types
-//! without a shader refused by name.
+//! product), on several shapes, strides and byte offsets; and the ops other
+//! than mul_mat and get_rows refused on quantized tensors by name.
 
 use super::support::SHADER_QTYPES;
 use super::test_util::{ctx, download, output, upload, values, DevT};
@@ -116,7 +116,8 @@ fn quantized_get_rows_dequantizes_the_rows_picked() {
 }
 
 #[test]
-fn quantized_types_without_a_shader_are_refused_by_name() {
+fn every_quantized_type_runs_and_other_ops_are_refused_by_name() {
+    use super::support::quant_refusal;
     use crate::backend::Backend;
     use crate::graph::Graph;
     use crate::memory::BufferTag;
@@ -126,24 +127,22 @@ fn quantized_types_without_a_shader_are_refused_by_name() {
         Err(e) => return eprintln!("skipping Vulkan test: {e:#}"),
     };
     for q in QType::ALL {
+        assert!(SHADER_QTYPES.contains(&q), "{}", q.name());
         let ctx = Context::new(8 * TENSOR_OVERHEAD, true).unwrap();
         let a = ctx.new_tensor(DType::Quant(q), &[256, 4]).unwrap();
         let b = ctx.new_tensor(DType::F32, &[256, 2]).unwrap();
         let y = ctx.op(Op::MulMat, &[a.clone(), b]).unwrap();
         let _buf = ctx.alloc_tensors(&vk, BufferTag::User).unwrap();
         let l = [*a.layout(), Layout::contiguous(DType::F32, [256, 2, 1, 1])];
-        let supported = vk.supports_node(&Op::MulMat, &l, y.layout());
-        assert_eq!(supported, SHADER_QTYPES.contains(&q), "{}", q.name());
-        let r = Graph::build(&y).unwrap().compute(&vk);
-        if supported {
-            r.unwrap_or_else(|e| panic!("{}: {e:#}", q.name()));
-        } else {
-            let e = format!("{:#}", r.unwrap_err());
-            assert!(e.contains(q.name()) && e.contains("no shader"), "{e}");
-        }
-        // ops other than mul_mat and get_rows refuse quantized tensors
+        assert!(vk.supports_node(&Op::MulMat, &l, y.layout()), "{}", q.name());
+        Graph::build(&y).unwrap().compute(&vk).unwrap_or_else(|e| panic!("{}: {e:#}", q.name()));
+        // ops other than mul_mat and get_rows refuse quantized tensors, by name
         assert!(!vk.supports_node(&Op::Cont, &l[..1], &l[0]));
         assert!(!vk.supports_node(&Op::Cpy, &l[1..], &l[0]));
         assert!(!vk.supports_node(&Op::OutProd, &l, y.layout()));
+        let why = quant_refusal(&Op::Cont, &[l[0].dtype], DType::F32).unwrap_or_default();
+        assert!(why.contains(q.name()) && why.contains("only as the weights"), "{why}");
+        // as the second operand of a product they are refused too
+        assert!(quant_refusal(&Op::MulMat, &[DType::F32, l[0].dtype], DType::F32).is_some());
     }
 }

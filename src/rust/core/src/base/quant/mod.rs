@@ -12,7 +12,7 @@
 //! `ggml_quantize_init` / `ggml_quantize_free`.
 
 mod fp4;
-mod grids;
+pub(crate) mod grids;
 mod iq1;
 mod iq2;
 mod iq3;

@@ -166,6 +166,7 @@ impl Builder {
     }
 
     /// A view with sizes `ne`, byte strides `nb` and byte offset `offset`.
+    // BOUNDS-FN: nb is a [usize; 4]: nb[1..] is its last three.
     pub fn view(&mut self, a: &Arc<Tensor>, ne: [usize; 4], nb: [usize; 4], offset: usize) -> crate::Result<Arc<Tensor>> {
         self.ctx()?.view(a, &ne, &nb[1..], offset)
     }

@@ -22,6 +22,7 @@ type T = Arc<Tensor>;
 
 /// ggml sizes of ONNX dimensions given outermost first (at most 4 after
 /// folding the leading ones).
+// BOUNDS-FN: ne is a [usize; 4], indexed by k < 3 and by 3.
 pub fn ne_of(dims: &[usize]) -> [usize; 4] {
     let mut ne = [1usize; 4];
     for (k, d) in dims.iter().rev().enumerate() {
@@ -107,6 +108,9 @@ fn merge<C: Copy + PartialEq>(dims: &[usize], class: &[Option<C>]) -> (Vec<usize
 }
 
 /// ONNX `Transpose`: output dimension i is input dimension `perm[i]`.
+// BOUNDS-FN: perm is checked to be a permutation of 0..r (d.shape and seen have r
+// entries); strides and sizes have k entries and j + 1 < k; groups are
+// non-empty (each pushed with one element).
 pub fn permute(b: &mut Builder, d: &Dev, perm: &[usize]) -> crate::Result<Dev> {
     let r = d.shape.len();
     ensure!(perm.len() == r, "the permutation {perm:?} does not fit a tensor of rank {r}");
@@ -153,6 +157,9 @@ pub fn permute(b: &mut Builder, d: &Dev, perm: &[usize]) -> crate::Result<Dev> {
 /// The elements of `base` (contiguous) described by `blocks` (size and
 /// element stride of each group, in input order, from element `offset`),
 /// laid out contiguously with the groups in `order` (outermost first).
+// BOUNDS-FN: ne, nb, axes and used are [_; 4]: shift + k - 1 - j < 4 and k - 1 - i < 4
+// because k <= 4 - shift when fits and j, i < k; d < 4; on the other path
+// order[0] and blocks[j0] exist since k > 3 (order lists 0..k).
 fn permute_blocks(b: &mut Builder, base: &T, blocks: &[(usize, usize)], order: &[usize], offset: usize) -> crate::Result<T> {
     let k = blocks.len();
     let es = base.dtype().size();
@@ -227,6 +234,7 @@ pub fn join(b: &mut Builder, mut parts: Vec<T>, dim: usize) -> crate::Result<T> 
 
 /// A tensor with ggml sizes `ne` whose values do not matter (the shape
 /// operand of `repeat`): a view of one small row with zero strides above.
+// BOUNDS-FN: ne is a [usize; 4] indexed by 0.
 fn shape_operand(b: &mut Builder, ne: [usize; 4]) -> crate::Result<T> {
     let row = b.leaf(DType::F32, [ne[0], 1, 1, 1])?;
     b.view(&row, ne, [4, 0, 0, 0], 0)
@@ -234,12 +242,13 @@ fn shape_operand(b: &mut Builder, ne: [usize; 4]) -> crate::Result<T> {
 
 /// Right-aligned copy of `shape` in rank `r`.
 fn aligned(shape: &[usize], r: usize) -> Vec<usize> {
-    let mut v = vec![1usize; r - shape.len()];
+    let mut v = vec![1usize; r.saturating_sub(shape.len())];
     v.extend_from_slice(shape);
     v
 }
 
 /// ONNX `Expand` / numpy `broadcast_to`: `d` repeated to shape `to`.
+// BOUNDS-FN: out, s and class have r entries (aligned pads s to r), i < r.
 pub fn expand(b: &mut Builder, d: &Dev, to: &[usize]) -> crate::Result<Dev> {
     let out = broadcast_shape(&d.shape, to)?;
     if out == d.shape {
@@ -264,6 +273,7 @@ pub fn expand(b: &mut Builder, d: &Dev, to: &[usize]) -> crate::Result<Dev> {
 }
 
 /// `f(x, y)` element-wise with numpy broadcasting.
+// BOUNDS-FN: out, xs and ys have r entries (aligned pads to r), i < r.
 pub fn binary(b: &mut Builder, f: BinFn, x: &Dev, y: &Dev, elem: Elem) -> crate::Result<Dev> {
     let out = broadcast_shape(&x.shape, &y.shape)?;
     if out.contains(&0) {
@@ -323,6 +333,7 @@ pub fn unary(b: &mut Builder, op: Op, x: &Dev, elem: Elem) -> crate::Result<Dev>
 }
 
 /// Reduction of `x` over `axes` (sorted, distinct) by `f`.
+// BOUNDS-FN: red has r = x.shape.len() entries and every i < r.
 pub fn reduce(b: &mut Builder, f: RowFn, x: &Dev, axes: &[usize], keepdims: bool) -> crate::Result<Dev> {
     let r = x.shape.len();
     let red: Vec<bool> = (0..r).map(|i| axes.contains(&i)).collect();
@@ -365,8 +376,10 @@ pub fn reduce(b: &mut Builder, f: RowFn, x: &Dev, axes: &[usize], keepdims: bool
 
 /// `x` with `axis` moved last, as [n, rows] ggml rows; and the permutation
 /// used (None when nothing moved).
+// BOUNDS-FN: axis < r is checked; i < r.
 pub fn rows_along(b: &mut Builder, x: &Dev, axis: usize) -> crate::Result<(T, Option<Vec<usize>>)> {
     let r = x.shape.len();
+    ensure!(axis < r, "internal: axis {axis} of a tensor of rank {r}");
     let n = x.shape[axis];
     let rows = x.shape.iter().product::<usize>() / n.max(1);
     if (axis + 1..r).all(|i| x.shape[i] == 1) {
@@ -379,6 +392,7 @@ pub fn rows_along(b: &mut Builder, x: &Dev, axis: usize) -> crate::Result<(T, Op
 }
 
 /// The inverse of [`rows_along`]: rows `t` back to `x`'s layout.
+// BOUNDS-FN: p is checked to hold r indices below r; inv has p.len() entries.
 pub fn from_rows(b: &mut Builder, t: T, x: &Dev, perm: Option<Vec<usize>>, elem: Elem) -> crate::Result<Dev> {
     match perm {
         None => {
@@ -386,6 +400,8 @@ pub fn from_rows(b: &mut Builder, t: T, x: &Dev, perm: Option<Vec<usize>>, elem:
             Ok(Dev { t, shape: x.shape.clone(), elem })
         }
         Some(p) => {
+            let r = x.shape.len();
+            ensure!(p.len() == r && p.iter().all(|&i| i < r), "internal: {p:?} does not permute rank {r}");
             let moved: Vec<usize> = p.iter().map(|&i| x.shape[i]).collect();
             let t = b.reshape(&t, ne_of(&moved))?;
             let d = Dev { t, shape: moved, elem };
@@ -399,9 +415,13 @@ pub fn from_rows(b: &mut Builder, t: T, x: &Dev, perm: Option<Vec<usize>>, elem:
 }
 
 /// A view of `x` keeping `[start, start + len)` of `axis` (step 1).
+// BOUNDS-FN: axis < rank is checked; st has r entries: r - 1 - k for 1 <= k < r,
+// st[0] and x.shape[0] only when k >= r >= 1 (r = 0 takes no index: axis < 0
+// is impossible), st[axis] with axis < r.
 pub fn narrow(b: &mut Builder, x: &Dev, axis: usize, start: usize, len: usize) -> crate::Result<Dev> {
     let mut shape = x.shape.clone();
-    ensure!(start + len <= shape[axis], "internal: narrow beyond the dimension");
+    ensure!(axis < shape.len(), "internal: narrow along axis {axis} of rank {}", shape.len());
+    ensure!(start.saturating_add(len) <= shape[axis], "internal: narrow beyond the dimension");
     if start == 0 && len == shape[axis] {
         return Ok(x.clone());
     }
@@ -431,9 +451,12 @@ pub fn narrow(b: &mut Builder, x: &Dev, axis: usize, start: usize, len: usize) -
 }
 
 /// Concatenation along `axis` of tensors of equal shapes elsewhere.
+// BOUNDS-FN: parts is non-empty and axis < first.len() are checked; every part has
+// first's rank (checked before shape[axis] is read from it).
 pub fn concat(b: &mut Builder, parts: &[Dev], axis: usize) -> crate::Result<Dev> {
     ensure!(!parts.is_empty(), "nothing to concatenate");
     let first = &parts[0].shape;
+    ensure!(axis < first.len(), "cannot concatenate along axis {axis} of shapes of rank {}", first.len());
     let mut shape = first.clone();
     shape[axis] = 0;
     for p in parts {

@@ -50,6 +50,7 @@ pub fn filled<T: Clone>(n: usize, v: T) -> crate::Result<Vec<T>> {
 }
 
 /// Row-major strides (in elements) of `shape`.
+// BOUNDS-FN: s has shape's length; i + 1 < shape.len() in the loop.
 pub fn strides(shape: &[usize]) -> Vec<usize> {
     let mut s = vec![1usize; shape.len()];
     for i in (0..shape.len().saturating_sub(1)).rev() {
@@ -59,6 +60,8 @@ pub fn strides(shape: &[usize]) -> Vec<usize> {
 }
 
 /// The shape two shapes broadcast to (numpy rules), or an error showing both.
+// BOUNDS-FN: out has length r; a and b are indexed at i + len - r only when that is
+// in 0..len (i < r and i + len >= r).
 pub fn broadcast_shape(a: &[usize], b: &[usize]) -> crate::Result<Vec<usize>> {
     let r = a.len().max(b.len());
     let mut out = vec![0usize; r];
@@ -83,6 +86,8 @@ pub fn broadcast_shape(a: &[usize], b: &[usize]) -> crate::Result<Vec<usize>> {
 
 /// For every element of `out` (row-major), the index of the element of a
 /// tensor of shape `inp` that broadcasts to it.
+// BOUNDS-FN: inp.len() <= r is checked, so k = i + r - inp.len() < r; st, pos and
+// out have length r and d < r; ist has inp's length.
 pub fn broadcast_index(out: &[usize], inp: &[usize]) -> crate::Result<Vec<usize>> {
     let r = out.len();
     ensure!(inp.len() <= r, "internal: broadcast of rank {} to rank {r}", inp.len());
@@ -124,6 +129,7 @@ pub fn norm_axis(axis: i64, rank: usize, what: &str) -> crate::Result<usize> {
 
 /// For each element of a tensor of shape `out` (row-major), the flat index
 /// given by `f` from its coordinates.
+// BOUNDS-FN: pos has out's length and d < out.len().
 pub fn index_map(out: &[usize], mut f: impl FnMut(&[usize]) -> usize) -> crate::Result<Vec<usize>> {
     let n = numel(out)?;
     let mut idx = crate::base::alloc::try_with_capacity(n, "tensor indices")?;
@@ -145,12 +151,20 @@ pub fn index_map(out: &[usize], mut f: impl FnMut(&[usize]) -> usize) -> crate::
 }
 
 /// The host transpose: output dimension i is input dimension `perm[i]`.
+// BOUNDS-FN: perm is checked to list each of 0..rank once, and shape and st have
+// rank entries.
 pub fn transpose(t: &HTensor, perm: &[usize]) -> crate::Result<HTensor> {
-    ensure!(perm.len() == t.rank(), "the permutation {perm:?} does not fit a tensor of rank {}", t.rank());
+    let r = t.rank();
+    let mut seen = vec![false; r];
+    ensure!(
+        perm.len() == r && perm.iter().all(|&p| p < r && !std::mem::replace(&mut seen[p], true)),
+        "the permutation {perm:?} does not fit a tensor of rank {r}: it must list each of 0 to {} once",
+        r.saturating_sub(1)
+    );
     let st = strides(&t.shape);
     let out: Vec<usize> = perm.iter().map(|&p| t.shape[p]).collect();
     let idx = index_map(&out, |c| c.iter().zip(perm).map(|(&ci, &p)| ci * st[p]).sum())?;
-    Ok(t.pick(&idx, out))
+    t.pick(&idx, out)
 }
 
 impl HTensor {
@@ -203,6 +217,10 @@ impl HTensor {
         }
     }
 
+    // BOUNDS-FN: callers pass i < numel(): first() and scalar() check numel first;
+    // BatchNormalization's fold checks every operand has c values for i < c;
+    // attention reads its q * kv structure bias at i * kv + j with i < q, j < kv;
+    // ConstantOfShape checks one value.
     pub fn f(&self, i: usize) -> f64 {
         match &self.data {
             Data::F(v) => v[i],
@@ -223,12 +241,19 @@ impl HTensor {
     }
 
     /// Elements picked by `idx` (indices into this tensor), with a new shape.
-    pub fn pick(&self, idx: &[usize], shape: Vec<usize>) -> HTensor {
+    /// An index past the end (an index input the checks let through) is an
+    /// error, never a panic.
+    pub fn pick(&self, idx: &[usize], shape: Vec<usize>) -> crate::Result<HTensor> {
+        fn gather<T: Copy>(v: &[T], idx: &[usize]) -> crate::Result<Vec<T>> {
+            idx.iter()
+                .map(|&i| v.get(i).copied().ok_or_else(|| anyhow::anyhow!("index {i} is past the end of a tensor of {} values", v.len())))
+                .collect()
+        }
         let data = match &self.data {
-            Data::F(v) => Data::F(idx.iter().map(|&i| v[i]).collect()),
-            Data::I(v) => Data::I(idx.iter().map(|&i| v[i]).collect()),
+            Data::F(v) => Data::F(gather(v, idx)?),
+            Data::I(v) => Data::I(gather(v, idx)?),
         };
-        HTensor { elem: self.elem, shape, data }
+        Ok(HTensor { elem: self.elem, shape, data })
     }
 
     /// ONNX `Cast` to `to`: float to integer truncates toward zero and wraps
@@ -255,6 +280,13 @@ impl HTensor {
             Data::I(v.into_iter().map(|x| wrap_int(to, x)).collect())
         };
         HTensor { elem: to, shape: self.shape.clone(), data }
+    }
+
+    /// The first value (a scalar input such as Clip's bounds or Trilu's
+    /// k): an empty tensor from a file is an error.
+    pub fn first(&self) -> crate::Result<f64> {
+        ensure!(self.numel() > 0, "a scalar input has no values (shape {})", fmt_shape(&self.shape));
+        Ok(self.f(0))
     }
 
     /// The single value of a one-element tensor.
@@ -326,6 +358,31 @@ mod tests {
         assert_eq!(strides(&[2, 3, 4]), vec![12, 4, 1]);
         assert_eq!(norm_axis(-1, 3, "axis").unwrap(), 2);
         assert!(norm_axis(3, 3, "axis").is_err());
+    }
+
+    /// A constant folded through Transpose with a permutation from the
+    /// file: an axis listed twice or past the rank is an error.
+    #[test]
+    fn transpose_checks_its_permutation() {
+        let t = HTensor::from_f64(Elem::F32, vec![2, 3], (0..6).map(f64::from).collect()).unwrap();
+        assert_eq!(transpose(&t, &[1, 0]).unwrap().f64s().to_vec(), vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+        for bad in [&[0usize, 0][..], &[1, 2], &[0], &[0, 1, 2]] {
+            let e = transpose(&t, bad).unwrap_err().to_string();
+            assert!(e.contains("each of 0 to 1 once"), "{bad:?}: {e}");
+        }
+    }
+
+    /// Scalar inputs and gathers from a file: an empty tensor or an index
+    /// past the end is an error.
+    #[test]
+    fn empty_scalars_and_far_indices_are_errors() {
+        let empty = HTensor::from_f64(Elem::F32, vec![0], vec![]).unwrap();
+        assert!(empty.first().unwrap_err().to_string().contains("no values"));
+        let t = HTensor::from_f64(Elem::F32, vec![3], vec![1.0, 2.0, 3.0]).unwrap();
+        assert_eq!(t.first().unwrap(), 1.0);
+        assert_eq!(t.pick(&[2, 0], vec![2]).unwrap().f64s().to_vec(), vec![3.0, 1.0]);
+        assert!(t.pick(&[3], vec![1]).unwrap_err().to_string().contains("past the end"));
+        assert!(HTensor::ints(vec![4, 5]).pick(&[9], vec![1]).is_err());
     }
 
     #[test]

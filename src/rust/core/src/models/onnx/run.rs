@@ -154,7 +154,7 @@ impl Runner {
             return Err(classed(e));
         }
         let outs = self.finish(0, None).map_err(classed);
-        if !self.plans[0].reusable {
+        if self.plans.first().is_some_and(|p| !p.reusable) {
             self.plans.remove(0);
         }
         outs
@@ -162,10 +162,12 @@ impl Runner {
 
     /// Checks the index inputs of plan `i` against their dimensions.
     fn check_indices(&self, i: usize, data: &[Vec<f64>]) -> crate::Result<()> {
-        for c in &self.plans[i].checks {
+        let plan = self.plans.get(i).ok_or_else(|| anyhow::anyhow!("internal: no plan {i}"))?;
+        for c in &plan.checks {
             let Some(k) = self.model.graph.inputs.iter().position(|v| v.name == c.input) else { continue };
             let n = c.size as f64;
-            if let Some(bad) = data[k].iter().find(|&&v| v < -n || v >= n) {
+            let values = data.get(k).ok_or_else(|| anyhow::anyhow!("internal: no values for input '{}'", c.input))?;
+            if let Some(bad) = values.iter().find(|&&v| v < -n || v >= n) {
                 bail!("input '{}' holds index {bad}, out of range for a dimension of size {} (at {})", c.input, c.size, c.node);
             }
         }
@@ -174,7 +176,7 @@ impl Runner {
 
     /// Computes plan `i` (writing `data` into its inputs first) and reads the outputs.
     fn finish(&mut self, i: usize, data: Option<&[Vec<f64>]>) -> crate::Result<Vec<Output>> {
-        let p = &mut self.plans[i];
+        let p = self.plans.get_mut(i).ok_or_else(|| anyhow::anyhow!("internal: no plan {i}"))?;
         if let Some(data) = data {
             for (d, v) in p.inputs.iter().zip(data) {
                 let f: Vec<f32> = v.iter().map(|&x| x as f32).collect();

@@ -6,6 +6,7 @@
 
 #![cfg(target_arch = "x86_64")]
 
+use super::prep::Q8Prep;
 use crate::base::quant::QK_K;
 use core::arch::x86_64::*;
 
@@ -31,7 +32,7 @@ fn load32<const N: usize>(b: &[u8; N], o: usize) -> __m256i {
 
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn hsum(v: __m256) -> f32 {
+pub(super) fn hsum(v: __m256) -> f32 {
     let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
     let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     let s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -106,13 +107,56 @@ fn blocks<'a, const X: usize, const Y: usize>(x: &'a [u8], y: &'a [u8], nb: usiz
     x.chunks_exact(X).zip(y.chunks_exact(Y)).take(nb).filter_map(|(a, b)| Some((a.try_into().ok()?, b.try_into().ok()?)))
 }
 
+/// The f16 scales of Q4_0 blocks `8 * g .. 8 * g + 8` of `x` (18-byte blocks) as f32.
+#[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-pub fn q4_0(x: &[u8], y: &[u8], nb: usize) -> f32 {
-    sum2::<18, 34>(x, y, nb, |xb, yb| {
-        let d = h2f(xb, 0) * h2f(yb, 0);
-        let qx = _mm256_sub_epi8(nibbles(xb, 2), _mm256_set1_epi8(8));
-        (d, dot_i8(qx, load32(yb, 2)))
-    })
+pub(super) fn q4_0_scales(x: &[u8], g: usize) -> __m256 {
+    let h = |b: usize| {
+        let o = 18 * (8 * g + b);
+        i16::from_le_bytes([x[o], x[o + 1]])
+    };
+    _mm256_cvtph_ps(_mm_setr_epi16(h(0), h(1), h(2), h(3), h(4), h(5), h(6), h(7)))
+}
+
+/// Q4_0 weights against a prepared Q8_0 column: eight blocks a step, their
+/// scales converted together; the nibbles taken unsigned (`maddubs` by the
+/// activations), the offset of 8 subtracted per block from `p.c`.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub fn q4_0(x: &[u8], p: &Q8Prep) -> f32 {
+    let nb = p.nb;
+    if !p.fits(x) {
+        return f32::NAN;
+    }
+    let groups = nb / 8;
+    let (mask, ones) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi16(1));
+    let (mut a0, mut a1, mut corr) = (_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps());
+    for g in 0..groups {
+        let dx = q4_0_scales(x, g);
+        // SAFETY: p.d and p.c hold 8 * groups values at least (p.fits above).
+        let (dy, c) = unsafe { (_mm256_loadu_ps(p.d.as_ptr().add(8 * g)), _mm256_loadu_ps(p.c.as_ptr().add(8 * g))) };
+        let d8 = _mm256_mul_ps(dx, dy);
+        corr = _mm256_fmadd_ps(dx, c, corr);
+        for b in 0..8 {
+            let blk = 8 * g + b;
+            // SAFETY: block blk < nb: its 16 quant bytes lie inside x and its
+            // 32 activations inside p.qs (p.fits above).
+            let (q, y) = unsafe {
+                (
+                    _mm_loadu_si128(x.as_ptr().add(18 * blk + 2) as *const __m128i),
+                    _mm256_loadu_si256(p.qs.as_ptr().add(32 * blk) as *const __m256i),
+                )
+            };
+            let xu = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16::<4>(q), q), mask);
+            let i = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(xu, y), ones));
+            let s = _mm256_permutevar8x32_ps(d8, _mm256_set1_epi32(b as i32));
+            if b % 2 == 0 {
+                a0 = _mm256_fmadd_ps(s, i, a0);
+            } else {
+                a1 = _mm256_fmadd_ps(s, i, a1);
+            }
+        }
+    }
+    hsum(_mm256_add_ps(a0, a1)) - hsum(corr) + p.q4_0_tail(x, 8 * groups)
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]

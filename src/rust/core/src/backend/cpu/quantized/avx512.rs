@@ -1,12 +1,13 @@
 //! AVX-512 (VNNI) dot products of Q8_0 weights with Q8_0 activations, two
 //! blocks per 64-byte register: `vpdpbusd` sums four products of unsigned
 //! by signed bytes into each i32 lane in one instruction (1.4x the AVX2
-//! kernel in cache). An odd last block goes through the AVX2 kernel. A Q4_0
-//! kernel built the same way (unsigned nibbles, eight times the activations'
-//! sum taken off) measured 10% slower than AVX2's, so Q4_0 stays on AVX2.
+//! kernel in cache). An odd last block goes through the AVX2 kernel. Q4_0
+//! against a prepared Q8_0 column (`super::prep`): two blocks per register,
+//! eight scales converted together.
 
 #![cfg(target_arch = "x86_64")]
 
+use super::prep::Q8Prep;
 use core::arch::x86_64::*;
 
 #[inline]
@@ -75,4 +76,51 @@ pub fn q8_0(x: &[u8], y: &[u8], nb: usize) -> f32 {
         return s + super::avx2::q8_0(&x[68 * pairs..], &y[68 * pairs..], 1);
     }
     s
+}
+
+/// Q4_0 weights against a prepared Q8_0 column: per pair of blocks, the
+/// nibbles spread to [low 0, high 0, low 1, high 1] (unsigned, 0..15) meet
+/// 64 contiguous activations in one `vpdpbusd`; the offset of 8 is taken
+/// off per block from `p.c`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
+pub fn q4_0(x: &[u8], p: &Q8Prep) -> f32 {
+    let nb = p.nb;
+    if !p.fits(x) {
+        return f32::NAN;
+    }
+    let groups = nb / 8;
+    let mask = _mm512_set1_epi8(0x0F);
+    // 64-bit lanes [q0, q0, q1, q1] of a register holding [q0, q1]
+    let spread = _mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0);
+    let halves = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    let (mut a0, mut a1, mut corr) = (_mm512_setzero_ps(), _mm512_setzero_ps(), _mm256_setzero_ps());
+    for g in 0..groups {
+        let dx = super::avx2::q4_0_scales(x, g);
+        // SAFETY: p.d and p.c hold 8 * groups values at least (p.fits above).
+        let (dy, c) = unsafe { (_mm256_loadu_ps(p.d.as_ptr().add(8 * g)), _mm256_loadu_ps(p.c.as_ptr().add(8 * g))) };
+        let d8 = _mm512_castps256_ps512(_mm256_mul_ps(dx, dy));
+        corr = _mm256_fmadd_ps(dx, c, corr);
+        for pr in 0..4 {
+            let b = 8 * g + 2 * pr;
+            // SAFETY: blocks b and b + 1 are < nb: their quant bytes lie inside
+            // x and their 64 activations inside p.qs (p.fits above).
+            let (q0, q1, y) = unsafe {
+                (
+                    _mm_loadu_si128(x.as_ptr().add(18 * b + 2) as *const __m128i),
+                    _mm_loadu_si128(x.as_ptr().add(18 * b + 20) as *const __m128i),
+                    _mm512_loadu_si512(p.qs.as_ptr().add(32 * b) as *const _),
+                )
+            };
+            let t = _mm512_permutexvar_epi64(spread, _mm512_castsi256_si512(_mm256_set_m128i(q1, q0)));
+            let xu = _mm512_and_si512(_mm512_mask_srli_epi16::<4>(t, 0xFF00_FF00, t), mask);
+            let i = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), xu, y));
+            let s = _mm512_permutexvar_ps(_mm512_add_epi32(halves, _mm512_set1_epi32(2 * pr as i32)), d8);
+            if pr % 2 == 0 {
+                a0 = _mm512_fmadd_ps(s, i, a0);
+            } else {
+                a1 = _mm512_fmadd_ps(s, i, a1);
+            }
+        }
+    }
+    _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) - super::avx2::hsum(corr) + p.q4_0_tail(x, 8 * groups)
 }

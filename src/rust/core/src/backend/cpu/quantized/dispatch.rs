@@ -1,10 +1,12 @@
 //! The row loops of the quantized dot products, chosen at run time: the
-//! AVX-512 VNNI kernel of [`super::avx512`] for Q8_0 where the CPU
+//! AVX-512 VNNI kernels of [`super::avx512`] for Q8_0 and Q4_0 where the CPU
 //! has them, the AVX2 kernels of [`super::avx2`] (with the portable ones
 //! compiled for AVX2 for the other types) where it has AVX2 and FMA, the
 //! portable kernels of [`super::dot`] elsewhere.
 
 use super::dot;
+#[cfg(target_arch = "x86_64")]
+use super::prep::Q8Prep;
 use crate::base::quant::{self, QType};
 use crate::base::simd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -90,13 +92,30 @@ fn each_row(w: Rows<'_>, y: &[u8], out: &mut [f32], kernel: fn(&[u8], &[u8], usi
     }
 }
 
+/// `out[r] = kernel(row r, prepared y)` for Q4_0 rows against a Q8_0 column
+/// (prepared once for all rows); false when `y` is too short.
+#[cfg(target_arch = "x86_64")]
+fn each_row_q4_0(w: Rows<'_>, y: &[u8], out: &mut [f32], kernel: fn(&[u8], &Q8Prep) -> f32) -> bool {
+    let nb = w.k / w.q.block_size();
+    let Some(p) = Q8Prep::new(y, nb) else { return false };
+    let rs = nb * w.q.type_size();
+    for (r, o) in out.iter_mut().enumerate() {
+        *o = kernel(&w.data[r * w.stride..r * w.stride + rs], &p);
+    }
+    true
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c")]
 // SAFETY: (for callers) only called when the CPU has AVX2, FMA and F16C.
 unsafe fn rows_avx2(w: Rows<'_>, act: Act<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
     use super::avx2;
+    if let (QType::Q4_0, Act::Q(y)) = (w.q, act) {
+        if each_row_q4_0(w, y, out, avx2::q4_0) {
+            return;
+        }
+    }
     let kernel: fn(&[u8], &[u8], usize) -> f32 = match (w.q, act) {
-        (QType::Q4_0, Act::Q(_)) => avx2::q4_0,
         (QType::Q4_1, Act::Q(_)) => avx2::q4_1,
         (QType::Q5_0, Act::Q(_)) => avx2::q5_0,
         (QType::Q5_1, Act::Q(_)) => avx2::q5_1,
@@ -117,6 +136,11 @@ unsafe fn rows_avx2(w: Rows<'_>, act: Act<'_>, out: &mut [f32], scratch: &mut Ve
 // SAFETY: (for callers) only called when the CPU has AVX-512 F, BW and VNNI, AVX2, FMA and F16C.
 unsafe fn rows_avx512(w: Rows<'_>, act: Act<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
     use super::avx512;
+    if let (QType::Q4_0, Act::Q(y)) = (w.q, act) {
+        if each_row_q4_0(w, y, out, avx512::q4_0) {
+            return;
+        }
+    }
     let kernel: fn(&[u8], &[u8], usize) -> f32 = match (w.q, act) {
         (QType::Q8_0, Act::Q(_)) => avx512::q8_0,
         // SAFETY: the CPU has AVX2, FMA and F16C (implied by this path).

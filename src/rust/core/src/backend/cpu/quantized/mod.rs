@@ -9,6 +9,7 @@ mod avx512;
 mod dispatch;
 mod dot;
 mod matmul;
+mod prep;
 
 #[cfg(test)]
 mod tests;

@@ -288,7 +288,7 @@ fn flip_kernel(w: &HTensor, group: usize) -> crate::Result<HTensor> {
         }
         i
     })?;
-    Ok(w.pick(&idx, out))
+    w.pick(&idx, out)
 }
 
 fn lower_conv_transpose(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {

@@ -441,7 +441,7 @@ fn clip_bounds(n: &Node, min: Option<f64>, max: Option<f64>) -> (f32, f32) {
 
 fn lower_clip(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "input")?)?;
-    let bound = |v: Option<&Val>| v.and_then(|v| v.konst()).map(|c| c.value().map(|t| t.f(0))).transpose();
+    let bound = |v: Option<&Val>| v.and_then(|v| v.konst()).map(|c| c.value().and_then(|t| t.first())).transpose();
     let (lo_c, hi_c) = (bound(opt(ins, 1))?, bound(opt(ins, 2))?);
     let dyn_lo = opt(ins, 1).filter(|v| v.konst().is_none()).cloned();
     let dyn_hi = opt(ins, 2).filter(|v| v.konst().is_none()).cloned();
@@ -460,7 +460,9 @@ fn lower_clip(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<V
 
 fn fold_clip(n: &Node, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?;
-    let (lo, hi) = clip_bounds(n, hopt(ins, 1).map(|t| t.f(0)), hopt(ins, 2).map(|t| t.f(0)));
+    let lo = hopt(ins, 1).map(|t| t.first()).transpose()?;
+    let hi = hopt(ins, 2).map(|t| t.first()).transpose()?;
+    let (lo, hi) = clip_bounds(n, lo, hi);
     let data = match &x.data {
         Data::I(v) => Data::I(
             v.iter()
@@ -527,11 +529,11 @@ fn lower_identity(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Resu
     let x = arg(ins, 0, "input")?.clone();
     if n.op == "Dropout" {
         let training = match opt(ins, 2) {
-            Some(v) => p.value_of(v, "training_mode")?.f(0) != 0.0,
+            Some(v) => p.value_of(v, "training_mode")?.first()? != 0.0,
             None => false,
         };
         let ratio = match opt(ins, 1) {
-            Some(v) => p.value_of(v, "ratio")?.f(0),
+            Some(v) => p.value_of(v, "ratio")?.first()?,
             None => n.float("ratio", 0.5) as f64,
         };
         ensure!(!training || ratio == 0.0, "Dropout in training mode (random masks) is not supported; ggmlR runs models for inference");

@@ -88,9 +88,9 @@ fn fold_nms(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Ve
         fmt_shape(&scores.shape),
         fmt_shape(&boxes.shape)
     );
-    let max_out = hopt(ins, 2).map(|t| t.f(0) as i64).unwrap_or(0).max(0) as usize;
-    let iou_t = hopt(ins, 3).map(|t| t.f(0)).unwrap_or(0.0);
-    let score_t = hopt(ins, 4).map(|t| t.f(0));
+    let max_out = hopt(ins, 2).map(|t| t.first()).transpose()?.map_or(0, |v| v as i64).max(0) as usize;
+    let iou_t = hopt(ins, 3).map(|t| t.first()).transpose()?.unwrap_or(0.0);
+    let score_t = hopt(ins, 4).map(|t| t.first()).transpose()?;
     let center = n.int("center_point_box", 0) != 0;
     let (nb, nc, nbox) = (scores.shape[0], scores.shape[1], boxes.shape[1]);
     let bv = boxes.f64s();
@@ -236,7 +236,7 @@ fn fold_compress(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Resu
             let xv = x.f64s();
             let keep: Vec<usize> = (0..xv.len().min(cv.len())).filter(|&i| cv[i] != 0.0).collect();
             let k = keep.len();
-            Ok(vec![x.pick(&keep, vec![k])])
+            Ok(vec![x.pick(&keep, vec![k])?])
         }
         Some(v) => {
             let a = axis(v[0], x.rank())?;
@@ -245,7 +245,7 @@ fn fold_compress(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Resu
             out[a] = keep.len();
             let st = strides(&x.shape);
             let idx = index_map(&out, |q| q.iter().enumerate().map(|(d, &qi)| (if d == a { keep[qi] } else { qi }) * st[d]).sum())?;
-            Ok(vec![x.pick(&idx, out)])
+            Ok(vec![x.pick(&idx, out)?])
         }
     }
 }
@@ -263,7 +263,7 @@ fn fold_reverse_sequence(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> cra
             .map(|(d, &ci)| (if d == ta && ci < l { l - 1 - ci } else { ci }) * st[d])
             .sum()
     })?;
-    Ok(vec![x.pick(&idx, x.shape.clone())])
+    Ok(vec![x.pick(&idx, x.shape.clone())?])
 }
 
 fn fold_roialign(n: &Node, ins: &[Option<Arc<HTensor>>], opset: i64) -> crate::Result<Vec<HTensor>> {

@@ -82,7 +82,7 @@ fn fold_gather(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result
         let r: usize = c[a + ix.rank()..].iter().zip(&sr).map(|(x, s)| x * s).sum();
         (o * d.shape[a] + idx[j]) * inner + r
     })?;
-    Ok(vec![d.pick(&map, out)])
+    Ok(vec![d.pick(&map, out)?])
 }
 
 /// Flat element indices of data (shape `ds`) for GatherElements /
@@ -159,7 +159,7 @@ fn fold_gather_elements(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crat
     let (d, ix) = (harg(ins, 0, "data")?, harg(ins, 1, "indices")?);
     let a = axis(n.int("axis", 0), d.rank())?;
     let idx = host_element_indices(&d.shape, ix, a)?;
-    Ok(vec![d.pick(&idx, ix.shape.clone())])
+    Ok(vec![d.pick(&idx, ix.shape.clone())?])
 }
 
 fn scatter_reduce(n: &Node) -> crate::Result<ScatterReduce> {
@@ -310,7 +310,7 @@ fn fold_gather_nd(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Res
     let mut out: Vec<usize> = ix.shape[..ix.rank() - 1].to_vec();
     out.extend_from_slice(&d.shape[batch + k..]);
     let idx: Vec<usize> = rows.iter().flat_map(|&r| (0..slice).map(move |j| r * slice + j)).collect();
-    Ok(vec![d.pick(&idx, out)])
+    Ok(vec![d.pick(&idx, out)?])
 }
 
 fn lower_scatter_nd(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {

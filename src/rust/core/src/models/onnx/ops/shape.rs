@@ -207,7 +207,7 @@ fn fold_expand(_n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Resul
     let to = dims(&harg(ins, 1, "shape")?.i64s(), "shape")?;
     let out = broadcast_shape(&x.shape, &to)?;
     let idx = broadcast_index(&out, &x.shape)?;
-    Ok(vec![x.pick(&idx, out)])
+    Ok(vec![x.pick(&idx, out)?])
 }
 
 fn repeats(v: &[i64], rank: usize) -> crate::Result<Vec<usize>> {
@@ -254,7 +254,7 @@ fn fold_tile(_n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<
     let out: Vec<usize> = x.shape.iter().zip(&reps).map(|(d, r)| d * r).collect();
     let st = strides(&x.shape);
     let idx = index_map(&out, |c| c.iter().enumerate().map(|(i, &ci)| (ci % x.shape[i]) * st[i]).sum())?;
-    Ok(vec![x.pick(&idx, out)])
+    Ok(vec![x.pick(&idx, out)?])
 }
 
 fn lower_concat(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
@@ -358,7 +358,7 @@ fn fold_split(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<
         let mut shape = x.shape.clone();
         shape[a] = s;
         let idx = index_map(&shape, |c| c.iter().enumerate().map(|(i, &ci)| (if i == a { ci + start } else { ci }) * st[i]).sum())?;
-        outs.push(x.pick(&idx, shape));
+        outs.push(x.pick(&idx, shape)?);
         start += s;
     }
     Ok(outs)
@@ -519,7 +519,7 @@ fn fold_slice(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<
     let out: Vec<usize> = spec.iter().map(|s| s.1).collect();
     let strd = strides(&x.shape);
     let idx = index_map(&out, |c| c.iter().enumerate().map(|(i, &ci)| ((spec[i].0 + ci as i64 * spec[i].2) as usize) * strd[i]).sum())?;
-    Ok(vec![x.pick(&idx, out)])
+    Ok(vec![x.pick(&idx, out)?])
 }
 
 /// Pad's mode, per-dimension (before, after) and fill value.
@@ -706,12 +706,12 @@ fn lower_trilu(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<
 
 fn fold_trilu(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?;
-    let k = hopt(ins, 1).map(|t| t.f(0) as i64).unwrap_or(0);
+    let k = hopt(ins, 1).map(|t| t.first()).transpose()?.map_or(0, |v| v as i64);
     let mask = trilu_mask(n, &x.shape, k)?;
     let (r, c) = (mask.shape[0], mask.shape[1]);
     let mv = mask.i64s();
     let idx: Vec<usize> = (0..x.numel()).collect();
-    let mut t = x.pick(&idx, x.shape.clone());
+    let mut t = x.pick(&idx, x.shape.clone())?;
     match &mut t.data {
         host::Data::F(v) => v.iter_mut().enumerate().for_each(|(i, e)| {
             if mv[i % (r * c)] == 0 {

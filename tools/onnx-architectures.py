@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Exports three architectures with fixed random weights from PyTorch to
+"""Exports four architectures with fixed random weights from PyTorch to
 ONNX and records onnxruntime's outputs for them:
 
   cnn          convolutions with batch norm, a residual block, pooling, a
@@ -7,6 +7,7 @@ ONNX and records onnxruntime's outputs for them:
   transformer  one encoder block: multi-head self-attention, layer norms,
                a GELU feed-forward, residuals
   lstm         a two-layer LSTM over a sequence and a linear head
+  recurrent    an Elman RNN under an LSTM over one sequence, a linear head
 
     python3 tools/onnx-architectures.py [OUT] [--size small|bench]
 
@@ -86,6 +87,22 @@ class LSTMNet(nn.Module):
         return self.head(y[:, -1, :])
 
 
+class RecurrentNet(nn.Module):
+    """An Elman RNN under an LSTM over one sequence (batch 1: the CPU
+    backend computes each step's gates as fused products)."""
+
+    def __init__(self, i, h):
+        super().__init__()
+        self.rnn = nn.RNN(i, h, batch_first=True)
+        self.lstm = nn.LSTM(h, h, batch_first=True)
+        self.head = nn.Linear(h, 5)
+
+    def forward(self, x):
+        y, _ = self.rnn(x)
+        y, _ = self.lstm(y)
+        return self.head(y[:, -1, :])
+
+
 def randomise(m):
     g = torch.Generator().manual_seed(7)
     with torch.no_grad():
@@ -119,6 +136,7 @@ def main():
         "cnn": (CNN(s["ch"]), rng.normal(size=(1, 3, s["img"], s["img"])).astype(np.float32)),
         "transformer": (Encoder(s["d_model"], s["heads"], s["ffn"]), rng.normal(size=(s["batch"], s["seq"], s["d_model"])).astype(np.float32)),
         "lstm": (LSTMNet(s["lstm_in"], s["lstm_h"]), rng.normal(size=(s["batch"], s["steps"], s["lstm_in"])).astype(np.float32)),
+        "recurrent": (RecurrentNet(s["lstm_in"], s["lstm_h"]), rng.normal(size=(1, s["steps"], s["lstm_in"])).astype(np.float32)),
     }
     for name, (m, x) in models.items():
         path = os.path.join(a.out, f"{name}.onnx")

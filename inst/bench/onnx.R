@@ -5,7 +5,8 @@
 # `onnxruntime`, GGMLR_PYTHON chooses the Python) on the same files in the
 # same run, at 1 and 2 threads. Each side warms up for 0.5 s, then times
 # batches of runs and keeps the fastest batch, in GGMLR_BENCH_ROUNDS
-# (default 3) rounds that alternate between the two. Prints ms per
+# (default 3) rounds that alternate between the two (GGMLR_BENCH_ARCHS, a
+# comma-separated list, picks some of the models). Prints ms per
 # inference and the ratio ggmlR / onnxruntime, in wall time and, at 1
 # thread, in CPU time (robust to other load on the machine).
 suppressPackageStartupMessages(library(ggmlR))
@@ -26,7 +27,7 @@ if (!ok) {
 dir <- file.path(tempdir(), "onnx-bench")
 status <- py(c(tool, dir, "--size", "bench"), stdout = FALSE, stderr = FALSE)
 if (!identical(status, 0L)) stop("exporting the bench models failed")
-archs <- c("cnn", "transformer", "lstm")
+archs <- strsplit(Sys.getenv("GGMLR_BENCH_ARCHS", "cnn,transformer,lstm"), ",")[[1]]
 read_input <- function(a) {
   t <- ggmlR:::.onnx_read_tensor(file.path(dir, a, "input_0.pb.gz"))
   v <- t$value

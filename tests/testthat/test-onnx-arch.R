@@ -1,9 +1,9 @@
-# Three architectures exported from PyTorch with random weights
+# Four architectures exported from PyTorch with random weights
 # (tools/onnx-architectures.py): ggmlR's outputs against onnxruntime's, on
 # the CPU and on Vulkan, within 1e-4 relative to the largest output.
 
 for (dev in onnx_devices()) {
-  for (nm in c("cnn", "transformer", "lstm")) {
+  for (nm in c("cnn", "transformer", "lstm", "recurrent")) {
     test_that(sprintf("the %s matches onnxruntime on %s", nm, dev), {
       if (dev == "vulkan") skip_if_no_vulkan()
       m <- onnx_load(onnx_fixture("onnx-arch", paste0(nm, ".onnx")), device = dev)

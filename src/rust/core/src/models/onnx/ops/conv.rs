@@ -1,6 +1,9 @@
 //! Convolutions: Conv (1-D, 2-D and 3-D, groups, dilations, strides,
-//! explicit or automatic padding) as ggml does it, `im2col` then one
-//! `mul_mat` (batched over groups); a 3-D convolution is a 2-D one over
+//! explicit or automatic padding). On the CPU a 2-D convolution without
+//! groups is the engine's blocked convolution and one with a group per
+//! channel its depthwise convolution (asymmetric padding added first);
+//! other groupings, and Vulkan, unfold with `im2col` then take one
+//! `mul_mat` (batched over groups). A 3-D convolution is a 2-D one over
 //! the depth windows (each output depth's KD input slices stacked as
 //! channels, the output depths as batch). ConvTranspose is a convolution
 //! of the input spread by the stride with the flipped kernel.
@@ -12,6 +15,7 @@ use crate::models::onnx::host::{fmt_shape, strides, HTensor};
 use crate::models::onnx::model::Node;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
+use crate::op::conv::Conv;
 use crate::op::{BinFn, Op, PadMode};
 use crate::tensor::Tensor;
 use anyhow::{bail, ensure};
@@ -120,6 +124,7 @@ pub fn conv2d(p: &mut Planner, x: &Dev, w: T, group: usize, geo: [Geo; 2]) -> cr
     let [gh, gw] = geo;
     let oh = out_size(h, &gh, false)?;
     let ow = out_size(wd, &gw, false)?;
+    let cpu = !p.b.backend.is_vulkan();
     let b = p.eb();
     let mut xt = dev::shaped(b, x, [wd, h, c, nn])?;
     let (p0, p1) = if gh.pb != gh.pe || gw.pb != gw.pe {
@@ -128,10 +133,26 @@ pub fn conv2d(p: &mut Planner, x: &Dev, w: T, group: usize, geo: [Geo; 2]) -> cr
     } else {
         (gw.pb, gh.pb)
     };
+    let elem = super::common::float_result(x.elem);
+    // On the CPU the engine's convolutions: the blocked one (which unfolds
+    // a band of rows at a time into the cache) without groups, the
+    // depthwise one with a group per channel.
+    let [s0, s1, d0, d1] = [gw.s, gh.s, gw.d, gh.d].map(|v| v as i32);
+    let (p0, p1) = (p0 as i32, p1 as i32);
+    let direct = match (group, cg, oc) {
+        (1, _, _) => Some(Conv::Direct2d { s0, s1, p0, p1, d0, d1 }),
+        (g, 1, o) if o == g => Some(Conv::Depthwise2d { s0, s1, p0, p1, d0, d1 }),
+        _ => None,
+    };
+    if let Some(op) = direct.filter(|_| cpu) {
+        let t = b.op(Op::Conv(op), &[w, xt])?; // [OW, OH, OC, N]
+        ensure!(t.ne() == [ow, oh, oc, nn], "internal: the convolution's result {:?} is not [{ow}, {oh}, {oc}, {nn}]", t.ne());
+        return Ok(Dev { t, shape: vec![nn, oc, oh, ow], elem });
+    }
     // The kernel operand of im2col only gives sizes: a zero-stride view.
     let row = b.leaf(DType::F32, [kw, 1, 1, 1])?;
     let kshape = b.view(&row, [kw, kh, c, 1], [4, 0, 0, 0], 0)?;
-    let op = Op::Im2Col { s0: gw.s as i32, s1: gh.s as i32, p0: p0 as i32, p1: p1 as i32, d0: gw.d as i32, d1: gh.d as i32, is_2d: true };
+    let op = Op::Im2Col { s0, s1, p0, p1, d0, d1, is_2d: true };
     let cols = b.ctx()?.im2col(&kshape, &xt, op, DType::F32)?; // [C*KH*KW, OW, OH, N]
     let kk = kw * kh * cg;
     let pix = ow * oh;
@@ -157,65 +178,7 @@ pub fn conv2d(p: &mut Planner, x: &Dev, w: T, group: usize, geo: [Geo; 2]) -> cr
         let cont = b.op(Op::Cont, &[pm])?;
         b.reshape(&cont, [ow, oh, oc, nn])?
     };
-    Ok(Dev { t, shape: vec![nn, oc, oh, ow], elem: super::common::float_result(x.elem) })
-}
-
-/// 2-D convolution on the CPU backend by a constant kernel without
-/// groups, stride 1 along the width: per image, the unfolded input is one
-/// copy of a view of the (padded) input with the taps as its outer
-/// dimensions, [OW, OH, C, KW, KH], whose rows are whole output rows
-/// (im2col's layout copies a few values at a time), and the product reads
-/// it transposed, against the kernel reordered at load to (C, KW, KH)
-/// fastest first. A 1x1 convolution copies nothing. None when the case
-/// does not fit (im2col then).
-fn conv2d_taps(p: &mut Planner, x: &Dev, w: &Val, group: usize, geo: [Geo; 2]) -> crate::Result<Option<Dev>> {
-    let Val::C(wc) = w else { return Ok(None) };
-    let [gh, gw] = geo;
-    if p.b.backend.is_vulkan() || p.b.f16 || group != 1 || gw.s != 1 || wc.shape().len() != 4 {
-        return Ok(None);
-    }
-    let [nn, c, h, wd] = [x.shape[0], x.shape[1], x.shape[2], x.shape[3]];
-    let ws = wc.shape().to_vec();
-    let (oc, kh, kw) = (ws[0], ws[2], ws[3]);
-    ensure!(ws[1] == c, "the input has {c} channels, the kernel {}", ws[1]);
-    let oh = out_size(h, &gh, false)?;
-    let ow = out_size(wd, &gw, false)?;
-    let (pix, k) = (ow * oh, c * kw * kh);
-    let key = wc.key.as_ref().map(|k| format!("{k}|taps"));
-    let wc2 = wc.clone();
-    let wt = p.b.constant(key.as_deref(), DType::F32, [k, oc, 1, 1], move || {
-        let v = wc2.f32s()?;
-        let mut out = vec![0f32; v.len()];
-        for o in 0..oc {
-            for ci in 0..c {
-                for y in 0..kh {
-                    for xx in 0..kw {
-                        out[((o * kh + y) * kw + xx) * c + ci] = v[((o * c + ci) * kh + y) * kw + xx];
-                    }
-                }
-            }
-        }
-        Ok(out)
-    })?;
-    let b = p.eb();
-    let mut xt = dev::shaped(b, x, [wd, h, c, nn])?;
-    if gh.pb + gh.pe + gw.pb + gw.pe > 0 {
-        xt = b.op(Op::PadEx { lo: [gw.pb, gh.pb, 0, 0], hi: [gw.pe, gh.pe, 0, 0], mode: PadMode::Constant, value: 0.0 }, &[xt])?;
-    }
-    let (hp, wp) = (h + gh.pb + gh.pe, wd + gw.pb + gw.pe);
-    let es = xt.dtype().size();
-    let mut outs = Vec::with_capacity(nn);
-    for img in 0..nn {
-        let nb = [es * gh.s * wp, es * wp * hp, es * gw.d, es * gh.d * wp];
-        let taps = b.ctx()?.view(&xt, &[ow, oh, c, kw, kh], &nb, img * c * hp * wp * es)?;
-        let cols = b.contig(&taps)?;
-        let cols = b.reshape(&cols, [pix, k, 1, 1])?;
-        let cols_t = b.permute(&cols, [1, 0, 2, 3])?; // [K, P], read transposed
-        let prod = b.op(Op::MulMat, &[cols_t, wt.clone()])?; // [P, OC]
-        outs.push(b.reshape(&prod, [ow, oh, oc, 1])?);
-    }
-    let t = dev::join(b, outs, 3)?;
-    Ok(Some(Dev { t, shape: vec![nn, oc, oh, ow], elem: super::common::float_result(x.elem) }))
+    Ok(Dev { t, shape: vec![nn, oc, oh, ow], elem })
 }
 
 /// 3-D convolution of `x` [N, C, D, H, W] by kernel `w` (ggml [KW, KH,
@@ -292,13 +255,8 @@ pub(super) fn lower_conv(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crat
     } else {
         ([g[0], g[1]], [ws[3], ws[2], ws[1], ws[0]])
     };
-    let mut y = match conv2d_taps(p, &x, &wv, group, geo)? {
-        Some(y) => y,
-        None => {
-            let w = weight(p, &wv, kne)?;
-            conv2d(p, &x, w, group, geo)?
-        }
-    };
+    let w = weight(p, &wv, kne)?;
+    let mut y = conv2d(p, &x, w, group, geo)?;
     if let Some(bv) = opt(ins, 2) {
         let bd = p.dev(bv)?;
         let bd = reshape(p.eb(), &bd, vec![1, bd.shape.iter().product(), 1, 1])?;

@@ -2,7 +2,9 @@
 //! batch-first layout; peepholes; clipping; custom activations; sequence
 //! lengths). The input projection of the whole sequence is one matrix
 //! product; each time step adds the recurrent product and its gates, so the
-//! sequence unrolls into one graph computed in one go.
+//! sequence unrolls into one graph computed in one go. On the CPU, an LSTM
+//! or RNN over one sequence takes each step's gate products with their bias
+//! and activation as fused nodes.
 
 use super::common::{arg, opt, Fold, Lower};
 use crate::base::dtype::DType;
@@ -13,7 +15,9 @@ use crate::models::onnx::model::Node;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{BinFn, MapFn, Op, UnaryOp};
+use crate::tensor::Tensor;
 use anyhow::{bail, ensure};
+use std::sync::Arc;
 
 pub fn find(op: &str) -> Option<(Option<Lower>, Option<Fold>)> {
     Some(match op {
@@ -103,6 +107,62 @@ fn spec(n: &Node, w_shape: &[usize]) -> crate::Result<Spec> {
 fn slab(t: &HTensor, d: usize) -> Vec<f32> {
     let per = t.numel() / t.shape[0].max(1);
     t.f64s()[d * per..(d + 1) * per].iter().map(|&x| x as f32).collect()
+}
+
+/// The activations of an LSTM or RNN step that runs as the CPU backend's
+/// fused products (`linear`: product, bias and activation in one node):
+/// one sequence (the step's input projection is then one bias vector), no
+/// clipping, peepholes or coupled gates, and unary activations only.
+struct Fused {
+    kind: &'static str,
+    acts: Vec<crate::op::UnaryOp>,
+}
+
+fn fusable(p: &Planner, s: &Spec, acts: &[Op], batch: usize, peeps: bool) -> Option<Fused> {
+    if p.b.backend.is_vulkan() || batch != 1 || s.clip.is_some() || peeps || s.input_forget || s.kind == "GRU" {
+        return None;
+    }
+    let acts = acts
+        .iter()
+        .map(|a| match a {
+            Op::Unary(u) => Some(*u),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Fused { kind: s.kind, acts })
+}
+
+/// One time step of one sequence as fused products: `act(R[rows] . v + x[rows])`
+/// for row blocks of the recurrent weights `rt` [h, g*h] (x the step's
+/// input projection [1, g*h]), then the state update. Returns the new
+/// hidden state [1, h] and, for an LSTM, the cell state.
+fn fused_step(p: &mut Planner, f: &Fused, rt: &Arc<Tensor>, xt: &Dev, hp: &Dev, cp: &Dev, h: usize) -> crate::Result<(Dev, Option<Dev>)> {
+    let elem = xt.elem;
+    let es = 4;
+    // act(R[r0 .. r0 + n] . v + x[r0 .. r0 + n]) as [1, n].
+    let lin = |p: &mut Planner, r0: usize, n: usize, v: &Dev, act: crate::op::UnaryOp| -> crate::Result<Dev> {
+        let w = p.b.view(rt, [h, n, 1, 1], [es, es * h, es * h * n, es * h * n], r0 * h * es)?;
+        let vb = crate::models::onnx::dev::shaped(p.eb(), v, [h, 1, 1, 1])?;
+        let bias = narrow(p.eb(), xt, 1, r0, n)?;
+        let bias = crate::models::onnx::dev::shaped(p.eb(), &bias, [n, 1, 1, 1])?;
+        let t = p.b.op(Op::Linear { act: Some(act) }, &[w, vb, bias])?;
+        Ok(Dev { t, shape: vec![1, n], elem })
+    };
+    let gate = |p: &mut Planner, v: &Dev, k: usize| narrow(p.eb(), v, 1, k * h, h);
+    Ok(match f.kind {
+        "LSTM" => {
+            // Gates i, o, f (the first 3h rows) under one activation, c under its own.
+            let iof = lin(p, 0, 3 * h, hp, f.acts[0])?;
+            let c = lin(p, 3 * h, h, hp, f.acts[1])?;
+            let (i, o, fg) = (gate(p, &iof, 0)?, gate(p, &iof, 1)?, gate(p, &iof, 2)?);
+            let fc = binary(p.eb(), BinFn::Mul, &fg, cp, elem)?;
+            let ic = binary(p.eb(), BinFn::Mul, &i, &c, elem)?;
+            let cn = binary(p.eb(), BinFn::Add, &fc, &ic, elem)?;
+            let hc = unary(p.eb(), Op::Unary(f.acts[2]), &cn, elem)?;
+            (binary(p.eb(), BinFn::Mul, &o, &hc, elem)?, Some(cn))
+        }
+        _ => (lin(p, 0, h, hp, f.acts[0])?, None),
+    })
 }
 
 fn lower_rnn(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
@@ -208,11 +268,22 @@ fn lower_rnn(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Ve
             None
         };
         let acts = &s.acts[d * s.acts.len() / s.dirs..(d + 1) * s.acts.len() / s.dirs];
+        let short = lens.as_ref().is_some_and(|l| l.iter().any(|&v| v < seq));
+        let fused = if short { None } else { fusable(p, &s, acts, batch, peeps.is_some()) };
         let mut outs: Vec<Option<Dev>> = vec![None; seq];
         for step in 0..seq {
             let t = if backward { seq - 1 - step } else { step };
             let xs = narrow(p.eb(), &xw, 0, t, 1)?;
             let xt = reshape(p.eb(), &xs, vec![batch, g * h])?;
+            if let Some(f) = &fused {
+                let (hn, cn) = fused_step(p, f, &rt, &xt, &hp, &cp, h)?;
+                outs[t] = Some(reshape(p.eb(), &hn, vec![1, 1, 1, h])?);
+                hp = hn;
+                if let Some(c) = cn {
+                    cp = c;
+                }
+                continue;
+            }
             let hr = {
                 let hb = crate::models::onnx::dev::shaped(p.eb(), &hp, [h, batch, 1, 1])?;
                 let prod = p.b.op(Op::MulMat, &[rt.clone(), hb])?;

@@ -7,7 +7,7 @@ use crate::guard::out;
 use crate::tensor::tensor_robj;
 use anyhow::{anyhow, bail};
 use extendr_api::prelude::*;
-use ggmlr_core::gguf::{self, GgufFile, TensorType, Value, ValueType, WriteTensor};
+use ggmlr_core::gguf::{self, GgufFile, TensorType, GgufValue, ValueType, WriteTensor};
 use std::sync::Mutex;
 
 /// An open file, or None once freed.
@@ -57,8 +57,8 @@ fn rs_gguf_info(x: Robj) -> Robj {
 
 /// An R value for a GGUF value: 32-bit-or-narrower integers as integers,
 /// other numbers as doubles, arrays as vectors, arrays of arrays as lists.
-fn to_r(v: &Value) -> Robj {
-    use Value::*;
+fn to_r(v: &GgufValue) -> Robj {
+    use GgufValue::*;
     let int = |x: i32| Robj::from(x);
     match v {
         U8(x) => int(*x as i32),
@@ -181,16 +181,16 @@ fn rs_gguf_free(x: Robj) -> Robj {
 }
 
 /// A GGUF value from an R value and a type name ("uint32", "array[string]", ...).
-fn from_r(x: &Robj, ty: &str, key: &str) -> anyhow::Result<Value> {
+fn from_r(x: &Robj, ty: &str, key: &str) -> anyhow::Result<GgufValue> {
     if let Some(inner) = ty.strip_prefix("array[").and_then(|s| s.strip_suffix(']')) {
-        let elems: Vec<Value> = if inner.starts_with("array[") {
+        let elems: Vec<GgufValue> = if inner.starts_with("array[") {
             let l = x.as_list().ok_or_else(|| anyhow!("'{key}' is declared {ty}, so its value must be a list of vectors"))?;
             l.values().map(|v| from_r(&v, inner, key)).collect::<anyhow::Result<_>>()?
         } else {
             (0..x.len()).map(|i| scalar_of(x, i, inner, key)).collect::<anyhow::Result<_>>()?
         };
         let et = if inner.starts_with("array[") { ValueType::Array } else { value_type(inner, key)? };
-        return Ok(Value::Array(et, elems));
+        return Ok(GgufValue::Array(et, elems));
     }
     if x.len() != 1 {
         bail!("'{key}' is declared {ty} but has {} values; declare it \"array[{ty}]\"", x.len());
@@ -204,11 +204,11 @@ fn value_type(name: &str, key: &str) -> anyhow::Result<ValueType> {
     })
 }
 
-fn scalar_of(x: &Robj, i: usize, ty: &str, key: &str) -> anyhow::Result<Value> {
+fn scalar_of(x: &Robj, i: usize, ty: &str, key: &str) -> anyhow::Result<GgufValue> {
     let t = value_type(ty, key)?;
     if t == ValueType::Str {
         let s = x.as_str_vector().and_then(|v| v.get(i).map(|s| s.to_string()));
-        return s.map(Value::Str).ok_or_else(|| anyhow!("'{key}' is declared string, so its value must be character"));
+        return s.map(GgufValue::Str).ok_or_else(|| anyhow!("'{key}' is declared string, so its value must be character"));
     }
     let v = *f64_vec(x, key)?.get(i).ok_or_else(|| anyhow!("internal: value {i} of '{key}'"))?;
     let whole = |lo: f64, hi: f64| -> anyhow::Result<f64> {
@@ -220,21 +220,21 @@ fn scalar_of(x: &Robj, i: usize, ty: &str, key: &str) -> anyhow::Result<Value> {
     };
     use ValueType as T;
     Ok(match t {
-        T::U8 => Value::U8(whole(0.0, 255.0)? as u8),
-        T::I8 => Value::I8(whole(-128.0, 127.0)? as i8),
-        T::U16 => Value::U16(whole(0.0, 65535.0)? as u16),
-        T::I16 => Value::I16(whole(-32768.0, 32767.0)? as i16),
-        T::U32 => Value::U32(whole(0.0, u32::MAX as f64)? as u32),
-        T::I32 => Value::I32(whole(i32::MIN as f64, i32::MAX as f64)? as i32),
-        T::U64 => Value::U64(whole(0.0, u64::MAX as f64)? as u64),
-        T::I64 => Value::I64(whole(i64::MIN as f64, i64::MAX as f64)? as i64),
-        T::F32 => Value::F32(v as f32),
-        T::F64 => Value::F64(v),
+        T::U8 => GgufValue::U8(whole(0.0, 255.0)? as u8),
+        T::I8 => GgufValue::I8(whole(-128.0, 127.0)? as i8),
+        T::U16 => GgufValue::U16(whole(0.0, 65535.0)? as u16),
+        T::I16 => GgufValue::I16(whole(-32768.0, 32767.0)? as i16),
+        T::U32 => GgufValue::U32(whole(0.0, u32::MAX as f64)? as u32),
+        T::I32 => GgufValue::I32(whole(i32::MIN as f64, i32::MAX as f64)? as i32),
+        T::U64 => GgufValue::U64(whole(0.0, u64::MAX as f64)? as u64),
+        T::I64 => GgufValue::I64(whole(i64::MIN as f64, i64::MAX as f64)? as i64),
+        T::F32 => GgufValue::F32(v as f32),
+        T::F64 => GgufValue::F64(v),
         T::Bool => {
             if v.is_nan() {
                 bail!("'{key}' is declared bool; NA is not TRUE or FALSE");
             }
-            Value::Bool(v != 0.0)
+            GgufValue::Bool(v != 0.0)
         }
         T::Str | T::Array => bail!("internal: '{key}'"),
     })

@@ -4,7 +4,7 @@
 use crate::conv::{scalar_i64, scalar_str, scalar_usize};
 use crate::guard;
 use extendr_api::prelude::*;
-use ggmlr_core::base::cpu_features::{self, Value};
+use ggmlr_core::base::cpu_features::{self, FeatureValue};
 use ggmlr_core::base::{clock, log};
 use ggmlr_core::op::codes;
 
@@ -18,8 +18,8 @@ fn rs_cpu_features() -> Robj {
         let values: Vec<Robj> = all
             .iter()
             .map(|(_, v)| match v {
-                Value::Flag(b) => Robj::from(*b),
-                Value::Count(c) => Robj::from(*c),
+                FeatureValue::Flag(b) => Robj::from(*b),
+                FeatureValue::Count(c) => Robj::from(*c),
             })
             .collect();
         let mut l = List::from_values(values);

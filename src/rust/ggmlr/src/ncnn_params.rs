@@ -10,7 +10,7 @@ use crate::conv::{scalar_i64, xptr};
 use crate::guard;
 use extendr_api::prelude::*;
 use ggmlr_core::ncnn::modelbin::Stored;
-use ggmlr_core::ncnn::param::{ArrayKind, Value};
+use ggmlr_core::ncnn::param::{ArrayKind, ParamValue};
 use ggmlr_core::ncnn::{err, ModelBin, ParamDict};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -42,14 +42,14 @@ fn rs_ncnn_pd_get(p: Robj, id: Robj, default: Robj) -> Robj {
         }
         let want_int = default.is_integer();
         Ok(match &pd.values[id as usize] {
-            Value::None => default,
-            Value::Int(i) => Robj::from(*i),
-            Value::Float(f) => Robj::from(*f as f64),
-            Value::Raw(b) => raw_value(*b, want_int),
-            Value::Str(s) => Robj::from(s.as_str()),
-            Value::Array(_, ArrayKind::Int) => Robj::from(pd.ints(id as usize)),
-            Value::Array(_, ArrayKind::Float) => Robj::from(pd.floats(id as usize).iter().map(|&f| f as f64).collect::<Vec<f64>>()),
-            Value::Array(v, ArrayKind::Raw) => {
+            ParamValue::None => default,
+            ParamValue::Int(i) => Robj::from(*i),
+            ParamValue::Float(f) => Robj::from(*f as f64),
+            ParamValue::Raw(b) => raw_value(*b, want_int),
+            ParamValue::Str(s) => Robj::from(s.as_str()),
+            ParamValue::Array(_, ArrayKind::Int) => Robj::from(pd.ints(id as usize)),
+            ParamValue::Array(_, ArrayKind::Float) => Robj::from(pd.floats(id as usize).iter().map(|&f| f as f64).collect::<Vec<f64>>()),
+            ParamValue::Array(v, ArrayKind::Raw) => {
                 let floats = !want_int && v.iter().all(|&b| b == 0 || f32::from_bits(b).is_normal());
                 if floats {
                     Robj::from(v.iter().map(|&b| f32::from_bits(b) as f64).collect::<Vec<f64>>())

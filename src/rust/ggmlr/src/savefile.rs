@@ -7,7 +7,7 @@ use crate::conv::scalar_str;
 use crate::guard;
 use anyhow::bail;
 use extendr_api::prelude::*;
-use ggmlr_core::savefile::{self, Attrs, Value};
+use ggmlr_core::savefile::{self, Attrs, SaveValue};
 
 const MAX_DEPTH: usize = savefile::MAX_DEPTH;
 
@@ -27,22 +27,22 @@ fn attrs_of(x: &Robj, what: &str) -> anyhow::Result<Attrs> {
 }
 
 /// An R value as a saved value; `what` names it in errors.
-fn to_value(x: &Robj, what: &str, depth: usize) -> anyhow::Result<Value> {
+fn to_value(x: &Robj, what: &str, depth: usize) -> anyhow::Result<SaveValue> {
     if depth > MAX_DEPTH {
         bail!("{what} is nested deeper than {MAX_DEPTH} levels");
     }
     if x.is_null() {
-        return Ok(Value::Null);
+        return Ok(SaveValue::Null);
     }
     let a = attrs_of(x, what)?;
     Ok(match x.rtype() {
         Rtype::Logicals => {
             let s = x.as_logical_slice().unwrap_or(&[]);
-            Value::Logical(s.iter().map(|b| if b.is_na() { None } else { Some(b.is_true()) }).collect(), a)
+            SaveValue::Logical(s.iter().map(|b| if b.is_na() { None } else { Some(b.is_true()) }).collect(), a)
         }
-        Rtype::Integers => Value::Integer(x.as_integer_slice().unwrap_or(&[]).to_vec(), a),
-        Rtype::Doubles => Value::Double(x.as_real_slice().unwrap_or(&[]).to_vec(), a),
-        Rtype::Strings => Value::String(crate::rstr::strings(x, what)?, a),
+        Rtype::Integers => SaveValue::Integer(x.as_integer_slice().unwrap_or(&[]).to_vec(), a),
+        Rtype::Doubles => SaveValue::Double(x.as_real_slice().unwrap_or(&[]).to_vec(), a),
+        Rtype::Strings => SaveValue::String(crate::rstr::strings(x, what)?, a),
         Rtype::List => {
             let l = x.as_list().ok_or_else(|| anyhow::anyhow!("{what} is not a list"))?;
             let names = a.names.clone();
@@ -54,7 +54,7 @@ fn to_value(x: &Robj, what: &str, depth: usize) -> anyhow::Result<Value> {
                     to_value(&v, &format!("{what}${nm}"), depth + 1)
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            Value::List(items, a)
+            SaveValue::List(items, a)
         }
         other => bail!("{what} is of type {other:?}; a saved model holds only numbers, strings, logicals and lists"),
     })
@@ -73,10 +73,10 @@ fn strings_robj(v: &[Option<String>]) -> Robj {
     s.into()
 }
 
-fn to_robj(v: &Value) -> anyhow::Result<Robj> {
+fn to_robj(v: &SaveValue) -> anyhow::Result<Robj> {
     let (mut r, a) = match v {
-        Value::Null => return Ok(Robj::from(())),
-        Value::Logical(x, a) => {
+        SaveValue::Null => return Ok(Robj::from(())),
+        SaveValue::Logical(x, a) => {
             let l: Logicals = x
                 .iter()
                 .map(|b| match b {
@@ -86,10 +86,10 @@ fn to_robj(v: &Value) -> anyhow::Result<Robj> {
                 .collect();
             (Robj::from(l), a)
         }
-        Value::Integer(x, a) => (Robj::from(x.clone()), a),
-        Value::Double(x, a) => (Robj::from(x.clone()), a),
-        Value::String(x, a) => (strings_robj(x), a),
-        Value::List(x, a) => {
+        SaveValue::Integer(x, a) => (Robj::from(x.clone()), a),
+        SaveValue::Double(x, a) => (Robj::from(x.clone()), a),
+        SaveValue::String(x, a) => (strings_robj(x), a),
+        SaveValue::List(x, a) => {
             let items = x.iter().map(to_robj).collect::<anyhow::Result<Vec<_>>>()?;
             (List::from_values(items).into(), a)
         }

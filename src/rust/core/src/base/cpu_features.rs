@@ -6,7 +6,7 @@
 /// A feature: its ggml name and value (`Flag` for the `has_` queries,
 /// `Count` for the vector-length queries `sve_cnt` and `rvv_vlen`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Value {
+pub enum FeatureValue {
     Flag(bool),
     Count(i32),
 }
@@ -91,19 +91,19 @@ fn arm(_name: &str) -> bool {
 }
 
 /// The value of feature `name`, or None for a name ggml does not have.
-pub fn feature(name: &str) -> Option<Value> {
+pub fn feature(name: &str) -> Option<FeatureValue> {
     if !NAMES.contains(&name) {
         return None;
     }
     Some(match name {
-        "sve_cnt" | "rvv_vlen" => Value::Count(0),
-        _ => Value::Flag(x86(name) || arm(name)),
+        "sve_cnt" | "rvv_vlen" => FeatureValue::Count(0),
+        _ => FeatureValue::Flag(x86(name) || arm(name)),
     })
 }
 
 /// Every feature, in [`NAMES`] order.
-pub fn all() -> Vec<(&'static str, Value)> {
-    NAMES.iter().map(|&n| (n, feature(n).unwrap_or(Value::Flag(false)))).collect()
+pub fn all() -> Vec<(&'static str, FeatureValue)> {
+    NAMES.iter().map(|&n| (n, feature(n).unwrap_or(FeatureValue::Flag(false)))).collect()
 }
 
 #[cfg(test)]
@@ -113,13 +113,13 @@ mod tests {
     #[test]
     fn features_are_reported_for_every_name() {
         assert_eq!(all().len(), 28);
-        assert_eq!(feature("sve_cnt"), Some(Value::Count(0)));
-        assert_eq!(feature("llamafile"), Some(Value::Flag(false)));
+        assert_eq!(feature("sve_cnt"), Some(FeatureValue::Count(0)));
+        assert_eq!(feature("llamafile"), Some(FeatureValue::Flag(false)));
         assert_eq!(feature("nonsense"), None);
         #[cfg(target_arch = "x86_64")]
         {
-            assert_eq!(feature("avx2"), Some(Value::Flag(std::arch::is_x86_feature_detected!("avx2"))));
-            assert_eq!(feature("neon"), Some(Value::Flag(false)));
+            assert_eq!(feature("avx2"), Some(FeatureValue::Flag(std::arch::is_x86_feature_detected!("avx2"))));
+            assert_eq!(feature("neon"), Some(FeatureValue::Flag(false)));
         }
     }
 }

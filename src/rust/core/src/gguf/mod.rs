@@ -15,7 +15,7 @@ mod writer;
 mod tests;
 
 pub use reader::DEFAULT_ALIGNMENT;
-pub use value::{Header, TensorInfo, TensorType, Value, ValueType};
+pub use value::{Header, GgufTensorInfo, TensorType, GgufValue, ValueType};
 pub use writer::{encode_values, to_bytes, write, WriteTensor};
 
 use crate::base::quant;
@@ -80,25 +80,25 @@ impl GgufFile {
         Ok(GgufFile { path: path.to_string(), header, bytes: Arc::new(bytes), data: OnceLock::new() })
     }
 
-    pub fn tensor(&self, name: &str) -> crate::Result<&TensorInfo> {
+    pub fn tensor(&self, name: &str) -> crate::Result<&GgufTensorInfo> {
         self.header.tensors.iter().find(|t| t.name == name).ok_or_else(|| {
             anyhow::anyhow!("'{}' has no tensor named '{name}' (see gguf_tensor_names())", self.path)
         })
     }
 
-    pub fn value(&self, key: &str) -> Option<&Value> {
+    pub fn value(&self, key: &str) -> Option<&GgufValue> {
         self.header.kv.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
     /// The stored bytes of tensor `t` (bounds checked when the file was read).
-    pub fn tensor_bytes(&self, t: &TensorInfo) -> &[u8] {
+    pub fn tensor_bytes(&self, t: &GgufTensorInfo) -> &[u8] {
         let all = (*self.bytes).as_ref();
         let start = self.header.data_start.saturating_add(t.offset);
         all.get(start..start.saturating_add(t.nbytes)).unwrap_or(&[])
     }
 
     /// The values of tensor `t`, dequantized or converted, in ggml order.
-    pub fn tensor_values(&self, t: &TensorInfo) -> crate::Result<Vec<f64>> {
+    pub fn tensor_values(&self, t: &GgufTensorInfo) -> crate::Result<Vec<f64>> {
         use crate::base::dtype::DType;
         let b = self.tensor_bytes(t);
         let n = t.nelements();
@@ -127,7 +127,7 @@ impl GgufFile {
     }
 
     /// Tensor `t` as an engine tensor of `ctx` over the mapped data (no copy).
-    pub fn engine_tensor(&self, t: &TensorInfo, ctx: &Context) -> crate::Result<Arc<Tensor>> {
+    pub fn engine_tensor(&self, t: &GgufTensorInfo, ctx: &Context) -> crate::Result<Arc<Tensor>> {
         let TensorType::Engine(dtype) = t.ty else {
             bail!("tensor '{}' is {}, a type engine tensors do not have; read its values with gguf_tensor_data()", t.name, t.ty.name());
         };

@@ -3,7 +3,7 @@
 //! is allocated for it, and every failure says what was wrong and at which
 //! byte; nothing here can panic on any input.
 
-use super::value::{Header, TensorInfo, TensorType, Value, ValueType};
+use super::value::{Header, GgufTensorInfo, TensorType, GgufValue, ValueType};
 use anyhow::bail;
 
 /// Arrays nested deeper than this are refused (no real file nests at all).
@@ -80,28 +80,28 @@ impl<'a> Cursor<'a> {
         Ok(String::from_utf8_lossy(self.take(n, what)?).into_owned())
     }
 
-    fn value(&mut self, t: ValueType, depth: usize, what: &str) -> crate::Result<Value> {
+    fn value(&mut self, t: ValueType, depth: usize, what: &str) -> crate::Result<GgufValue> {
         use ValueType as T;
         Ok(match t {
-            T::U8 => Value::U8(u8::from_le_bytes(self.fixed(what)?)),
-            T::I8 => Value::I8(i8::from_le_bytes(self.fixed(what)?)),
+            T::U8 => GgufValue::U8(u8::from_le_bytes(self.fixed(what)?)),
+            T::I8 => GgufValue::I8(i8::from_le_bytes(self.fixed(what)?)),
             T::Bool => {
                 let at = self.pos;
                 match u8::from_le_bytes(self.fixed(what)?) {
-                    0 => Value::Bool(false),
-                    1 => Value::Bool(true),
+                    0 => GgufValue::Bool(false),
+                    1 => GgufValue::Bool(true),
                     v => bail!("at byte {at}: {what} is a bool stored as {v}; GGUF bools are 0 or 1"),
                 }
             }
-            T::U16 => Value::U16(u16::from_le_bytes(self.fixed(what)?)),
-            T::I16 => Value::I16(i16::from_le_bytes(self.fixed(what)?)),
-            T::U32 => Value::U32(self.u32(what)?),
-            T::I32 => Value::I32(self.u32(what)? as i32),
-            T::F32 => Value::F32(f32::from_bits(self.u32(what)?)),
-            T::U64 => Value::U64(self.u64(what)?),
-            T::I64 => Value::I64(self.u64(what)? as i64),
-            T::F64 => Value::F64(f64::from_bits(self.u64(what)?)),
-            T::Str => Value::Str(self.string(what)?),
+            T::U16 => GgufValue::U16(u16::from_le_bytes(self.fixed(what)?)),
+            T::I16 => GgufValue::I16(i16::from_le_bytes(self.fixed(what)?)),
+            T::U32 => GgufValue::U32(self.u32(what)?),
+            T::I32 => GgufValue::I32(self.u32(what)? as i32),
+            T::F32 => GgufValue::F32(f32::from_bits(self.u32(what)?)),
+            T::U64 => GgufValue::U64(self.u64(what)?),
+            T::I64 => GgufValue::I64(self.u64(what)? as i64),
+            T::F64 => GgufValue::F64(f64::from_bits(self.u64(what)?)),
+            T::Str => GgufValue::Str(self.string(what)?),
             T::Array => {
                 if depth >= MAX_DEPTH {
                     bail!("at byte {}: {what} nests arrays more than {MAX_DEPTH} deep", self.pos);
@@ -116,7 +116,7 @@ impl<'a> Cursor<'a> {
                 for i in 0..n {
                     v.push(self.value(et, depth + 1, &format!("element {} of {what}", i + 1))?);
                 }
-                Value::Array(et, v)
+                GgufValue::Array(et, v)
             }
         })
     }
@@ -149,7 +149,7 @@ pub fn parse(b: &[u8]) -> crate::Result<Header> {
     // A tensor description takes at least 8 + 4 + 8 + 4 + 8 bytes, a key-value pair 8 + 4 + 1.
     let n_tensors = c.count(32, "the number of tensors")?;
     let n_kv = c.count(13, "the number of metadata pairs")?;
-    let mut kv: Vec<(String, Value)> = Vec::with_capacity(n_kv);
+    let mut kv: Vec<(String, GgufValue)> = Vec::with_capacity(n_kv);
     let mut alignment_at = 0;
     for i in 0..n_kv {
         let at = c.pos;
@@ -166,17 +166,17 @@ pub fn parse(b: &[u8]) -> crate::Result<Header> {
     }
     let alignment = match kv.iter().find(|(k, _)| k == "general.alignment") {
         None => DEFAULT_ALIGNMENT,
-        Some((_, Value::U32(a))) if *a > 0 && a.is_power_of_two() => *a as usize,
+        Some((_, GgufValue::U32(a))) if *a > 0 && a.is_power_of_two() => *a as usize,
         Some((_, v)) => {
             let is = match (v, v.as_f64()) {
-                (Value::U32(a), _) => format!("{a}"),
+                (GgufValue::U32(a), _) => format!("{a}"),
                 (_, Some(x)) => format!("the {} {x}", v.type_name()),
                 _ => format!("a value of type {}", v.type_name()),
             };
             bail!("at byte {alignment_at}: general.alignment is {is}; it must be a uint32 power of 2 (absent, it is 32)")
         }
     };
-    let mut tensors: Vec<TensorInfo> = Vec::with_capacity(n_tensors);
+    let mut tensors: Vec<GgufTensorInfo> = Vec::with_capacity(n_tensors);
     for i in 0..n_tensors {
         let at = c.pos;
         let name = c.string(&format!("the name of tensor {}", i + 1))?;
@@ -217,7 +217,7 @@ pub fn parse(b: &[u8]) -> crate::Result<Header> {
         if offset % alignment as u64 != 0 {
             bail!("at byte {at}: {what} starts its data at offset {offset}, which is not a multiple of the alignment {alignment}");
         }
-        tensors.push(TensorInfo { name, n_dims, ne, ty, offset: offset as usize, nbytes });
+        tensors.push(GgufTensorInfo { name, n_dims, ne, ty, offset: offset as usize, nbytes });
     }
     let data_start = c.pos.div_ceil(alignment) * alignment;
     for t in &tensors {

@@ -21,27 +21,27 @@ fn every_value_type_reads_as_written() {
     assert_eq!(f.header.version, 3);
     assert_eq!(f.header.alignment, 32);
     let v = |k: &str| f.value(k).unwrap().clone();
-    assert_eq!(v("general.architecture"), Value::Str("ggmlr-test".into()));
-    assert_eq!(v("t.u8"), Value::U8(200));
-    assert_eq!(v("t.i8"), Value::I8(-100));
-    assert_eq!(v("t.u16"), Value::U16(60000));
-    assert_eq!(v("t.i16"), Value::I16(-30000));
-    assert_eq!(v("t.u32"), Value::U32(4_000_000_000));
-    assert_eq!(v("t.i32"), Value::I32(-2_000_000_000));
-    assert_eq!(v("t.f32"), Value::F32(0.1));
-    assert_eq!(v("t.u64"), Value::U64((1 << 53) + 2));
-    assert_eq!(v("t.i64"), Value::I64(-(1 << 40) - 3));
-    assert_eq!(v("t.f64"), Value::F64(1.0 / 3.0));
-    assert_eq!((v("t.bool"), v("t.false")), (Value::Bool(true), Value::Bool(false)));
-    assert_eq!(v("t.str"), Value::Str("hello, GGUF \u{e9}\u{4e2d}".into()));
-    assert_eq!(v("t.empty"), Value::Str(String::new()));
-    assert_eq!(v("a.u64"), Value::Array(ValueType::U64, vec![Value::U64(0), Value::U64(u64::MAX)]));
-    assert_eq!(v("a.i64"), Value::Array(ValueType::I64, vec![Value::I64(i64::MIN), Value::I64(i64::MAX)]));
-    assert_eq!(v("a.f32"), Value::Array(ValueType::F32, vec![Value::F32(0.5), Value::F32(-1.25), Value::F32(3.0e38)]));
+    assert_eq!(v("general.architecture"), GgufValue::Str("ggmlr-test".into()));
+    assert_eq!(v("t.u8"), GgufValue::U8(200));
+    assert_eq!(v("t.i8"), GgufValue::I8(-100));
+    assert_eq!(v("t.u16"), GgufValue::U16(60000));
+    assert_eq!(v("t.i16"), GgufValue::I16(-30000));
+    assert_eq!(v("t.u32"), GgufValue::U32(4_000_000_000));
+    assert_eq!(v("t.i32"), GgufValue::I32(-2_000_000_000));
+    assert_eq!(v("t.f32"), GgufValue::F32(0.1));
+    assert_eq!(v("t.u64"), GgufValue::U64((1 << 53) + 2));
+    assert_eq!(v("t.i64"), GgufValue::I64(-(1 << 40) - 3));
+    assert_eq!(v("t.f64"), GgufValue::F64(1.0 / 3.0));
+    assert_eq!((v("t.bool"), v("t.false")), (GgufValue::Bool(true), GgufValue::Bool(false)));
+    assert_eq!(v("t.str"), GgufValue::Str("hello, GGUF \u{e9}\u{4e2d}".into()));
+    assert_eq!(v("t.empty"), GgufValue::Str(String::new()));
+    assert_eq!(v("a.u64"), GgufValue::Array(ValueType::U64, vec![GgufValue::U64(0), GgufValue::U64(u64::MAX)]));
+    assert_eq!(v("a.i64"), GgufValue::Array(ValueType::I64, vec![GgufValue::I64(i64::MIN), GgufValue::I64(i64::MAX)]));
+    assert_eq!(v("a.f32"), GgufValue::Array(ValueType::F32, vec![GgufValue::F32(0.5), GgufValue::F32(-1.25), GgufValue::F32(3.0e38)]));
     assert_eq!(v("a.str").type_name(), "array[string]");
     assert_eq!(v("a.nested").type_name(), "array[array[int32]]");
-    let Value::Array(ValueType::Array, rows) = v("a.nested") else { panic!() };
-    assert_eq!(rows[2], Value::Array(ValueType::I32, vec![Value::I32(5), Value::I32(6)]));
+    let GgufValue::Array(ValueType::Array, rows) = v("a.nested") else { panic!() };
+    assert_eq!(rows[2], GgufValue::Array(ValueType::I32, vec![GgufValue::I32(5), GgufValue::I32(6)]));
     assert_eq!(v("a.nested_str").type_name(), "array[array[string]]");
 }
 
@@ -182,7 +182,7 @@ fn bad_headers_say_what_is_wrong() {
     b[4..8].copy_from_slice(&3u32.to_be_bytes());
     assert!(err(&b).contains("big-endian"));
     // Tensor data past the end, and a bad alignment.
-    let kv = [("general.alignment".to_string(), Value::U32(48))];
+    let kv = [("general.alignment".to_string(), GgufValue::U32(48))];
     assert!(to_bytes(&kv, &[], 48).unwrap_err().to_string().contains("power of 2"));
     let t = WriteTensor { name: "w".into(), ty: TensorType::Engine(DType::F32), ne: vec![4], data: vec![0u8; 16].into() };
     let good = to_bytes(&[], &[t.clone()], 32).unwrap();

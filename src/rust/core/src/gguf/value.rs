@@ -71,7 +71,7 @@ impl ValueType {
 
 /// A metadata value.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Value {
+pub enum GgufValue {
     U8(u8),
     I8(i8),
     U16(u16),
@@ -85,12 +85,12 @@ pub enum Value {
     I64(i64),
     F64(f64),
     /// Element type and elements (all of that type; nested arrays allowed).
-    Array(ValueType, Vec<Value>),
+    Array(ValueType, Vec<GgufValue>),
 }
 
-impl Value {
+impl GgufValue {
     pub fn kind(&self) -> ValueType {
-        use Value::*;
+        use GgufValue::*;
         match self {
             U8(_) => ValueType::U8,
             I8(_) => ValueType::I8,
@@ -111,7 +111,7 @@ impl Value {
     /// "uint32", "array[string]", "array[array[int32]]".
     pub fn type_name(&self) -> String {
         match self {
-            Value::Array(t, v) => match (t, v.first()) {
+            GgufValue::Array(t, v) => match (t, v.first()) {
                 (ValueType::Array, Some(inner)) => format!("array[{}]", inner.type_name()),
                 _ => format!("array[{}]", t.name()),
             },
@@ -121,7 +121,7 @@ impl Value {
 
     /// The value as f64, for numbers and booleans.
     pub fn as_f64(&self) -> Option<f64> {
-        use Value::*;
+        use GgufValue::*;
         Some(match *self {
             U8(v) => v as f64,
             I8(v) => v as f64,
@@ -201,7 +201,7 @@ impl TensorType {
 
 /// One tensor's description in a GGUF file.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TensorInfo {
+pub struct GgufTensorInfo {
     pub name: String,
     pub n_dims: usize,
     /// Sizes, ne0 fastest (ggml's order), 1 beyond `n_dims`.
@@ -212,7 +212,7 @@ pub struct TensorInfo {
     pub nbytes: usize,
 }
 
-impl TensorInfo {
+impl GgufTensorInfo {
     pub fn nelements(&self) -> usize {
         self.ne.iter().fold(1usize, |a, &n| a.saturating_mul(n))
     }
@@ -223,8 +223,8 @@ impl TensorInfo {
 pub struct Header {
     pub version: u32,
     pub alignment: usize,
-    pub kv: Vec<(String, Value)>,
-    pub tensors: Vec<TensorInfo>,
+    pub kv: Vec<(String, GgufValue)>,
+    pub tensors: Vec<GgufTensorInfo>,
     /// Byte offset of the data section in the file.
     pub data_start: usize,
 }

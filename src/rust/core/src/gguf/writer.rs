@@ -4,7 +4,7 @@
 //! llama.cpp write them.
 
 use super::reader::DEFAULT_ALIGNMENT;
-use super::value::{TensorType, Value};
+use super::value::{TensorType, GgufValue};
 use crate::base::dtype::DType;
 use crate::base::quant;
 use half::{bf16, f16};
@@ -26,8 +26,8 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
-fn put_value(out: &mut Vec<u8>, v: &Value, what: &str) -> crate::Result<()> {
-    use Value::*;
+fn put_value(out: &mut Vec<u8>, v: &GgufValue, what: &str) -> crate::Result<()> {
+    use GgufValue::*;
     match v {
         U8(x) => out.push(*x),
         I8(x) => out.push(*x as u8),
@@ -65,15 +65,15 @@ fn pad(out: &mut Vec<u8>, alignment: usize) {
 
 /// The bytes of a GGUF file. A custom `alignment` is recorded as
 /// `general.alignment` (added when the metadata lacks it).
-pub fn to_bytes(kv: &[(String, Value)], tensors: &[WriteTensor<'_>], alignment: usize) -> crate::Result<Vec<u8>> {
+pub fn to_bytes(kv: &[(String, GgufValue)], tensors: &[WriteTensor<'_>], alignment: usize) -> crate::Result<Vec<u8>> {
     ensure!(alignment > 0 && alignment.is_power_of_two(), "the alignment must be a power of 2, not {alignment}");
-    let mut kv: Vec<(String, Value)> = kv.to_vec();
+    let mut kv: Vec<(String, GgufValue)> = kv.to_vec();
     match kv.iter().find(|(k, _)| k == "general.alignment") {
-        Some((_, Value::U32(a))) => {
+        Some((_, GgufValue::U32(a))) => {
             ensure!(*a as usize == alignment, "general.alignment is {a} but the file is written with alignment {alignment}")
         }
         Some((_, v)) => bail!("general.alignment must be a uint32, not {}", v.type_name()),
-        None if alignment != DEFAULT_ALIGNMENT => kv.push(("general.alignment".into(), Value::U32(alignment as u32))),
+        None if alignment != DEFAULT_ALIGNMENT => kv.push(("general.alignment".into(), GgufValue::U32(alignment as u32))),
         None => {}
     }
     for (i, (k, _)) in kv.iter().enumerate() {
@@ -125,7 +125,7 @@ pub fn to_bytes(kv: &[(String, Value)], tensors: &[WriteTensor<'_>], alignment: 
 
 /// Write a GGUF file at `path` (through a temporary file beside it, renamed
 /// when complete, so a failed write leaves no partial file).
-pub fn write(path: &str, kv: &[(String, Value)], tensors: &[WriteTensor<'_>], alignment: usize) -> crate::Result<()> {
+pub fn write(path: &str, kv: &[(String, GgufValue)], tensors: &[WriteTensor<'_>], alignment: usize) -> crate::Result<()> {
     let bytes = to_bytes(kv, tensors, alignment)?;
     let tmp = format!("{path}.tmp{}", std::process::id());
     let res = (|| -> crate::Result<()> {

@@ -9,7 +9,7 @@ pub const MAX_PARAM: usize = 32;
 
 /// One parameter value.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Value {
+pub enum ParamValue {
     None,
     /// 4 raw bytes from a binary param: read as int or float by the getter.
     Raw(u32),
@@ -38,24 +38,24 @@ pub enum ArrayKind {
 /// The up to 32 parameters of one layer, by id.
 #[derive(Clone, Debug)]
 pub struct ParamDict {
-    pub values: Vec<Value>,
+    pub values: Vec<ParamValue>,
 }
 
 impl Default for ParamDict {
     fn default() -> Self {
         ParamDict {
-            values: vec![Value::None; MAX_PARAM],
+            values: vec![ParamValue::None; MAX_PARAM],
         }
     }
 }
 
 impl ParamDict {
-    /// Parameter `id` (`Value::None` when absent or past the last id).
-    pub fn value(&self, id: usize) -> &Value {
-        self.values.get(id).unwrap_or(&Value::None)
+    /// Parameter `id` (`ParamValue::None` when absent or past the last id).
+    pub fn value(&self, id: usize) -> &ParamValue {
+        self.values.get(id).unwrap_or(&ParamValue::None)
     }
     /// Set parameter `id`; an id past the last is an error naming `at`.
-    pub fn set(&mut self, id: usize, v: Value, at: &str) -> anyhow::Result<()> {
+    pub fn set(&mut self, id: usize, v: ParamValue, at: &str) -> anyhow::Result<()> {
         let Some(slot) = self.values.get_mut(id) else {
             ncnn_bail!("{at}: parameter id {id} is out of range (ids are 0 to {})", MAX_PARAM - 1);
         };
@@ -63,34 +63,34 @@ impl ParamDict {
         Ok(())
     }
     pub fn has(&self, id: usize) -> bool {
-        !matches!(self.value(id), Value::None)
+        !matches!(self.value(id), ParamValue::None)
     }
     /// Integer parameter `id`; a value written as a float keeps the default.
     pub fn int(&self, id: usize, def: i32) -> i32 {
         match *self.value(id) {
-            Value::Raw(b) => b as i32,
-            Value::Int(i) => i,
+            ParamValue::Raw(b) => b as i32,
+            ParamValue::Int(i) => i,
             _ => def,
         }
     }
     /// Float parameter `id`; an integer value converts.
     pub fn float(&self, id: usize, def: f32) -> f32 {
         match *self.value(id) {
-            Value::Raw(b) => f32::from_bits(b),
-            Value::Int(i) => i as f32,
-            Value::Float(f) => f,
+            ParamValue::Raw(b) => f32::from_bits(b),
+            ParamValue::Int(i) => i as f32,
+            ParamValue::Float(f) => f,
             _ => def,
         }
     }
     /// Whether parameter `id` is an array.
     pub fn is_array(&self, id: usize) -> bool {
-        matches!(self.value(id), Value::Array(..))
+        matches!(self.value(id), ParamValue::Array(..))
     }
     /// Array parameter `id` as ints (empty when absent).
     pub fn ints(&self, id: usize) -> Vec<i32> {
         match self.value(id) {
-            Value::Array(v, ArrayKind::Float) => v.iter().map(|b| f32::from_bits(*b) as i32).collect(),
-            Value::Array(v, _) => v.iter().map(|b| *b as i32).collect(),
+            ParamValue::Array(v, ArrayKind::Float) => v.iter().map(|b| f32::from_bits(*b) as i32).collect(),
+            ParamValue::Array(v, _) => v.iter().map(|b| *b as i32).collect(),
             _ => vec![],
         }
     }
@@ -98,8 +98,8 @@ impl ParamDict {
     /// values convert.
     pub fn floats(&self, id: usize) -> Vec<f32> {
         match self.value(id) {
-            Value::Array(v, ArrayKind::Int) => v.iter().map(|b| *b as i32 as f32).collect(),
-            Value::Array(v, _) => v.iter().map(|b| f32::from_bits(*b)).collect(),
+            ParamValue::Array(v, ArrayKind::Int) => v.iter().map(|b| *b as i32 as f32).collect(),
+            ParamValue::Array(v, _) => v.iter().map(|b| f32::from_bits(*b)).collect(),
             _ => vec![],
         }
     }
@@ -107,7 +107,7 @@ impl ParamDict {
     /// whatever its spelling (how a few layers read index tables).
     pub fn floats_raw(&self, id: usize) -> Vec<f32> {
         match self.value(id) {
-            Value::Array(v, _) => v.iter().map(|b| f32::from_bits(*b)).collect(),
+            ParamValue::Array(v, _) => v.iter().map(|b| f32::from_bits(*b)).collect(),
             _ => vec![],
         }
     }
@@ -212,19 +212,19 @@ fn is_float_token(s: &str) -> bool {
     s.contains('.') || s.contains('e') || s.contains('E')
 }
 
-fn parse_scalar(s: &str, line: usize, key: i32) -> anyhow::Result<Value> {
+fn parse_scalar(s: &str, line: usize, key: i32) -> anyhow::Result<ParamValue> {
     let first = s.chars().next().unwrap_or(' ');
     if first == '"' || (first.is_ascii_alphabetic() && !matches!(s, "inf" | "nan" | "-inf")) {
-        return Ok(Value::Str(s.trim_matches('"').to_string()));
+        return Ok(ParamValue::Str(s.trim_matches('"').to_string()));
     }
     if is_float_token(s) || matches!(s, "inf" | "nan" | "-inf") {
-        s.parse::<f32>().map(Value::Float).map_err(|_| {
+        s.parse::<f32>().map(ParamValue::Float).map_err(|_| {
             err(format!(
                 "param line {line}: key {key} has a malformed float value '{s}'"
             ))
         })
     } else {
-        s.parse::<i32>().map(Value::Int).map_err(|_| {
+        s.parse::<i32>().map(ParamValue::Int).map_err(|_| {
             err(format!(
                 "param line {line}: key {key} has a malformed integer value '{s}'"
             ))
@@ -272,7 +272,7 @@ fn parse_pair(tok: &str, line: usize, pd: &mut ParamDict) -> anyhow::Result<()> 
             Some(s) if is_float_token(s) => ArrayKind::Float,
             _ => ArrayKind::Int,
         };
-        return pd.set(id, Value::Array(out, kind), &format!("param line {line}"));
+        return pd.set(id, ParamValue::Array(out, kind), &format!("param line {line}"));
     }
     if key < 0 || key as usize >= MAX_PARAM {
         ncnn_bail!("param line {line}: key {key} is out of range (ids are 0 to 31, arrays -23300 to -23331)");
@@ -472,7 +472,7 @@ pub fn parse_binary(b: &[u8]) -> anyhow::Result<NetSpec> {
                 let n = (len as usize + 3) / 4 * 4;
                 let s = w.bytes(n, "a string parameter")?;
                 let text = String::from_utf8_lossy(s.get(..len as usize).unwrap_or(s));
-                params.set(k, Value::Str(text.trim_end_matches('\0').to_string()), &format!("binary param byte {p}"))?;
+                params.set(k, ParamValue::Str(text.trim_end_matches('\0').to_string()), &format!("binary param byte {p}"))?;
             } else if id <= -23300 {
                 let k = (-23300 - id) as usize;
                 let len = w.i32("an array length")?;
@@ -481,7 +481,7 @@ pub fn parse_binary(b: &[u8]) -> anyhow::Result<NetSpec> {
                 }
                 let s = w.bytes(len as usize * 4, "an array parameter")?;
                 let words = crate::base::bytes::groups(s).map(u32::from_le_bytes).collect();
-                params.set(k, Value::Array(words, ArrayKind::Raw), &format!("binary param byte {p}"))?;
+                params.set(k, ParamValue::Array(words, ArrayKind::Raw), &format!("binary param byte {p}"))?;
             } else {
                 if id < 0 || id as usize >= MAX_PARAM {
                     ncnn_bail!(
@@ -489,7 +489,7 @@ pub fn parse_binary(b: &[u8]) -> anyhow::Result<NetSpec> {
                     );
                 }
                 let v = w.i32("a parameter value")?;
-                params.set(id as usize, Value::Raw(v as u32), &format!("binary param byte {p}"))?;
+                params.set(id as usize, ParamValue::Raw(v as u32), &format!("binary param byte {p}"))?;
             }
         }
         spec.layers.push(LayerSpec {

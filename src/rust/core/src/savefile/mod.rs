@@ -26,7 +26,7 @@ pub mod value;
 pub mod write;
 
 pub use read::decode;
-pub use value::{checksum, Attrs, Value, HEADER, MAGIC, MAX_DEPTH, VERSION};
+pub use value::{checksum, Attrs, SaveValue, HEADER, MAGIC, MAX_DEPTH, VERSION};
 pub use write::{encode, write_atomic};
 
 #[cfg(test)]

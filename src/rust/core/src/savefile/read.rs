@@ -1,7 +1,7 @@
 //! Reading a saved-model file: the header, the checksum, then the payload,
 //! every length checked against the bytes left before anything is allocated.
 
-use super::value::{checksum, Attrs, Value, HEADER, MAGIC, MAX_DEPTH, VERSION};
+use super::value::{checksum, Attrs, SaveValue, HEADER, MAGIC, MAX_DEPTH, VERSION};
 use crate::base::bytes::{array, groups};
 use anyhow::{bail, ensure};
 
@@ -10,7 +10,7 @@ fn corrupt(what: impl std::fmt::Display) -> anyhow::Error {
 }
 
 /// Decode a whole file: header, checksum, payload.
-pub fn decode(bytes: &[u8]) -> crate::Result<Value> {
+pub fn decode(bytes: &[u8]) -> crate::Result<SaveValue> {
     if bytes.len() < HEADER || bytes.get(..8) != Some(MAGIC.as_slice()) {
         if bytes.starts_with(&[0x1f, 0x8b]) || bytes.starts_with(b"RDX") || bytes.starts_with(b"X\n") {
             bail!(
@@ -99,11 +99,11 @@ impl<'a> Reader<'a> {
         Ok(v)
     }
 
-    fn value(&mut self, depth: usize) -> crate::Result<Value> {
+    fn value(&mut self, depth: usize) -> crate::Result<SaveValue> {
         ensure!(depth <= MAX_DEPTH, corrupt(format!("values nested deeper than {MAX_DEPTH}")));
         let tag = self.u8()?;
         let v = match tag {
-            0 => return Ok(Value::Null),
+            0 => return Ok(SaveValue::Null),
             1 => {
                 let n = self.len(1)?;
                 let mut v = crate::base::alloc::try_with_capacity(n, "saved logicals")?;
@@ -115,23 +115,23 @@ impl<'a> Reader<'a> {
                         _ => return Err(corrupt(format!("logical value {b}"))),
                     });
                 }
-                Value::Logical(v, Attrs::default())
+                SaveValue::Logical(v, Attrs::default())
             }
             2 => {
                 let n = self.len(4)?;
                 let mut v = crate::base::alloc::try_with_capacity(n, "saved integers")?;
                 v.extend(groups(self.take(n * 4)?).map(i32::from_le_bytes));
-                Value::Integer(v, Attrs::default())
+                SaveValue::Integer(v, Attrs::default())
             }
             3 => {
                 let n = self.len(8)?;
                 let mut v = crate::base::alloc::try_with_capacity(n, "saved numbers")?;
                 v.extend(groups(self.take(n * 8)?).map(f64::from_le_bytes));
-                Value::Double(v, Attrs::default())
+                SaveValue::Double(v, Attrs::default())
             }
             4 => {
                 let n = self.len(4)?;
-                Value::String(self.strings(n)?, Attrs::default())
+                SaveValue::String(self.strings(n)?, Attrs::default())
             }
             5 => {
                 let n = self.len(2)?;
@@ -139,7 +139,7 @@ impl<'a> Reader<'a> {
                 for _ in 0..n {
                     v.push(self.value(depth + 1)?);
                 }
-                Value::List(v, Attrs::default())
+                SaveValue::List(v, Attrs::default())
             }
             t => return Err(corrupt(format!("unknown value tag {t} at byte {}", self.pos + HEADER - 1))),
         };
@@ -163,12 +163,12 @@ impl<'a> Reader<'a> {
             attrs.dim = Some(d);
         }
         Ok(match v {
-            Value::Logical(x, _) => Value::Logical(x, attrs),
-            Value::Integer(x, _) => Value::Integer(x, attrs),
-            Value::Double(x, _) => Value::Double(x, attrs),
-            Value::String(x, _) => Value::String(x, attrs),
-            Value::List(x, _) => Value::List(x, attrs),
-            Value::Null => Value::Null,
+            SaveValue::Logical(x, _) => SaveValue::Logical(x, attrs),
+            SaveValue::Integer(x, _) => SaveValue::Integer(x, attrs),
+            SaveValue::Double(x, _) => SaveValue::Double(x, attrs),
+            SaveValue::String(x, _) => SaveValue::String(x, attrs),
+            SaveValue::List(x, _) => SaveValue::List(x, attrs),
+            SaveValue::Null => SaveValue::Null,
         })
     }
 }

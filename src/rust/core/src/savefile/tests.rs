@@ -1,24 +1,24 @@
 use super::*;
 
-fn sample() -> Value {
+fn sample() -> SaveValue {
     let a = |names: Option<Vec<&str>>, dim: Option<Vec<i32>>| Attrs {
         names: names.map(|n| n.into_iter().map(|s| Some(s.to_string())).collect()),
         dim,
     };
-    Value::List(
+    SaveValue::List(
         vec![
-            Value::String(vec![Some("ggmlR model".into()), None, Some("é".into())], a(None, None)),
-            Value::Integer(vec![1, i32::MIN], a(None, None)),
-            Value::Double(vec![1.5, -0.0, f64::NAN, 6.0, 7.0, 8.0], a(None, Some(vec![2, 3]))),
-            Value::Logical(vec![Some(true), None], a(None, None)),
-            Value::Null,
-            Value::List(vec![], a(Some(vec![]), None)),
+            SaveValue::String(vec![Some("ggmlR model".into()), None, Some("é".into())], a(None, None)),
+            SaveValue::Integer(vec![1, i32::MIN], a(None, None)),
+            SaveValue::Double(vec![1.5, -0.0, f64::NAN, 6.0, 7.0, 8.0], a(None, Some(vec![2, 3]))),
+            SaveValue::Logical(vec![Some(true), None], a(None, None)),
+            SaveValue::Null,
+            SaveValue::List(vec![], a(Some(vec![]), None)),
         ],
         a(Some(vec!["a", "b", "c", "d", "e", "f"]), None),
     )
 }
 
-fn same(a: &Value, b: &Value) -> bool {
+fn same(a: &SaveValue, b: &SaveValue) -> bool {
     // NaN-aware equality through the encoding.
     encode(a) == encode(b)
 }
@@ -51,7 +51,7 @@ fn every_flipped_bit_and_every_truncation_is_refused() {
 fn foreign_files_are_named() {
     let e = decode(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]).unwrap_err().to_string();
     assert!(e.contains("RDS"), "{e}");
-    let mut b = encode(&Value::Null);
+    let mut b = encode(&SaveValue::Null);
     b[8] = 9;
     assert!(decode(&b).unwrap_err().to_string().contains("version 9"));
 }

@@ -9,7 +9,7 @@ pub const MAX_DEPTH: usize = 64;
 
 /// A value of the payload.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Value {
+pub enum SaveValue {
     Null,
     /// `None` is NA.
     Logical(Vec<Option<bool>>, Attrs),
@@ -17,7 +17,7 @@ pub enum Value {
     Integer(Vec<i32>, Attrs),
     Double(Vec<f64>, Attrs),
     String(Vec<Option<String>>, Attrs),
-    List(Vec<Value>, Attrs),
+    List(Vec<SaveValue>, Attrs),
 }
 
 /// Names and dims of a vector.
@@ -27,16 +27,16 @@ pub struct Attrs {
     pub dim: Option<Vec<i32>>,
 }
 
-impl Value {
+impl SaveValue {
     /// Number of elements (0 for null).
     pub fn len(&self) -> usize {
         match self {
-            Value::Null => 0,
-            Value::Logical(v, _) => v.len(),
-            Value::Integer(v, _) => v.len(),
-            Value::Double(v, _) => v.len(),
-            Value::String(v, _) => v.len(),
-            Value::List(v, _) => v.len(),
+            SaveValue::Null => 0,
+            SaveValue::Logical(v, _) => v.len(),
+            SaveValue::Integer(v, _) => v.len(),
+            SaveValue::Double(v, _) => v.len(),
+            SaveValue::String(v, _) => v.len(),
+            SaveValue::List(v, _) => v.len(),
         }
     }
 
@@ -46,8 +46,8 @@ impl Value {
 
     pub fn attrs(&self) -> Option<&Attrs> {
         match self {
-            Value::Null => None,
-            Value::Logical(_, a) | Value::Integer(_, a) | Value::Double(_, a) | Value::String(_, a) | Value::List(_, a) => Some(a),
+            SaveValue::Null => None,
+            SaveValue::Logical(_, a) | SaveValue::Integer(_, a) | SaveValue::Double(_, a) | SaveValue::String(_, a) | SaveValue::List(_, a) => Some(a),
         }
     }
 }

@@ -1,13 +1,13 @@
 //! Writing: the encoder of the format in [`super`], and the atomic write
 //! that replaces a file only once its new contents are safely on disk.
 
-use super::value::{Attrs, Value, MAGIC, VERSION};
+use super::value::{Attrs, SaveValue, MAGIC, VERSION};
 use anyhow::{bail, Context as _};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The whole file for `v`: header and payload.
-pub fn encode(v: &Value) -> Vec<u8> {
+pub fn encode(v: &SaveValue) -> Vec<u8> {
     let mut p = Vec::new();
     value(&mut p, v);
     let mut out = Vec::with_capacity(p.len() + 24);
@@ -49,10 +49,10 @@ fn attrs(p: &mut Vec<u8>, a: &Attrs) {
     }
 }
 
-fn value(p: &mut Vec<u8>, v: &Value) {
+fn value(p: &mut Vec<u8>, v: &SaveValue) {
     match v {
-        Value::Null => p.push(0),
-        Value::Logical(x, a) => {
+        SaveValue::Null => p.push(0),
+        SaveValue::Logical(x, a) => {
             p.push(1);
             len(p, x.len());
             p.extend(x.iter().map(|b| match b {
@@ -62,24 +62,24 @@ fn value(p: &mut Vec<u8>, v: &Value) {
             }));
             attrs(p, a);
         }
-        Value::Integer(x, a) => {
+        SaveValue::Integer(x, a) => {
             p.push(2);
             len(p, x.len());
             x.iter().for_each(|i| p.extend_from_slice(&i.to_le_bytes()));
             attrs(p, a);
         }
-        Value::Double(x, a) => {
+        SaveValue::Double(x, a) => {
             p.push(3);
             len(p, x.len());
             x.iter().for_each(|d| p.extend_from_slice(&d.to_le_bytes()));
             attrs(p, a);
         }
-        Value::String(x, a) => {
+        SaveValue::String(x, a) => {
             p.push(4);
             strings(p, x);
             attrs(p, a);
         }
-        Value::List(x, a) => {
+        SaveValue::List(x, a) => {
             p.push(5);
             len(p, x.len());
             x.iter().for_each(|e| value(p, e));

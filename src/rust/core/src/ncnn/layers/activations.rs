@@ -34,15 +34,15 @@ pub enum ActKind {
     Shrink,
 }
 
-pub struct Act {
+pub struct ActivationLayer {
     kind: ActKind,
     a: f32,
     b: f32,
     c: f32,
 }
 
-impl Act {
-    pub fn new(kind: ActKind, pd: &ParamDict) -> anyhow::Result<Act> {
+impl ActivationLayer {
+    pub fn new(kind: ActKind, pd: &ParamDict) -> anyhow::Result<ActivationLayer> {
         use ActKind::*;
         let (a, b, c) = match kind {
             Relu => (pd.float(0, 0.0), 0.0, 0.0),
@@ -61,7 +61,7 @@ impl Act {
             Shrink => (pd.float(0, 0.0), pd.float(1, 0.5), 0.0),
             _ => (0.0, 0.0, 0.0),
         };
-        Ok(Act { kind, a, b, c })
+        Ok(ActivationLayer { kind, a, b, c })
     }
 }
 
@@ -76,7 +76,7 @@ fn map_scalar(d: &mut [f32], f: impl Fn(f32) -> f32 + Sync + Send) {
     par::chunks_mut(d, 16384, |_, c| c.iter_mut().for_each(|x| *x = f(*x)));
 }
 
-impl Layer for Act {
+impl Layer for ActivationLayer {
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         use ActKind::*;
         let mut m = one(bottoms, "activation")?;

@@ -5,12 +5,12 @@
 //! height fixed at 1 and 0, and the output comes back as (w, channels).
 //! Weights are those of the 2-d layer with a kernel height of 1.
 
-use crate::ncnn::param::Value;
+use crate::ncnn::param::ParamValue;
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
 use crate::ncnn_bail;
 
 #[derive(Clone, Copy)]
-pub enum Kind {
+pub enum Conv1dKind {
     Conv,
     ConvDepthWise,
     Deconv,
@@ -24,11 +24,11 @@ pub struct OneD {
 }
 
 /// The 2-d parameters of a 1-d layer's.
-fn as_2d(pd: &ParamDict, kind: Kind) -> ParamDict {
+fn as_2d(pd: &ParamDict, kind: Conv1dKind) -> ParamDict {
     let mut p = pd.clone();
-    let mut set = |id: usize, v: i32| p.values[id] = Value::Int(v);
+    let mut set = |id: usize, v: i32| p.values[id] = ParamValue::Int(v);
     match kind {
-        Kind::Pool => {
+        Conv1dKind::Pool => {
             // kernel_h, stride_h, pad_top, pad_bottom, out_h
             for (id, v) in [(11, 1), (12, 1), (13, 0), (15, 0), (18, 1)] {
                 set(id, v);
@@ -41,7 +41,7 @@ fn as_2d(pd: &ParamDict, kind: Kind) -> ParamDict {
             for (id, v) in [(11, 1), (12, 1), (13, 1), (14, pad_h), (16, pad_h)] {
                 set(id, v);
             }
-            if matches!(kind, Kind::Deconv | Kind::DeconvDepthWise) {
+            if matches!(kind, Conv1dKind::Deconv | Conv1dKind::DeconvDepthWise) {
                 // output_pad_bottom, output_h (a requested width keeps the one row)
                 let ow = pd.int(20, 0);
                 set(19, 0);
@@ -53,20 +53,20 @@ fn as_2d(pd: &ParamDict, kind: Kind) -> ParamDict {
 }
 
 impl OneD {
-    pub fn new(pd: &ParamDict, kind: Kind) -> anyhow::Result<OneD> {
+    pub fn new(pd: &ParamDict, kind: Conv1dKind) -> anyhow::Result<OneD> {
         use super::{convolution, convolution_depthwise, deconvolution, pooling};
         let p = as_2d(pd, kind);
         let (inner, what): (crate::ncnn::layer::Builtin, _) = match kind {
-            Kind::Conv => {
+            Conv1dKind::Conv => {
                 if pd.int(8, 0) != 0 {
                     ncnn_bail!("Convolution1D has no int8 weights (int8_scale_term {})", pd.int(8, 0));
                 }
                 (Box::new(convolution::Convolution::new(&p)?), "Convolution1D")
             }
-            Kind::ConvDepthWise => (Box::new(convolution_depthwise::ConvolutionDepthWise::new(&p)?), "ConvolutionDepthWise1D"),
-            Kind::Deconv => (Box::new(deconvolution::Deconvolution::new(&p)?), "Deconvolution1D"),
-            Kind::DeconvDepthWise => (Box::new(deconvolution::Deconvolution::with_groups(&p, true)?), "DeconvolutionDepthWise1D"),
-            Kind::Pool => (Box::new(pooling::Pooling::new(&p)?), "Pooling1D"),
+            Conv1dKind::ConvDepthWise => (Box::new(convolution_depthwise::ConvolutionDepthWise::new(&p)?), "ConvolutionDepthWise1D"),
+            Conv1dKind::Deconv => (Box::new(deconvolution::Deconvolution::new(&p)?), "Deconvolution1D"),
+            Conv1dKind::DeconvDepthWise => (Box::new(deconvolution::Deconvolution::with_groups(&p, true)?), "DeconvolutionDepthWise1D"),
+            Conv1dKind::Pool => (Box::new(pooling::Pooling::new(&p)?), "Pooling1D"),
         };
         Ok(OneD { inner, what })
     }

@@ -12,7 +12,7 @@ use crate::ncnn::mat::take_vec;
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
 use crate::ncnn_bail;
 
-pub struct Gemm {
+pub struct GemmLayer {
     alpha: f32,
     beta: f32,
     trans_a: bool,
@@ -29,8 +29,8 @@ pub struct Gemm {
     c: Option<Mat>,
 }
 
-impl Gemm {
-    pub fn new(pd: &ParamDict) -> anyhow::Result<Gemm> {
+impl GemmLayer {
+    pub fn new(pd: &ParamDict) -> anyhow::Result<GemmLayer> {
         let dim = |id| -> anyhow::Result<usize> {
             let v = pd.int(id, 0);
             if v < 0 {
@@ -38,7 +38,7 @@ impl Gemm {
             }
             Ok(v as usize)
         };
-        let g = Gemm {
+        let g = GemmLayer {
             alpha: pd.float(0, 1.0),
             beta: pd.float(1, 1.0),
             trans_a: pd.int(2, 0) != 0,
@@ -105,7 +105,7 @@ fn broadcast_kind(c: &Mat, m: usize, n: usize) -> anyhow::Result<i32> {
     }
 }
 
-impl Layer for Gemm {
+impl Layer for GemmLayer {
     fn one_blob_only(&self) -> bool {
         self.bottoms() == 1
     }

@@ -10,14 +10,14 @@ use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
 use crate::ncnn_bail;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum QuantizeKind {
     Quantize,
     Dequantize,
     Requantize,
 }
 
 pub struct Quant {
-    kind: Kind,
+    kind: QuantizeKind,
     /// Sizes of the scale (in), scale out and bias arrays.
     sizes: [usize; 3],
     scale_in: Vec<f32>,
@@ -27,7 +27,7 @@ pub struct Quant {
 }
 
 impl Quant {
-    pub fn new(pd: &ParamDict, kind: Kind) -> anyhow::Result<Quant> {
+    pub fn new(pd: &ParamDict, kind: QuantizeKind) -> anyhow::Result<Quant> {
         let get = |id: usize, def: i32| -> anyhow::Result<usize> {
             let v = pd.int(id, def);
             if v < 0 {
@@ -36,11 +36,11 @@ impl Quant {
             Ok(v as usize)
         };
         let (sizes, act) = match kind {
-            Kind::Quantize => ([get(0, 1)?, 0, 0], Activation::default()),
-            Kind::Dequantize => ([get(0, 1)?, 0, get(1, 0)?], Activation::default()),
-            Kind::Requantize => ([get(0, 1)?, get(1, 1)?, get(2, 0)?], Activation::from_params(pd, 3, 4)?),
+            QuantizeKind::Quantize => ([get(0, 1)?, 0, 0], Activation::default()),
+            QuantizeKind::Dequantize => ([get(0, 1)?, 0, get(1, 0)?], Activation::default()),
+            QuantizeKind::Requantize => ([get(0, 1)?, get(1, 1)?, get(2, 0)?], Activation::from_params(pd, 3, 4)?),
         };
-        if sizes[0] == 0 || (kind == Kind::Requantize && sizes[1] == 0) {
+        if sizes[0] == 0 || (kind == QuantizeKind::Requantize && sizes[1] == 0) {
             ncnn_bail!("scale_data_size must be positive");
         }
         Ok(Quant { kind, sizes, scale_in: vec![], scale_out: vec![], bias: vec![], act })
@@ -60,7 +60,7 @@ fn pick(v: &[f32], i: usize) -> f32 {
 impl Layer for Quant {
     fn load_model(&mut self, mb: &mut ModelBin) -> anyhow::Result<()> {
         self.scale_in = mb.raw(self.sizes[0], "quantization scales")?;
-        if self.kind == Kind::Requantize {
+        if self.kind == QuantizeKind::Requantize {
             self.scale_out = mb.raw(self.sizes[1], "requantization output scales")?;
         }
         if self.sizes[2] > 0 {
@@ -71,9 +71,9 @@ impl Layer for Quant {
 
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let what = match self.kind {
-            Kind::Quantize => "Quantize",
-            Kind::Dequantize => "Dequantize",
-            Kind::Requantize => "Requantize",
+            QuantizeKind::Quantize => "Quantize",
+            QuantizeKind::Dequantize => "Dequantize",
+            QuantizeKind::Requantize => "Requantize",
         };
         let mut x = one(bottoms, what)?;
         // the units the tables run over, and the values per unit
@@ -92,15 +92,15 @@ impl Layer for Quant {
         for (i, run) in x.data.chunks_mut(per.max(1)).enumerate() {
             let (s, b) = (pick(&self.scale_in, i), pick(&self.bias, i));
             match self.kind {
-                Kind::Quantize => run.iter_mut().for_each(|v| *v = float2int8(*v * s)),
-                Kind::Dequantize => run.iter_mut().for_each(|v| *v = *v * s + b),
-                Kind::Requantize => {
+                QuantizeKind::Quantize => run.iter_mut().for_each(|v| *v = float2int8(*v * s)),
+                QuantizeKind::Dequantize => run.iter_mut().for_each(|v| *v = *v * s + b),
+                QuantizeKind::Requantize => {
                     let so = pick(&self.scale_out, i);
                     run.iter_mut().for_each(|v| *v = float2int8(self.act.apply1(*v * s + b) * so));
                 }
             }
         }
-        x.int8 = self.kind != Kind::Dequantize;
+        x.int8 = self.kind != QuantizeKind::Dequantize;
         Ok(vec![x])
     }
 }

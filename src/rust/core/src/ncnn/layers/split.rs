@@ -2,15 +2,15 @@
 
 use crate::ncnn::{Layer, Mat, Opt, ParamDict};
 
-pub struct Split;
+pub struct SplitLayer;
 
-impl Split {
-    pub fn new(_pd: &ParamDict) -> anyhow::Result<Split> {
-        Ok(Split)
+impl SplitLayer {
+    pub fn new(_pd: &ParamDict) -> anyhow::Result<SplitLayer> {
+        Ok(SplitLayer)
     }
 }
 
-impl Layer for Split {
+impl Layer for SplitLayer {
     fn one_blob_only(&self) -> bool {
         false
     }

@@ -8,17 +8,17 @@ use crate::ncnn::par;
 use crate::ncnn::{Layer, Mat, Opt, ParamDict};
 use crate::ncnn_bail;
 
-pub struct UnaryOp {
+pub struct UnaryOpLayer {
     op: i32,
 }
 
-impl UnaryOp {
-    pub fn new(pd: &ParamDict) -> anyhow::Result<UnaryOp> {
+impl UnaryOpLayer {
+    pub fn new(pd: &ParamDict) -> anyhow::Result<UnaryOpLayer> {
         let op = pd.int(0, 0);
         if !(0..=19).contains(&op) {
             ncnn_bail!("UnaryOp op_type {op} is not 0 to 19");
         }
-        Ok(UnaryOp { op })
+        Ok(UnaryOpLayer { op })
     }
 }
 
@@ -47,7 +47,7 @@ fn apply(op: i32, x: f32) -> f32 {
     }
 }
 
-impl Layer for UnaryOp {
+impl Layer for UnaryOpLayer {
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let mut m = one(bottoms, "UnaryOp")?;
         m.int8 = false;

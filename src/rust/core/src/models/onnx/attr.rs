@@ -3,10 +3,10 @@
 //! readers accept the evident conversions.
 
 use super::init::Init;
-use super::model::{Attr, Graph, Node};
+use super::model::{Attr, OnnxGraph, OnnxNode};
 use std::sync::Arc;
 
-impl Node {
+impl OnnxNode {
     pub fn has(&self, name: &str) -> bool {
         self.attrs.contains_key(name)
     }
@@ -74,7 +74,7 @@ impl Node {
         }
     }
 
-    pub fn graph(&self, name: &str) -> Option<&Arc<Graph>> {
+    pub fn graph(&self, name: &str) -> Option<&Arc<OnnxGraph>> {
         match self.attrs.get(name) {
             Some(Attr::G(g)) => Some(g),
             _ => None,

@@ -23,15 +23,15 @@ const CTX_TENSORS: usize = 4096;
 
 /// Contexts and buffers of one pool.
 #[derive(Debug)]
-pub struct Pool {
+pub struct BufferPool {
     tag: BufferTag,
     ctxs: Vec<Arc<Context>>,
     bufs: Vec<Arc<Buffer>>,
 }
 
-impl Pool {
-    pub fn new(tag: BufferTag) -> Pool {
-        Pool { tag, ctxs: Vec::new(), bufs: Vec::new() }
+impl BufferPool {
+    pub fn new(tag: BufferTag) -> BufferPool {
+        BufferPool { tag, ctxs: Vec::new(), bufs: Vec::new() }
     }
 
     /// A context with room for `n` more descriptors.
@@ -76,13 +76,13 @@ impl Pool {
         self.bufs.len()
     }
 
-    fn absorb(&mut self, other: &mut Pool) {
+    fn absorb(&mut self, other: &mut BufferPool) {
         self.ctxs.append(&mut other.ctxs);
         self.bufs.append(&mut other.bufs);
     }
 }
 
-impl Drop for Pool {
+impl Drop for BufferPool {
     fn drop(&mut self) {
         for b in &self.bufs {
             b.free();
@@ -96,13 +96,13 @@ impl Drop for Pool {
 /// The persistent pool of a model and its uploaded constants by key.
 #[derive(Debug)]
 pub struct Persist {
-    pub pool: Pool,
+    pub pool: BufferPool,
     cache: HashMap<String, Arc<Tensor>>,
 }
 
 impl Persist {
     pub fn new() -> Persist {
-        Persist { pool: Pool::new(BufferTag::Persistent), cache: HashMap::new() }
+        Persist { pool: BufferPool::new(BufferTag::Persistent), cache: HashMap::new() }
     }
 }
 
@@ -116,10 +116,10 @@ impl Default for Persist {
 #[derive(Debug)]
 pub struct Builder {
     pub backend: Arc<Backend>,
-    pub pass: Pool,
+    pub pass: BufferPool,
     persist: Arc<Mutex<Persist>>,
     /// Persistent constants made by this plan, moved to the shared pool at flush.
-    fresh: Pool,
+    fresh: BufferPool,
     fresh_keys: HashMap<String, Arc<Tensor>>,
     pending: Vec<(Arc<Tensor>, Vec<f32>)>,
     /// Store large weights in f16.
@@ -130,9 +130,9 @@ impl Builder {
     pub fn new(backend: Arc<Backend>, persist: Arc<Mutex<Persist>>, f16: bool) -> Builder {
         Builder {
             backend,
-            pass: Pool::new(BufferTag::Pass),
+            pass: BufferPool::new(BufferTag::Pass),
             persist,
-            fresh: Pool::new(BufferTag::Persistent),
+            fresh: BufferPool::new(BufferTag::Persistent),
             fresh_keys: HashMap::new(),
             pending: Vec::new(),
             f16,

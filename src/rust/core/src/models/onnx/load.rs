@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
-pub use super::model::{Attr, Dim, Graph, Model, Node, ValueInfo, OPSET_RANGE};
+pub use super::model::{Attr, OnnxDim, OnnxGraph, Model, OnnxNode, ValueInfo, OPSET_RANGE};
 
 impl Model {
     /// Reads the model in `bytes`; `dir` is its folder (for external data).
@@ -87,7 +87,7 @@ impl Model {
 }
 
 /// Calls `f` on every node of `g` and of its subgraphs.
-pub fn walk(g: &Graph, f: &mut dyn FnMut(&Node)) {
+pub fn walk(g: &OnnxGraph, f: &mut dyn FnMut(&OnnxNode)) {
     for n in &g.nodes {
         f(n);
         for a in n.attrs.values() {
@@ -101,7 +101,7 @@ pub fn walk(g: &Graph, f: &mut dyn FnMut(&Node)) {
 /// Subgraphs nested deeper than this are refused.
 const MAX_DEPTH: usize = 32;
 
-fn read_graph(g: &GraphProto, dir: Option<&Path>, depth: usize) -> crate::Result<Graph> {
+fn read_graph(g: &GraphProto, dir: Option<&Path>, depth: usize) -> crate::Result<OnnxGraph> {
     ensure!(depth <= MAX_DEPTH, "subgraphs are nested more than {MAX_DEPTH} deep");
     ensure!(g.sparse_initializer.is_empty(), "sparse initializers are not supported");
     let mut inits = HashMap::new();
@@ -136,7 +136,7 @@ fn read_graph(g: &GraphProto, dir: Option<&Path>, depth: usize) -> crate::Result
                 attrs.insert(an, v);
             }
         }
-        nodes.push(Node {
+        nodes.push(OnnxNode {
             name,
             op,
             domain: n.domain.clone().unwrap_or_default(),
@@ -145,7 +145,7 @@ fn read_graph(g: &GraphProto, dir: Option<&Path>, depth: usize) -> crate::Result
             attrs,
         });
     }
-    Ok(Graph { name: g.name.clone().unwrap_or_default(), nodes, inputs, outputs, inits })
+    Ok(OnnxGraph { name: g.name.clone().unwrap_or_default(), nodes, inputs, outputs, inits })
 }
 
 fn value_info(v: &proto::ValueInfoProto) -> crate::Result<ValueInfo> {
@@ -159,10 +159,10 @@ fn value_info(v: &proto::ValueInfoProto) -> crate::Result<ValueInfo> {
                 .iter()
                 .map(|d| match &d.value {
                     Some(proto::tensor_shape_proto::dimension::Value::DimValue(v)) if *v >= 0 => {
-                        Dim::Fixed(*v as usize)
+                        OnnxDim::Fixed(*v as usize)
                     }
-                    Some(proto::tensor_shape_proto::dimension::Value::DimParam(p)) => Dim::Dynamic(p.clone()),
-                    _ => Dim::Dynamic(String::new()),
+                    Some(proto::tensor_shape_proto::dimension::Value::DimParam(p)) => OnnxDim::Dynamic(p.clone()),
+                    _ => OnnxDim::Dynamic(String::new()),
                 })
                 .collect();
             info.dims = Some(dims);

@@ -11,7 +11,7 @@ pub const OPSET_RANGE: (i64, i64) = (1, 28);
 
 /// A dimension of a declared input or output shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Dim {
+pub enum OnnxDim {
     Fixed(usize),
     /// A named or unknown (dynamic) dimension.
     Dynamic(String),
@@ -22,7 +22,7 @@ pub enum Dim {
 pub struct ValueInfo {
     pub name: String,
     pub elem: Option<Elem>,
-    pub dims: Option<Vec<Dim>>,
+    pub dims: Option<Vec<OnnxDim>>,
 }
 
 /// A node attribute.
@@ -32,14 +32,14 @@ pub enum Attr {
     I(i64),
     S(String),
     T(Arc<Init>),
-    G(Arc<Graph>),
+    G(Arc<OnnxGraph>),
     Fs(Vec<f32>),
     Is(Vec<i64>),
     Ss(Vec<String>),
 }
 
 #[derive(Debug, Clone)]
-pub struct Node {
+pub struct OnnxNode {
     /// The node's name, or "#<index>" when it has none.
     pub name: String,
     pub op: String,
@@ -50,7 +50,7 @@ pub struct Node {
     pub attrs: HashMap<String, Attr>,
 }
 
-impl Node {
+impl OnnxNode {
     /// "Conv node 'conv1'", for messages.
     pub fn describe(&self) -> String {
         format!("{} node '{}'", self.op, self.name)
@@ -58,9 +58,9 @@ impl Node {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct Graph {
+pub struct OnnxGraph {
     pub name: String,
-    pub nodes: Vec<Node>,
+    pub nodes: Vec<OnnxNode>,
     /// The inputs a caller provides (declared inputs that are not initializers).
     pub inputs: Vec<ValueInfo>,
     pub outputs: Vec<ValueInfo>,
@@ -73,5 +73,5 @@ pub struct Model {
     /// The default domain's opset.
     pub opset: i64,
     pub producer: String,
-    pub graph: Arc<Graph>,
+    pub graph: Arc<OnnxGraph>,
 }

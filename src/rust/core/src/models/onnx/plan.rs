@@ -15,9 +15,9 @@
 use super::builder::Builder;
 use super::elem::Elem;
 use super::host::HTensor;
-use super::model::{Graph, Node};
+use super::model::{OnnxGraph, OnnxNode};
 use super::val::{Const, Dev, Taint, Val};
-use crate::graph::Graph as EGraph;
+use crate::graph::Graph;
 use crate::op::Op;
 use crate::tensor::{DataSlot, Tensor};
 use anyhow::{bail, Context as _};
@@ -40,9 +40,9 @@ impl std::error::Error for NeedsData {}
 
 /// Maps a node onto the engine graph (inputs: one per node input, None
 /// when omitted).
-pub type Lower = fn(&mut Planner, &Node, &[Option<Val>]) -> crate::Result<Vec<Val>>;
+pub type Lower = fn(&mut Planner, &OnnxNode, &[Option<Val>]) -> crate::Result<Vec<Val>>;
 /// Computes a node on the host (constant inputs; the default-domain opset).
-pub type Fold = fn(&Node, &[Option<Arc<HTensor>>], i64) -> crate::Result<Vec<HTensor>>;
+pub type Fold = fn(&OnnxNode, &[Option<Arc<HTensor>>], i64) -> crate::Result<Vec<HTensor>>;
 /// An operator's implementations: (engine mapping, host evaluation).
 pub type OpTable = fn(&str) -> Option<(Option<Lower>, Option<Fold>)>;
 
@@ -106,7 +106,7 @@ impl Planner {
     /// dimension of size `size` (checked on the input's values at each run:
     /// indices computed in the graph are not, and read as zeros when out
     /// of range).
-    pub fn check_indices(&mut self, v: &Val, size: usize, node: &Node) {
+    pub fn check_indices(&mut self, v: &Val, size: usize, node: &OnnxNode) {
         if let Val::D(d) = v {
             if let Some((_, name)) = self.inputs.iter().find(|(id, _)| *id == d.t.id()) {
                 self.index_checks.push(IndexCheck { input: name.clone(), size, node: node.describe() });
@@ -130,7 +130,7 @@ impl Planner {
 
     /// Plans the nodes of `g` in a new scope (its initializers visible) after
     /// binding `inputs` to its input names; returns its outputs.
-    pub fn run_graph(&mut self, g: &Graph, inputs: &[(String, Val)]) -> crate::Result<Vec<Val>> {
+    pub fn run_graph(&mut self, g: &OnnxGraph, inputs: &[(String, Val)]) -> crate::Result<Vec<Val>> {
         let mut scope: HashMap<String, Val> = HashMap::new();
         for (name, i) in &g.inits {
             scope.insert(name.clone(), Val::C(Arc::new(Const::init(i.clone()))));
@@ -145,14 +145,14 @@ impl Planner {
         outs
     }
 
-    fn run_nodes(&mut self, g: &Graph) -> crate::Result<()> {
+    fn run_nodes(&mut self, g: &OnnxGraph) -> crate::Result<()> {
         for n in &g.nodes {
             self.node(n)?;
         }
         Ok(())
     }
 
-    fn node(&mut self, n: &Node) -> crate::Result<()> {
+    fn node(&mut self, n: &OnnxNode) -> crate::Result<()> {
         let ins = n
             .inputs
             .iter()
@@ -181,7 +181,7 @@ impl Planner {
         Ok(())
     }
 
-    fn eval(&mut self, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+    fn eval(&mut self, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
         let all_const = ins.iter().flatten().all(|v| v.konst().is_some());
         if all_const {
             if let Some(f) = (self.find)(&n.op).and_then(|(_, f)| f) {
@@ -197,7 +197,7 @@ impl Planner {
         bail!("operator {} is not supported", n.op)
     }
 
-    fn fold(&mut self, n: &Node, ins: &[Option<Val>], f: Fold) -> crate::Result<Vec<Val>> {
+    fn fold(&mut self, n: &OnnxNode, ins: &[Option<Val>], f: Fold) -> crate::Result<Vec<Val>> {
         let mut vals = Vec::with_capacity(ins.len());
         let mut taint = Taint::Static;
         for v in ins {
@@ -222,7 +222,7 @@ impl Planner {
     }
 
     /// Runs an operator on the host with the values of its inputs.
-    fn host_op(&mut self, n: &Node, ins: &[Option<Val>], f: Fold) -> crate::Result<Vec<Val>> {
+    fn host_op(&mut self, n: &OnnxNode, ins: &[Option<Val>], f: Fold) -> crate::Result<Vec<Val>> {
         if !self.has_data {
             return Err(NeedsData { node: n.describe() }.into());
         }
@@ -246,7 +246,7 @@ impl Planner {
     /// computed by a leaf aliasing its memory (so it is not computed again).
     pub fn materialize(&mut self, devs: &[Dev]) -> crate::Result<()> {
         self.b.flush()?;
-        let mut g = EGraph::new();
+        let mut g = Graph::new();
         for d in devs {
             g.expand(&d.t)?;
         }

@@ -5,12 +5,12 @@
 use super::builder::{write_f32, Builder, Persist};
 use super::elem::Elem;
 use super::host::fmt_shape;
-use super::model::{Dim, Model};
+use super::model::{OnnxDim, Model};
 use super::plan::{NeedsData, Planner};
 use super::val::{Dev, Taint, Val};
 use crate::backend::Backend;
 use crate::base::error::Classed;
-use crate::graph::{Graph as EGraph, GraphPlan};
+use crate::graph::{Graph, GraphPlan};
 use anyhow::{bail, Context as _};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -32,7 +32,7 @@ struct Plan {
     b: Builder,
     inputs: Vec<Dev>,
     outputs: Vec<Val>,
-    graph: EGraph,
+    graph: Graph,
     /// The graph's nodes resolved to their memory, at the first run (the
     /// plan's tensors keep their places: later runs skip resolving).
     resolved: Option<GraphPlan>,
@@ -91,7 +91,7 @@ impl Runner {
                     )));
                 }
                 for (k, (d, &g)) in decl.iter().zip(&dims).enumerate() {
-                    if let Dim::Fixed(f) = d {
+                    if let OnnxDim::Fixed(f) = d {
                         if *f != g {
                             bail!(onnx_err(format!(
                                 "input_shapes${name} gives size {g} to dimension {} that the model fixes at {f}",
@@ -124,7 +124,7 @@ impl Runner {
             .map(|v| {
                 let dims = match (self.bound.get(&v.name), &v.dims) {
                     (Some(b), _) => b.iter().map(|&d| d as i64).collect(),
-                    (None, Some(d)) => d.iter().map(|d| if let Dim::Fixed(f) = d { *f as i64 } else { -1 }).collect(),
+                    (None, Some(d)) => d.iter().map(|d| if let OnnxDim::Fixed(f) = d { *f as i64 } else { -1 }).collect(),
                     (None, None) => Vec::new(),
                 };
                 (v.name.clone(), dims, v.elem)
@@ -233,7 +233,7 @@ impl Runner {
         let graph = self.model.graph.clone();
         let outputs = pl.run_graph(&graph, &[])?;
         pl.b.flush()?;
-        let mut g = EGraph::new();
+        let mut g = Graph::new();
         for o in &outputs {
             if let Val::D(d) = o {
                 g.expand(&d.t)?;
@@ -304,8 +304,8 @@ fn input_names(m: &Model) -> String {
     }
 }
 
-fn fmt_dims(d: &[Dim]) -> String {
-    let v: Vec<String> = d.iter().map(|x| if let Dim::Fixed(f) = x { f.to_string() } else { "?".into() }).collect();
+fn fmt_dims(d: &[OnnxDim]) -> String {
+    let v: Vec<String> = d.iter().map(|x| if let OnnxDim::Fixed(f) = x { f.to_string() } else { "?".into() }).collect();
     format!("[{}]", v.join(", "))
 }
 

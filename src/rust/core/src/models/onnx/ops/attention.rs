@@ -9,7 +9,7 @@ use crate::base::dtype::DType;
 use crate::models::onnx::dev::{binary, concat, expand, permute, reduce, reshape, unary};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{fmt_shape, HTensor};
-use crate::models::onnx::model::Node;
+use crate::models::onnx::model::OnnxNode;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{BinFn, Op, PadMode, RowFn, UnaryOp};
@@ -132,7 +132,7 @@ fn structure_bias(q: usize, kv: usize, causal: bool, offset: i64, left: i64, rig
     Ok(Some(HTensor::from_f64(Elem::F32, vec![q, kv], v)?))
 }
 
-fn lower_attention(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_attention(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     // com.microsoft's Attention has num_heads (ONNX's: q_num_heads, kv_num_heads).
     if n.domain == "com.microsoft" || n.has("num_heads") {
         return lower_ms_attention(p, n, ins);
@@ -233,7 +233,7 @@ fn lower_attention(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Res
 /// com.microsoft MultiHeadAttention: query [B, S, hidden], key and value
 /// [B, Skv, hidden] (or already split into heads), bias [3 * hidden],
 /// key_padding_mask, attention_bias; num_heads, scale, unidirectional.
-fn lower_mha(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_mha(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let heads = n.int("num_heads", 0) as usize;
     ensure!(heads > 0, "MultiHeadAttention needs num_heads");
     let mut q = p.dev(arg(ins, 0, "query")?)?;
@@ -290,7 +290,7 @@ fn lower_mha(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Ve
 
 /// com.microsoft Attention: input [B, S, in] times weights [in, 3 * hidden]
 /// (+ bias) split into Q, K, V; mask_index as a [B, S] 0/1 key mask.
-fn lower_ms_attention(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_ms_attention(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let heads = n.int("num_heads", 0) as usize;
     ensure!(heads > 0, "Attention needs num_heads");
     ensure!(opt(ins, 4).is_none(), "Attention with a past state is not supported");

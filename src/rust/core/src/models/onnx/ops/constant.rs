@@ -5,7 +5,7 @@
 use super::common::{arg, harg, hopt, Fold, Lower};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{numel, HTensor};
-use crate::models::onnx::model::Node;
+use crate::models::onnx::model::OnnxNode;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Const, Taint, Val};
 use anyhow::{bail, ensure};
@@ -23,7 +23,7 @@ pub fn find(op: &str) -> Option<(Option<Lower>, Option<Fold>)> {
 }
 
 /// The value of a Constant node.
-fn constant_value(n: &Node) -> crate::Result<HTensor> {
+fn constant_value(n: &OnnxNode) -> crate::Result<HTensor> {
     if let Some(t) = n.tensor("value") {
         return t.to_host();
     }
@@ -45,16 +45,16 @@ fn constant_value(n: &Node) -> crate::Result<HTensor> {
     bail!("the Constant has no value attribute")
 }
 
-fn lower_constant(_p: &mut Planner, n: &Node, _ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_constant(_p: &mut Planner, n: &OnnxNode, _ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let key = n.outputs.first().map(|o| format!("val:{o}"));
     Ok(vec![Val::C(Arc::new(Const::host(constant_value(n)?, Taint::Static, key)))])
 }
 
-fn fold_constant(n: &Node, _ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_constant(n: &OnnxNode, _ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     Ok(vec![constant_value(n)?])
 }
 
-fn fold_constant_of_shape(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_constant_of_shape(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let shape: Vec<usize> = harg(ins, 0, "input")?
         .i64s()
         .iter()
@@ -72,7 +72,7 @@ fn fold_constant_of_shape(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> cr
     HTensor::from_f64(elem, shape, crate::models::onnx::host::filled(count, v)?).map(|t| vec![t])
 }
 
-fn eye(n: &Node, shape: &[usize], like: Elem) -> crate::Result<HTensor> {
+fn eye(n: &OnnxNode, shape: &[usize], like: Elem) -> crate::Result<HTensor> {
     ensure!(shape.len() == 2, "EyeLike needs a 2-D input, not rank {}", shape.len());
     let elem = if n.has("dtype") { Elem::from_code(n.int("dtype", 1) as i32)? } else { like };
     let k = n.int("k", 0);
@@ -81,17 +81,17 @@ fn eye(n: &Node, shape: &[usize], like: Elem) -> crate::Result<HTensor> {
     HTensor::from_f64(elem, vec![r, c], v)
 }
 
-fn lower_eyelike(_p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_eyelike(_p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = arg(ins, 0, "input")?;
     Ok(vec![Val::c(eye(n, x.shape(), x.elem())?, Taint::Shape)])
 }
 
-fn fold_eyelike(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_eyelike(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?;
     Ok(vec![eye(n, &x.shape, x.elem)?])
 }
 
-fn fold_range(_n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_range(_n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let s = harg(ins, 0, "start")?;
     let (start, limit, delta) = (s.scalar("start")?, harg(ins, 1, "limit")?.scalar("limit")?, harg(ins, 2, "delta")?.scalar("delta")?);
     ensure!(delta != 0.0, "Range: delta is 0");
@@ -106,7 +106,7 @@ fn fold_range(_n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result
     }
 }
 
-fn fold_window(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_window(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let size = harg(ins, 0, "size")?.scalar("size")?;
     ensure!(size >= 0.0 && size <= crate::models::onnx::host::MAX_ELEMENTS as f64, "window size {size} is out of range");
     let size = size as usize;

@@ -7,7 +7,7 @@ use super::common::{opt, Fold, Lower};
 use crate::models::onnx::dev::{concat, narrow, reshape};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{fmt_shape, HTensor};
-use crate::models::onnx::model::{Graph, Node};
+use crate::models::onnx::model::{OnnxGraph, OnnxNode};
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Taint, Val};
 use anyhow::ensure;
@@ -26,12 +26,12 @@ pub fn find(op: &str) -> Option<(Option<Lower>, Option<Fold>)> {
 /// importer spin for ever).
 pub const MAX_ITERATIONS: usize = 1 << 16;
 
-fn graph<'a>(n: &'a Node, name: &str) -> crate::Result<&'a Arc<Graph>> {
+fn graph<'a>(n: &'a OnnxNode, name: &str) -> crate::Result<&'a Arc<OnnxGraph>> {
     n.graph(name).ok_or_else(|| anyhow::anyhow!("{} needs its '{name}' graph attribute", n.op))
 }
 
 /// Runs body `g` with `inputs` bound to its inputs in order.
-fn body(p: &mut Planner, g: &Graph, inputs: Vec<Val>) -> crate::Result<Vec<Val>> {
+fn body(p: &mut Planner, g: &OnnxGraph, inputs: Vec<Val>) -> crate::Result<Vec<Val>> {
     ensure!(
         inputs.len() == g.inputs.len(),
         "the body graph '{}' has {} inputs, the loop gives {}",
@@ -43,7 +43,7 @@ fn body(p: &mut Planner, g: &Graph, inputs: Vec<Val>) -> crate::Result<Vec<Val>>
     p.run_graph(g, &named)
 }
 
-fn lower_if(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_if(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let c = super::common::arg(ins, 0, "cond")?.clone();
     let cond = p.value_of(&c, "condition")?.scalar("the If condition")? != 0.0;
     let g = graph(n, if cond { "then_branch" } else { "else_branch" })?.clone();
@@ -77,7 +77,7 @@ fn stack(p: &mut Planner, parts: Vec<Val>, axis: usize, reverse: bool) -> crate:
     Ok(Val::D(concat(p.eb(), &ds, axis)?))
 }
 
-fn lower_loop(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_loop(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let g = graph(n, "body")?.clone();
     let max = match opt(ins, 0) {
         Some(v) => Some(p.value_of(v, "trip count")?.scalar("the trip count")? as i64),
@@ -127,7 +127,7 @@ struct ScanArgs {
     out_dirs: Vec<i64>,
 }
 
-fn scan(p: &mut Planner, g: &Graph, mut states: Vec<Val>, xs: &[Val], a: &ScanArgs) -> crate::Result<Vec<Val>> {
+fn scan(p: &mut Planner, g: &OnnxGraph, mut states: Vec<Val>, xs: &[Val], a: &ScanArgs) -> crate::Result<Vec<Val>> {
     let n_states = states.len();
     let mut xdev = Vec::new();
     let mut len = None;
@@ -172,7 +172,7 @@ fn scan(p: &mut Planner, g: &Graph, mut states: Vec<Val>, xs: &[Val], a: &ScanAr
     Ok(outs)
 }
 
-fn lower_scan(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_scan(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let g = graph(n, "body")?.clone();
     let m = n.int("num_scan_inputs", 0).max(0) as usize;
     if p.opset < 9 {
@@ -195,7 +195,7 @@ fn lower_scan(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<V
 /// first input of sequence lengths (all the full length here), the scan
 /// axis after the batch's and `directions` per scan input. Each batch
 /// entry is scanned on its own and the results are stacked.
-fn lower_scan8(p: &mut Planner, n: &Node, g: &Graph, ins: &[Option<Val>], m: usize) -> crate::Result<Vec<Val>> {
+fn lower_scan8(p: &mut Planner, n: &OnnxNode, g: &OnnxGraph, ins: &[Option<Val>], m: usize) -> crate::Result<Vec<Val>> {
     let all: Vec<Val> = ins.iter().skip(1).flatten().cloned().collect();
     ensure!(m <= all.len(), "Scan has {} inputs but num_scan_inputs = {m}", all.len());
     let n_states = all.len() - m;

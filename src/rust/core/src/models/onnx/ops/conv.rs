@@ -12,7 +12,7 @@ use super::common::{arg, one, opt, Fold, Lower};
 use crate::base::dtype::DType;
 use crate::models::onnx::dev::{self, binary, narrow, reshape};
 use crate::models::onnx::host::{fmt_shape, strides, HTensor};
-use crate::models::onnx::model::Node;
+use crate::models::onnx::model::OnnxNode;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::conv::Conv;
@@ -41,7 +41,7 @@ pub struct Geo {
     pub pe: usize,
 }
 
-fn list(n: &Node, name: &str, len: usize, default: i64) -> crate::Result<Vec<usize>> {
+fn list(n: &OnnxNode, name: &str, len: usize, default: i64) -> crate::Result<Vec<usize>> {
     let v = n.ints(name).unwrap_or_else(|| vec![default; len]);
     ensure!(v.len() == len, "`{name}` has {} values for {len} spatial dimensions", v.len());
     v.iter()
@@ -53,7 +53,7 @@ fn list(n: &Node, name: &str, len: usize, default: i64) -> crate::Result<Vec<usi
 }
 
 /// The geometry of a Conv / pooling node over input spatial sizes `sp` and kernel sizes `k`.
-pub fn geometry(n: &Node, sp: &[usize], k: &[usize]) -> crate::Result<Vec<Geo>> {
+pub fn geometry(n: &OnnxNode, sp: &[usize], k: &[usize]) -> crate::Result<Vec<Geo>> {
     let r = sp.len();
     let s = list(n, "strides", r, 1)?;
     let d = list(n, "dilations", r, 1)?;
@@ -218,7 +218,7 @@ pub fn conv3d(p: &mut Planner, x: &Dev, w: T, kd: usize, group: usize, geo: [Geo
 }
 
 /// `x` [N, C, L] as [N, C, 1, L] and back: 1-D convolutions are 2-D ones.
-fn spatial(n: &Node, x: &Val, w: &Val) -> crate::Result<usize> {
+fn spatial(n: &OnnxNode, x: &Val, w: &Val) -> crate::Result<usize> {
     let r = x.shape().len();
     ensure!(r == w.shape().len(), "the input {} and the kernel {} differ in rank", fmt_shape(x.shape()), fmt_shape(w.shape()));
     match r {
@@ -227,7 +227,7 @@ fn spatial(n: &Node, x: &Val, w: &Val) -> crate::Result<usize> {
     }
 }
 
-pub(super) fn lower_conv(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+pub(super) fn lower_conv(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let (xv, wv) = (arg(ins, 0, "X")?.clone(), arg(ins, 1, "W")?.clone());
     let nsp = spatial(n, &xv, &wv)?;
     let group = n.int("group", 1).max(1) as usize;
@@ -291,7 +291,7 @@ fn flip_kernel(w: &HTensor, group: usize) -> crate::Result<HTensor> {
     w.pick(&idx, out)
 }
 
-fn lower_conv_transpose(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_conv_transpose(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let (xv, wv) = (arg(ins, 0, "X")?.clone(), arg(ins, 1, "W")?.clone());
     let nsp = spatial(n, &xv, &wv)?;
     let group = n.int("group", 1).max(1) as usize;

@@ -6,7 +6,7 @@
 use super::common::{one, Fold, Lower};
 use crate::models::onnx::dev::{permute, reduce, reshape};
 use crate::models::onnx::host::{fmt_shape, strides};
-use crate::models::onnx::model::Node;
+use crate::models::onnx::model::OnnxNode;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{Op, RowFn};
@@ -121,7 +121,7 @@ fn transpose_to(p: &mut Planner, x: &Dev, s: &[char], order: &[char]) -> crate::
     permute(p.eb(), x, &perm)
 }
 
-fn lower_einsum(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_einsum(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let eq = n.string("equation", "");
     ensure!(!eq.is_empty(), "Einsum needs an equation");
     let vals: Vec<Val> = ins.iter().flatten().cloned().collect();

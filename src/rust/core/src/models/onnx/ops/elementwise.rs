@@ -6,7 +6,7 @@ use super::common::{arg, harg, hopt, one, opt, Fold, Lower};
 use crate::models::onnx::dev::{binary, unary};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{broadcast_index, broadcast_shape, wrap_int, Data, HTensor};
-use crate::models::onnx::model::Node;
+use crate::models::onnx::model::OnnxNode;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{BinFn, MapFn, Op, UnaryOp};
@@ -14,7 +14,7 @@ use anyhow::{bail, ensure};
 use std::sync::Arc;
 
 pub fn find(op: &str) -> Option<(Option<Lower>, Option<Fold>)> {
-    let unary_op = unary_spec(op, &Node::empty()).is_some();
+    let unary_op = unary_spec(op, &OnnxNode::empty()).is_some();
     if unary_op {
         return Some((Some(lower_unary), Some(fold_unary)));
     }
@@ -32,10 +32,10 @@ pub fn find(op: &str) -> Option<(Option<Lower>, Option<Fold>)> {
     })
 }
 
-impl Node {
+impl OnnxNode {
     /// A node with no attributes (for looking operators up by type).
-    pub fn empty() -> Node {
-        Node {
+    pub fn empty() -> OnnxNode {
+        OnnxNode {
             name: String::new(),
             op: String::new(),
             domain: String::new(),
@@ -60,7 +60,7 @@ fn map(f: MapFn, a: f32, b: f32) -> Op {
     Op::Map { f, a, b }
 }
 
-fn unary_spec(op: &str, n: &Node) -> Option<Spec> {
+fn unary_spec(op: &str, n: &OnnxNode) -> Option<Spec> {
     let u = |x: UnaryOp| Op::Unary(x);
     let (op, keeps_ints, boolean) = match op {
         "Abs" => (u(UnaryOp::Abs), true, false),
@@ -152,7 +152,7 @@ fn host_apply(op: &Op, x: f64) -> f64 {
     }) as f64
 }
 
-fn lower_unary(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_unary(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     // INVARIANT: registered only for operators unary_spec() knows.
     let s = unary_spec(&n.op, n).expect("a unary operator");
     let x = p.dev(arg(ins, 0, "X")?)?;
@@ -160,7 +160,7 @@ fn lower_unary(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<
     one(unary(p.eb(), s.op, &x, elem)?)
 }
 
-fn fold_unary(n: &Node, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_unary(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
     // INVARIANT: registered only for operators unary_spec() knows.
     let s = unary_spec(&n.op, n).expect("a unary operator");
     let x = harg(ins, 0, "X")?;
@@ -234,7 +234,7 @@ fn is_compare(f: BinFn) -> bool {
 
 /// The function for node `n` given its input type (integer division
 /// truncates; Mod's `fmod` attribute).
-fn node_fn(n: &Node, elem: Elem) -> BinFn {
+fn node_fn(n: &OnnxNode, elem: Elem) -> BinFn {
     // INVARIANT: called only for operators bin_fn() knows.
     let f = bin_fn(&n.op).expect("a binary operator");
     match f {
@@ -244,7 +244,7 @@ fn node_fn(n: &Node, elem: Elem) -> BinFn {
     }
 }
 
-fn lower_binary(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_binary(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let (a, b) = (arg(ins, 0, "A")?, arg(ins, 1, "B")?);
     let f = node_fn(n, a.elem());
     let elem = if is_compare(f) { Elem::Bool } else { a.elem() };
@@ -356,7 +356,7 @@ fn host_binary(f: BinFn, a: &HTensor, b: &HTensor, elem: Elem) -> crate::Result<
     Ok(HTensor { elem, shape, data })
 }
 
-fn fold_binary(n: &Node, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_binary(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
     let (a, b) = (harg(ins, 0, "A")?, harg(ins, 1, "B")?);
     let f = node_fn(n, a.elem);
     let elem = if is_compare(f) { Elem::Bool } else { a.elem };
@@ -371,7 +371,7 @@ fn variadic_fn(op: &str) -> BinFn {
     }
 }
 
-fn lower_variadic(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_variadic(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let vals: Vec<&Val> = ins.iter().flatten().collect();
     ensure!(!vals.is_empty(), "{} needs at least one input", n.op);
     let f = variadic_fn(&n.op);
@@ -389,7 +389,7 @@ fn lower_variadic(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Resu
     one(acc)
 }
 
-fn fold_variadic(n: &Node, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_variadic(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
     let vals: Vec<&HTensor> = ins.iter().flatten().map(|v| v.as_ref()).collect();
     ensure!(!vals.is_empty(), "{} needs at least one input", n.op);
     let f = variadic_fn(&n.op);
@@ -404,7 +404,7 @@ fn fold_variadic(n: &Node, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::
     Ok(vec![acc])
 }
 
-fn lower_where(p: &mut Planner, _n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_where(p: &mut Planner, _n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let c = p.dev(arg(ins, 0, "condition")?)?;
     let x = p.dev(arg(ins, 1, "X")?)?;
     let y = p.dev(arg(ins, 2, "Y")?)?;
@@ -416,7 +416,7 @@ fn lower_where(p: &mut Planner, _n: &Node, ins: &[Option<Val>]) -> crate::Result
     one(binary(p.eb(), BinFn::Add, &a, &b, elem)?)
 }
 
-fn fold_where(_n: &Node, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_where(_n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
     let (c, x, y) = (harg(ins, 0, "condition")?, harg(ins, 1, "X")?, harg(ins, 2, "Y")?);
     let shape = broadcast_shape(&broadcast_shape(&c.shape, &x.shape)?, &y.shape)?;
     let (ic, ix, iy) = (broadcast_index(&shape, &c.shape)?, broadcast_index(&shape, &x.shape)?, broadcast_index(&shape, &y.shape)?);
@@ -433,13 +433,13 @@ fn fold_where(_n: &Node, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Re
 }
 
 /// Clip's bounds: attributes before opset 11, optional inputs after.
-fn clip_bounds(n: &Node, min: Option<f64>, max: Option<f64>) -> (f32, f32) {
+fn clip_bounds(n: &OnnxNode, min: Option<f64>, max: Option<f64>) -> (f32, f32) {
     let lo = min.map(|v| v as f32).unwrap_or_else(|| n.float("min", f32::NEG_INFINITY));
     let hi = max.map(|v| v as f32).unwrap_or_else(|| n.float("max", f32::INFINITY));
     (lo, hi)
 }
 
-fn lower_clip(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_clip(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "input")?)?;
     let bound = |v: Option<&Val>| v.and_then(|v| v.konst()).map(|c| c.value().and_then(|t| t.first())).transpose();
     let (lo_c, hi_c) = (bound(opt(ins, 1))?, bound(opt(ins, 2))?);
@@ -458,7 +458,7 @@ fn lower_clip(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<V
     one(y)
 }
 
-fn fold_clip(n: &Node, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_clip(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?;
     let lo = hopt(ins, 1).map(|t| t.first()).transpose()?;
     let hi = hopt(ins, 2).map(|t| t.first()).transpose()?;
@@ -485,7 +485,7 @@ fn fold_clip(n: &Node, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Resu
 
 /// The target type of a Cast (`to`) or CastLike (the second input's type);
 /// a Cast without `to` keeps the type.
-fn cast_target(n: &Node, like: Option<Elem>, input: Elem) -> crate::Result<Elem> {
+fn cast_target(n: &OnnxNode, like: Option<Elem>, input: Elem) -> crate::Result<Elem> {
     if n.op == "CastLike" {
         return like.ok_or_else(|| anyhow::anyhow!("CastLike needs its target_type input"));
     }
@@ -495,7 +495,7 @@ fn cast_target(n: &Node, like: Option<Elem>, input: Elem) -> crate::Result<Elem>
     Elem::from_code(n.int("to", 1) as i32)
 }
 
-fn lower_cast(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_cast(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let v = arg(ins, 0, "input")?;
     let to = cast_target(n, opt(ins, 1).map(|t| t.elem()), v.elem())?;
     if to.is_narrow() && !v.elem().is_narrow() {
@@ -519,13 +519,13 @@ fn lower_cast(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<V
     one(y)
 }
 
-fn fold_cast(n: &Node, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_cast(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?;
     let to = cast_target(n, hopt(ins, 1).map(|t| t.elem), x.elem)?;
     Ok(vec![x.cast_sat(to, n.int("saturate", 1) != 0)])
 }
 
-fn lower_identity(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_identity(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = arg(ins, 0, "input")?.clone();
     if n.op == "Dropout" {
         let training = match opt(ins, 2) {
@@ -546,7 +546,7 @@ fn lower_identity(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Resu
     Ok(outs)
 }
 
-fn fold_identity(n: &Node, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_identity(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?.clone();
     let mut outs = vec![x.clone()];
     if n.op == "Dropout" && n.outputs.len() > 1 {
@@ -555,7 +555,7 @@ fn fold_identity(n: &Node, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::
     Ok(outs)
 }
 
-fn fold_bitwise(n: &Node, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_bitwise(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
     let a = harg(ins, 0, "A")?;
     ensure!(!a.elem.is_float(), "{} needs integer tensors, not {}", n.op, a.elem.name());
     let bits = |v: i64| -> u64 {

@@ -7,7 +7,7 @@
 use super::common::{axis, harg, hopt, Fold, Lower};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{fmt_shape, index_map, strides, HTensor};
-use crate::models::onnx::model::Node;
+use crate::models::onnx::model::OnnxNode;
 use anyhow::{bail, ensure};
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -25,7 +25,7 @@ pub fn find(op: &str) -> Option<(Option<Lower>, Option<Fold>)> {
     })
 }
 
-fn fold_nonzero(_n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_nonzero(_n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "X")?;
     let v = x.f64s();
     let st = strides(&x.shape);
@@ -40,7 +40,7 @@ fn fold_nonzero(_n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Resu
     Ok(vec![HTensor::from_i64(Elem::I64, vec![x.rank(), hits.len()], if x.rank() == 0 { Vec::new() } else { out })?])
 }
 
-fn fold_topk(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_topk(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "X")?;
     let k = match hopt(ins, 1) {
         Some(t) => t.scalar("K")? as i64,
@@ -78,7 +78,7 @@ fn fold_topk(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<V
     Ok(vec![HTensor::from_f64(x.elem, out_shape.clone(), vals)?, HTensor::from_i64(Elem::I64, out_shape, idxs)?])
 }
 
-fn fold_nms(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_nms(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let boxes = harg(ins, 0, "boxes")?;
     let scores = harg(ins, 1, "scores")?;
     ensure!(boxes.rank() == 3 && boxes.shape[2] == 4, "NonMaxSuppression: boxes must be [batch, boxes, 4], not {}", fmt_shape(&boxes.shape));
@@ -142,7 +142,7 @@ fn fold_nms(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Ve
     Ok(vec![HTensor::from_i64(Elem::I64, vec![count, 3], sel)?])
 }
 
-fn fold_unique(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_unique(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "X")?;
     let sorted = n.int("sorted", 1) != 0;
     // Sub-tensors along `axis` (or single elements when it is absent).
@@ -227,7 +227,7 @@ fn fold_unique(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result
     ])
 }
 
-fn fold_compress(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_compress(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?;
     let c = harg(ins, 1, "condition")?;
     let cv = c.f64s();
@@ -250,7 +250,7 @@ fn fold_compress(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Resu
     }
 }
 
-fn fold_reverse_sequence(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_reverse_sequence(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?;
     let lens = harg(ins, 1, "sequence_lens")?.i64s().to_vec();
     let (ta, ba) = (n.int("time_axis", 0) as usize, n.int("batch_axis", 1) as usize);
@@ -266,7 +266,7 @@ fn fold_reverse_sequence(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> cra
     Ok(vec![x.pick(&idx, x.shape.clone())?])
 }
 
-fn fold_roialign(n: &Node, ins: &[Option<Arc<HTensor>>], opset: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_roialign(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], opset: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "X")?;
     let rois = harg(ins, 1, "rois")?;
     let bi = harg(ins, 2, "batch_indices")?;

@@ -9,7 +9,7 @@ use super::common::{arg, axis, harg, hopt, one, Fold, Lower};
 use crate::models::onnx::dev::{self, binary, ne_of, reduce, reshape, unary};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{fmt_shape, index_map, numel, strides, HTensor};
-use crate::models::onnx::model::Node;
+use crate::models::onnx::model::OnnxNode;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{BinFn, MapFn, Op, RowFn, ScatterReduce};
@@ -42,7 +42,7 @@ fn flat(p: &mut Planner, v: &Val) -> crate::Result<Arc<crate::tensor::Tensor>> {
     dev::shaped(p.eb(), &d, [n, 1, 1, 1])
 }
 
-fn lower_gather(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_gather(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let (dv, iv) = (arg(ins, 0, "data")?.clone(), arg(ins, 1, "indices")?.clone());
     let ds = dv.shape().to_vec();
     ensure!(!ds.is_empty(), "Gather needs data of rank 1 or more");
@@ -67,7 +67,7 @@ fn lower_gather(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result
     one(Dev { t, shape: out, elem: dv.elem() })
 }
 
-fn fold_gather(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_gather(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let (d, ix) = (harg(ins, 0, "data")?, harg(ins, 1, "indices")?);
     let a = axis(n.int("axis", 0), d.rank())?;
     let mut out: Vec<usize> = d.shape[..a].to_vec();
@@ -119,7 +119,7 @@ fn element_indices(p: &mut Planner, ds: &[usize], iv: &Val, a: usize) -> crate::
     Ok(Val::D(binary(b, BinFn::Add, &scaled, &bd, Elem::I64)?))
 }
 
-fn lower_gather_elements(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_gather_elements(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let (dv, iv) = (arg(ins, 0, "data")?.clone(), arg(ins, 1, "indices")?.clone());
     let ds = dv.shape().to_vec();
     let a = axis(n.int("axis", 0), ds.len())?;
@@ -155,14 +155,14 @@ fn host_element_indices(ds: &[usize], ix: &HTensor, a: usize) -> crate::Result<V
     }
 }
 
-fn fold_gather_elements(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_gather_elements(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let (d, ix) = (harg(ins, 0, "data")?, harg(ins, 1, "indices")?);
     let a = axis(n.int("axis", 0), d.rank())?;
     let idx = host_element_indices(&d.shape, ix, a)?;
     Ok(vec![d.pick(&idx, ix.shape.clone())?])
 }
 
-fn scatter_reduce(n: &Node) -> crate::Result<ScatterReduce> {
+fn scatter_reduce(n: &OnnxNode) -> crate::Result<ScatterReduce> {
     Ok(match n.string("reduction", "none").as_str() {
         "none" => ScatterReduce::None,
         "add" => ScatterReduce::Add,
@@ -191,7 +191,7 @@ fn scatter_flat(p: &mut Planner, dv: &Val, fi: &Val, uv: &Val, reduce: ScatterRe
     Ok(Dev { t, shape: ds, elem: dv.elem() })
 }
 
-fn lower_scatter_elements(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_scatter_elements(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let (dv, iv, uv) = (arg(ins, 0, "data")?.clone(), arg(ins, 1, "indices")?.clone(), arg(ins, 2, "updates")?.clone());
     let ds = dv.shape().to_vec();
     let a = axis(n.int("axis", 0), ds.len())?;
@@ -215,7 +215,7 @@ fn host_scatter(d: &HTensor, idx: &[usize], u: &HTensor, r: ScatterReduce) -> cr
     HTensor::from_f64(d.elem, d.shape.clone(), v)
 }
 
-fn fold_scatter_elements(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_scatter_elements(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let (d, ix, u) = (harg(ins, 0, "data")?, harg(ins, 1, "indices")?, harg(ins, 2, "updates")?);
     let a = axis(n.int("axis", 0), d.rank())?;
     let idx = host_element_indices(&d.shape, ix, a)?;
@@ -284,7 +284,7 @@ fn nd_rows(p: &mut Planner, ds: &[usize], iv: &Val, batch: usize) -> crate::Resu
     Ok(Val::D(binary(b, BinFn::Add, &rows, &bd, Elem::I64)?))
 }
 
-fn lower_gather_nd(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_gather_nd(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let (dv, iv) = (arg(ins, 0, "data")?.clone(), arg(ins, 1, "indices")?.clone());
     let batch = n.int("batch_dims", 0).max(0) as usize;
     let ds = dv.shape().to_vec();
@@ -302,7 +302,7 @@ fn lower_gather_nd(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Res
     one(Dev { t, shape: out, elem: dv.elem() })
 }
 
-fn fold_gather_nd(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_gather_nd(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let (d, ix) = (harg(ins, 0, "data")?, harg(ins, 1, "indices")?);
     let batch = n.int("batch_dims", 0).max(0) as usize;
     let (k, slice) = nd_layout(&d.shape, &ix.shape, batch)?;
@@ -313,7 +313,7 @@ fn fold_gather_nd(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Res
     Ok(vec![d.pick(&idx, out)?])
 }
 
-fn lower_scatter_nd(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_scatter_nd(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let (dv, iv, uv) = (arg(ins, 0, "data")?.clone(), arg(ins, 1, "indices")?.clone(), arg(ins, 2, "updates")?.clone());
     let ds = dv.shape().to_vec();
     let (_, slice) = nd_layout(&ds, iv.shape(), 0)?;
@@ -338,7 +338,7 @@ fn lower_scatter_nd(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Re
     one(scatter_flat(p, &dv, &fi, &uv, scatter_reduce(n)?)?)
 }
 
-fn fold_scatter_nd(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_scatter_nd(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let (d, ix, u) = (harg(ins, 0, "data")?, harg(ins, 1, "indices")?, harg(ins, 2, "updates")?);
     let (_, slice) = nd_layout(&d.shape, &ix.shape, 0)?;
     let rows = host_nd_rows(&d.shape, ix, 0)?;
@@ -347,7 +347,7 @@ fn fold_scatter_nd(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Re
 }
 
 /// OneHot's (depth, off, on) and output axis.
-fn onehot_params(n: &Node, rank: usize, depth: f64, values: &[f64]) -> crate::Result<(usize, f64, f64, usize)> {
+fn onehot_params(n: &OnnxNode, rank: usize, depth: f64, values: &[f64]) -> crate::Result<(usize, f64, f64, usize)> {
     ensure!(depth >= 1.0, "OneHot depth {depth} must be at least 1");
     ensure!(values.len() == 2, "OneHot values must be [off, on]");
     let a = n.int("axis", -1);
@@ -356,7 +356,7 @@ fn onehot_params(n: &Node, rank: usize, depth: f64, values: &[f64]) -> crate::Re
     Ok((depth as usize, values[0], values[1], a as usize))
 }
 
-fn lower_onehot(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_onehot(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let iv = arg(ins, 0, "indices")?.clone();
     let depth = p.value_of(arg(ins, 1, "depth")?, "depth")?.scalar("depth")?;
     let vv = arg(ins, 2, "values")?.clone();
@@ -379,7 +379,7 @@ fn lower_onehot(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result
     one(unary(b, Op::Map { f: MapFn::Affine, a: (on - off) as f32, b: off as f32 }, &eq, vv.elem())?)
 }
 
-fn fold_onehot(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_onehot(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let ix = harg(ins, 0, "indices")?;
     let vals = harg(ins, 2, "values")?;
     let (depth, off, on, a) = onehot_params(n, ix.rank(), harg(ins, 1, "depth")?.scalar("depth")?, &vals.f64s())?;

@@ -5,7 +5,7 @@
 
 use super::common::{harg, hopt, Fold, Lower};
 use crate::models::onnx::host::{fmt_shape, HTensor};
-use crate::models::onnx::model::Node;
+use crate::models::onnx::model::OnnxNode;
 use anyhow::{bail, ensure};
 use std::sync::Arc;
 
@@ -20,7 +20,7 @@ pub fn find(op: &str) -> Option<(Option<Lower>, Option<Fold>)> {
 /// The loss of log-probabilities `x` [N, C, d...] (row-major values) for
 /// labels `t` [N, d...]: per sample -x[n, t, d] w[t] (0 for the ignored
 /// label), reduced as `reduction` says.
-fn nll(n: &Node, x: &[f64], shape: &[usize], t: &HTensor, w: Option<&HTensor>) -> crate::Result<(Vec<usize>, Vec<f64>)> {
+fn nll(n: &OnnxNode, x: &[f64], shape: &[usize], t: &HTensor, w: Option<&HTensor>) -> crate::Result<(Vec<usize>, Vec<f64>)> {
     ensure!(shape.len() >= 2, "the input must have at least 2 dimensions [N, C, ...], not {}", fmt_shape(shape));
     let (nn, c) = (shape[0], shape[1]);
     let inner: usize = shape[2..].iter().product();
@@ -56,14 +56,14 @@ fn nll(n: &Node, x: &[f64], shape: &[usize], t: &HTensor, w: Option<&HTensor>) -
     })
 }
 
-fn fold_nll(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_nll(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?;
     let t = harg(ins, 1, "target")?;
     let (shape, v) = nll(n, &x.f64s(), &x.shape, t, hopt(ins, 2))?;
     Ok(vec![HTensor::from_f64(x.elem, shape, v)?])
 }
 
-fn fold_sce(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_sce(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "scores")?;
     let t = harg(ins, 1, "labels")?;
     ensure!(x.rank() >= 2, "the scores must have at least 2 dimensions [N, C, ...], not {}", fmt_shape(&x.shape));

@@ -7,7 +7,7 @@ use crate::base::dtype::DType;
 use crate::models::onnx::dev::{self, binary, expand, ne_of, permute, unary};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{self, broadcast_shape, fmt_shape, HTensor};
-use crate::models::onnx::model::Node;
+use crate::models::onnx::model::OnnxNode;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{BinFn, Op};
@@ -127,7 +127,7 @@ pub fn matmul(p: &mut Planner, a: &Val, b: &Val) -> crate::Result<Dev> {
     Ok(Dev { t, shape: out, elem: super::common::float_result(a.elem()) })
 }
 
-fn lower_matmul(p: &mut Planner, _n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_matmul(p: &mut Planner, _n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let (a, b) = (arg(ins, 0, "A")?.clone(), arg(ins, 1, "B")?.clone());
     one(matmul(p, &a, &b)?)
 }
@@ -171,11 +171,11 @@ pub fn host_matmul(a: &HTensor, b: &HTensor) -> crate::Result<HTensor> {
     }
 }
 
-fn fold_matmul(_n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_matmul(_n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     Ok(vec![host_matmul(harg(ins, 0, "A")?, harg(ins, 1, "B")?)?])
 }
 
-fn lower_gemm(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_gemm(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let (a, b) = (arg(ins, 0, "A")?.clone(), arg(ins, 1, "B")?.clone());
     ensure!(a.shape().len() == 2 && b.shape().len() == 2, "Gemm needs 2-D A and B, not {} and {}", fmt_shape(a.shape()), fmt_shape(b.shape()));
     let (ta, tb) = (n.int("transA", 0) != 0, n.int("transB", 0) != 0);
@@ -217,7 +217,7 @@ fn lower_gemm(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<V
     one(y)
 }
 
-fn fold_gemm(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_gemm(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let (a, b) = (harg(ins, 0, "A")?, harg(ins, 1, "B")?);
     let a = if n.int("transA", 0) != 0 { host::transpose(a, &[1, 0])? } else { a.clone() };
     let b = if n.int("transB", 0) != 0 { host::transpose(b, &[1, 0])? } else { b.clone() };

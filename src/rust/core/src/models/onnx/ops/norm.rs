@@ -7,7 +7,7 @@
 use super::common::{arg, axis, derived_key, one, opt, Fold, Lower};
 use crate::models::onnx::dev::{self, binary, reduce, reshape, unary};
 use crate::models::onnx::host::{fmt_shape, HTensor};
-use crate::models::onnx::model::Node;
+use crate::models::onnx::model::OnnxNode;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{BinFn, MapFn, Op, PadMode, PoolOp, RowFn};
@@ -34,7 +34,7 @@ fn per_channel(p: &mut Planner, v: &Val, rank: usize) -> crate::Result<Dev> {
     reshape(p.eb(), &d, shape)
 }
 
-fn lower_batchnorm(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_batchnorm(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "X")?)?;
     let (sc, bi, mean, var) = (arg(ins, 1, "scale")?, arg(ins, 2, "B")?, arg(ins, 3, "mean")?, arg(ins, 4, "var")?);
     ensure!(x.shape.len() >= 2 || x.shape.len() == 1, "BatchNormalization needs an input [N, C, ...]");
@@ -75,7 +75,7 @@ fn lower_batchnorm(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Res
 /// and (biased) variance over every axis but the channels', then scaled
 /// and shifted; the further outputs are the running mean and variance
 /// updated with `momentum` (and before opset 14 the batch's own).
-fn batchnorm_training(p: &mut Planner, n: &Node, x: &Dev, params: [&Val; 4], eps: f64) -> crate::Result<Vec<Val>> {
+fn batchnorm_training(p: &mut Planner, n: &OnnxNode, x: &Dev, params: [&Val; 4], eps: f64) -> crate::Result<Vec<Val>> {
     let rank = x.shape.len();
     ensure!(rank >= 2, "BatchNormalization in training mode needs an input [N, C, ...], not {}", fmt_shape(&x.shape));
     let c = x.shape[1];
@@ -119,7 +119,7 @@ fn norm_rows(p: &mut Planner, x: &Dev, n: usize, eps: f32, rms: bool) -> crate::
     Ok(Dev { t, shape: x.shape.clone(), elem: x.elem })
 }
 
-fn lower_groupnorm(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_groupnorm(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "X")?)?;
     ensure!(x.shape.len() >= 2, "{} needs an input [N, C, ...], not {}", n.op, fmt_shape(&x.shape));
     let (nn, c) = (x.shape[0], x.shape[1]);
@@ -153,7 +153,7 @@ fn lower_groupnorm(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Res
     one(y)
 }
 
-fn lower_layernorm(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_layernorm(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "X")?)?;
     let rank = x.shape.len();
     let a = if rank == 0 { 0 } else { axis(n.int("axis", -1), rank)? };
@@ -190,7 +190,7 @@ fn lower_layernorm(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Res
     Ok(outs)
 }
 
-fn lower_lpnorm(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_lpnorm(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "input")?)?;
     let a = axis(n.int("axis", -1), x.shape.len())?;
     let f = match n.int("p", 2) {
@@ -204,7 +204,7 @@ fn lower_lpnorm(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result
     one(binary(p.eb(), BinFn::Mask, &y, &norm, x.elem)?)
 }
 
-fn lower_mvn(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_mvn(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "X")?)?;
     let r = x.shape.len();
     let ax = super::common::axes(&n.ints("axes").unwrap_or_else(|| vec![0, 2, 3]), r)?;
@@ -221,7 +221,7 @@ fn lower_mvn(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Ve
     one(dev::permute(p.eb(), &y, &inv)?)
 }
 
-fn lower_lrn(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_lrn(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "X")?)?;
     ensure!(x.shape.len() >= 3, "LRN needs an input [N, C, ...]");
     let size = n.int("size", 0);

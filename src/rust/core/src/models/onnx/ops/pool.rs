@@ -12,7 +12,7 @@ use super::common::{arg, one, Fold, Lower};
 use crate::models::onnx::dev::{self, binary, reduce, reshape, unary};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{fmt_shape, HTensor};
-use crate::models::onnx::model::Node;
+use crate::models::onnx::model::OnnxNode;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{BinFn, MapFn, Op, PadMode, PoolOp, RowFn, UnaryOp};
@@ -26,7 +26,7 @@ pub fn find(op: &str) -> Option<(Option<Lower>, Option<Fold>)> {
     })
 }
 
-fn lower_pool(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_pool(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let mut x = p.dev(arg(ins, 0, "X")?)?;
     let r = x.shape.len();
     ensure!(r >= 3, "{} needs an input [N, C, spatial...], not {}", n.op, fmt_shape(&x.shape));
@@ -146,7 +146,7 @@ fn pad_axis(p: &mut Planner, t: &Dev, axis: usize, lo: usize, hi: usize, fill: f
 
 /// Pooling along each spatial axis in turn, innermost first (so that
 /// MaxPool's index is of the first maximum in row-major window order).
-fn pool_by_axes(p: &mut Planner, n: &Node, x: &Dev, g: &[Geo]) -> crate::Result<Vec<Val>> {
+fn pool_by_axes(p: &mut Planner, n: &OnnxNode, x: &Dev, g: &[Geo]) -> crate::Result<Vec<Val>> {
     let kind = n.op.as_str();
     let ceil = n.int("ceil_mode", 0) != 0;
     let include = n.int("count_include_pad", 0) != 0;
@@ -267,7 +267,7 @@ fn pool_by_axes(p: &mut Planner, n: &Node, x: &Dev, g: &[Geo]) -> crate::Result<
     Ok(outs)
 }
 
-fn lower_global(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_global(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "X")?)?;
     ensure!(x.shape.len() >= 3, "{} needs an input [N, C, spatial...], not {}", n.op, fmt_shape(&x.shape));
     let ax: Vec<usize> = (2..x.shape.len()).collect();

@@ -10,7 +10,7 @@ use super::common::{arg, axis, derived_key, harg, hopt, opt, Fold, Lower};
 use crate::models::onnx::dev::{binary, concat, reduce, reshape, unary};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{broadcast_index, fmt_shape, HTensor};
-use crate::models::onnx::model::Node;
+use crate::models::onnx::model::OnnxNode;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Const, Dev, Taint, Val};
 use crate::op::{BinFn, MapFn, Op, RowFn, UnaryOp};
@@ -145,7 +145,7 @@ fn host_dequant(x: &HTensor, s: &HTensor, zp: Option<&HTensor>, a: usize, block:
 
 /// The type QuantizeLinear makes: output_dtype, else the zero point's,
 /// else uint8.
-fn quant_elem(n: &Node, zp: Option<Elem>) -> crate::Result<Elem> {
+fn quant_elem(n: &OnnxNode, zp: Option<Elem>) -> crate::Result<Elem> {
     if n.has("output_dtype") && n.int("output_dtype", 0) != 0 {
         return Elem::from_code(n.int("output_dtype", 0) as i32);
     }
@@ -172,7 +172,7 @@ fn quant(p: &mut Planner, y: &Dev, s: &Val, zp: Option<&Val>, a: i64, out: Elem)
     Ok(Dev { elem: out, ..q })
 }
 
-fn lower_dequantize(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_dequantize(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     if n.int("block_size", 0) > 0 {
         // Blocked scales (weights, mostly constants): on the host.
         let (hs, taint) = host_inputs(p, ins, "input of a blocked DequantizeLinear")?;
@@ -183,7 +183,7 @@ fn lower_dequantize(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Re
     Ok(vec![dequant(p, &x, &s, opt(ins, 2), n.int("axis", 1))?])
 }
 
-fn fold_dequantize(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_dequantize(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "x")?;
     let s = harg(ins, 1, "x_scale")?;
     let block = n.int("block_size", 0).max(0) as usize;
@@ -191,7 +191,7 @@ fn fold_dequantize(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Re
     Ok(vec![host_dequant(x, s, hopt(ins, 2), a, block)?])
 }
 
-fn lower_quantize(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_quantize(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let xv = arg(ins, 0, "x")?;
     let s = arg(ins, 1, "y_scale")?.clone();
     let zp = opt(ins, 2).cloned();
@@ -206,7 +206,7 @@ fn lower_quantize(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Resu
     Ok(vec![Val::D(quant(p, &x, &s, zp.as_ref(), n.int("axis", 1), out)?)])
 }
 
-fn fold_quantize(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_quantize(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "x")?;
     let s = harg(ins, 1, "y_scale")?;
     let zp = hopt(ins, 2);
@@ -236,7 +236,7 @@ fn fold_quantize(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Resu
     Ok(vec![HTensor::from_f64(out, x.shape.clone(), v)?])
 }
 
-fn lower_dynamic(p: &mut Planner, _n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_dynamic(p: &mut Planner, _n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "x")?)?;
     let all: Vec<usize> = (0..x.shape.len()).collect();
     let b = p.eb();
@@ -263,13 +263,13 @@ fn lower_dynamic(p: &mut Planner, _n: &Node, ins: &[Option<Val>]) -> crate::Resu
 
 /// A node of operator `op` with `n`'s attributes (the float operator a
 /// quantized one computes).
-fn as_op(n: &Node, op: &str) -> Node {
+fn as_op(n: &OnnxNode, op: &str) -> OnnxNode {
     let mut m = n.clone();
     m.op = op.to_string();
     m
 }
 
-fn lower_qlinear(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_qlinear(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let a = |i: usize, w: &str| arg(ins, i, w).cloned();
     let o = |i: usize| opt(ins, i).cloned();
     let (y, ys, yz): (Val, Val, Option<Val>) = match n.op.as_str() {

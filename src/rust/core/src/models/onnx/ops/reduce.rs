@@ -7,7 +7,7 @@ use super::common::{arg, axes, axis, harg, hopt, one, opt, Fold, Lower};
 use crate::models::onnx::dev::{self, from_rows, reduce, rows_along};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{strides, HTensor};
-use crate::models::onnx::model::Node;
+use crate::models::onnx::model::OnnxNode;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{Op, RowFn, ScanFn};
@@ -44,7 +44,7 @@ fn row_fn(op: &str) -> Option<RowFn> {
 
 /// The reduced axes: the `axes` input (opset 13 ReduceSum, 18 the others)
 /// or attribute; none means all, unless `noop_with_empty_axes`.
-fn reduce_axes(n: &Node, given: Option<Vec<i64>>, rank: usize) -> crate::Result<Option<Vec<usize>>> {
+fn reduce_axes(n: &OnnxNode, given: Option<Vec<i64>>, rank: usize) -> crate::Result<Option<Vec<usize>>> {
     let list = given.or_else(|| n.ints("axes"));
     match list {
         Some(l) if !l.is_empty() => Ok(Some(axes(&l, rank)?)),
@@ -53,7 +53,7 @@ fn reduce_axes(n: &Node, given: Option<Vec<i64>>, rank: usize) -> crate::Result<
     }
 }
 
-fn lower_reduce(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_reduce(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     // INVARIANT: registered only for operators row_fn() knows.
     let f = row_fn(&n.op).expect("a reduction");
     let x = p.dev(arg(ins, 0, "data")?)?;
@@ -75,7 +75,7 @@ fn lower_reduce(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result
 }
 
 /// A reduction of an empty tensor: its identity, computed on the host.
-fn host_result(_p: &mut Planner, n: &Node, x: &Dev, ax: &[usize], keep: bool) -> crate::Result<Vec<Val>> {
+fn host_result(_p: &mut Planner, n: &OnnxNode, x: &Dev, ax: &[usize], keep: bool) -> crate::Result<Vec<Val>> {
     let empty = HTensor::from_f64(x.elem, x.shape.clone(), Vec::new())?;
     // INVARIANT: registered only for operators row_fn() knows.
     let t = host_reduce(row_fn(&n.op).expect("a reduction"), &empty, ax, keep)?;
@@ -145,7 +145,7 @@ pub fn host_reduce(f: RowFn, x: &HTensor, ax: &[usize], keep: bool) -> crate::Re
     HTensor::from_f64(x.elem, out_shape, res)
 }
 
-fn fold_reduce(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_reduce(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     // INVARIANT: registered only for operators row_fn() knows.
     let f = row_fn(&n.op).expect("a reduction");
     let x = harg(ins, 0, "data")?;
@@ -158,7 +158,7 @@ fn fold_reduce(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result
     }
 }
 
-fn arg_fn(n: &Node) -> RowFn {
+fn arg_fn(n: &OnnxNode) -> RowFn {
     let last = n.int("select_last_index", 0) != 0;
     match (n.op.as_str(), last) {
         ("ArgMax", false) => RowFn::ArgMax,
@@ -168,13 +168,13 @@ fn arg_fn(n: &Node) -> RowFn {
     }
 }
 
-fn lower_arg(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_arg(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "data")?)?;
     let a = axis(n.int("axis", 0), x.shape.len())?;
     one(reduce(p.eb(), arg_fn(n), &x, &[a], n.int("keepdims", 1) != 0)?)
 }
 
-fn fold_arg(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_arg(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "data")?;
     let a = axis(n.int("axis", 0), x.rank())?;
     Ok(vec![host_reduce(arg_fn(n), x, &[a], n.int("keepdims", 1) != 0)?])
@@ -182,14 +182,14 @@ fn fold_arg(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Ve
 
 /// Softmax-family axis handling: before opset 13 the input is flattened to
 /// 2-D at `axis` (default 1); from 13 it works along `axis` (default -1).
-fn softmax_layout(n: &Node, rank: usize, opset: i64) -> crate::Result<(bool, usize)> {
+fn softmax_layout(n: &OnnxNode, rank: usize, opset: i64) -> crate::Result<(bool, usize)> {
     let flatten = opset < 13;
     let a = n.int("axis", if flatten { 1 } else { -1 });
     let a = if rank == 0 { 0 } else { axis(a, rank)? };
     Ok((flatten, a))
 }
 
-fn lower_softmax(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_softmax(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "input")?)?;
     let (flatten, a) = softmax_layout(n, x.shape.len(), p.opset)?;
     let op = match n.op.as_str() {
@@ -210,7 +210,7 @@ fn lower_softmax(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Resul
     one(from_rows(p.eb(), t, &x, perm, x.elem)?)
 }
 
-fn fold_softmax(n: &Node, ins: &[Option<Arc<HTensor>>], opset: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_softmax(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], opset: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?;
     let (flatten, a) = softmax_layout(n, x.rank(), opset)?;
     let v = x.f64s();
@@ -237,7 +237,7 @@ fn fold_softmax(n: &Node, ins: &[Option<Arc<HTensor>>], opset: i64) -> crate::Re
     Ok(vec![HTensor::from_f64(x.elem, x.shape.clone(), out)?])
 }
 
-fn scan_fn(n: &Node) -> ScanFn {
+fn scan_fn(n: &OnnxNode) -> ScanFn {
     let (exclusive, reverse) = (n.int("exclusive", 0) != 0, n.int("reverse", 0) != 0);
     if n.op == "CumProd" {
         ScanFn::CumProd { exclusive, reverse }
@@ -246,7 +246,7 @@ fn scan_fn(n: &Node) -> ScanFn {
     }
 }
 
-fn lower_cumsum(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_cumsum(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "x")?)?;
     let a = p.value_of(arg(ins, 1, "axis")?, "axis")?.scalar("axis")? as i64;
     let a = axis(a, x.shape.len())?;
@@ -255,7 +255,7 @@ fn lower_cumsum(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result
     one(from_rows(p.eb(), t, &x, perm, x.elem)?)
 }
 
-fn fold_cumsum(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_cumsum(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "x")?;
     let a = axis(harg(ins, 1, "axis")?.scalar("axis")? as i64, x.rank())?;
     let f = scan_fn(n);

@@ -9,7 +9,7 @@ use super::common::{arg, harg, hopt, one, opt, Fold, Lower};
 use crate::models::onnx::dev::{binary, ne_of};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{fmt_shape, strides, HTensor};
-use crate::models::onnx::model::Node;
+use crate::models::onnx::model::OnnxNode;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{BinFn, Op};
@@ -41,7 +41,7 @@ struct Params {
     antialias: bool,
 }
 
-fn params(n: &Node, opset: i64) -> crate::Result<Params> {
+fn params(n: &OnnxNode, opset: i64) -> crate::Result<Params> {
     let legacy = n.op == "Upsample" || opset < 11;
     let mode = n.string("mode", "nearest");
     let mode = match mode.as_str() {
@@ -236,7 +236,7 @@ fn renorm(t: &mut [(i64, f64)], input: usize) {
 /// (output shape, per-axis scales used for coordinates, roi per axis).
 #[allow(clippy::type_complexity)]
 fn sizes_and_scales(
-    n: &Node,
+    n: &OnnxNode,
     shape: &[usize],
     roi: Option<Vec<f64>>,
     scales: Option<Vec<f64>>,
@@ -300,7 +300,7 @@ fn sizes_and_scales(
 
 /// The resize inputs by position: Upsample (X, scales), Resize-10 (X,
 /// scales), Resize-11+ (X, roi, scales, sizes).
-fn input_slots(n: &Node, opset: i64) -> (Option<usize>, Option<usize>, Option<usize>) {
+fn input_slots(n: &OnnxNode, opset: i64) -> (Option<usize>, Option<usize>, Option<usize>) {
     if n.op == "Upsample" || opset < 11 {
         (None, Some(1), None)
     } else {
@@ -308,7 +308,7 @@ fn input_slots(n: &Node, opset: i64) -> (Option<usize>, Option<usize>, Option<us
     }
 }
 
-fn lower_resize(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_resize(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "X")?)?;
     let pr = params(n, p.opset)?;
     let (ri, si, zi) = input_slots(n, p.opset);
@@ -390,7 +390,7 @@ fn lower_resize(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result
     one(cur)
 }
 
-fn fold_resize(n: &Node, ins: &[Option<Arc<HTensor>>], opset: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_resize(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], opset: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "X")?;
     let pr = params(n, opset)?;
     let (ri, si, zi) = input_slots(n, opset);

@@ -11,7 +11,7 @@ use crate::base::dtype::DType;
 use crate::models::onnx::dev::{binary, concat, narrow, permute, reshape, unary};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{fmt_shape, HTensor};
-use crate::models::onnx::model::Node;
+use crate::models::onnx::model::OnnxNode;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::{BinFn, MapFn, Op, UnaryOp};
@@ -56,7 +56,7 @@ struct Spec {
     input_forget: bool,
 }
 
-fn spec(n: &Node, w_shape: &[usize]) -> crate::Result<Spec> {
+fn spec(n: &OnnxNode, w_shape: &[usize]) -> crate::Result<Spec> {
     let (kind, gates, nacts): (&'static str, usize, usize) = match n.op.as_str() {
         "LSTM" => ("LSTM", 4, 3),
         "GRU" => ("GRU", 3, 2),
@@ -165,7 +165,7 @@ fn fused_step(p: &mut Planner, f: &Fused, rt: &Arc<Tensor>, xt: &Dev, hp: &Dev, 
     })
 }
 
-fn lower_rnn(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_rnn(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let xv = arg(ins, 0, "X")?.clone();
     let w = p.value_of(arg(ins, 1, "W")?, "W")?;
     let r = p.value_of(arg(ins, 2, "R")?, "R")?;

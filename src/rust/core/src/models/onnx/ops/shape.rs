@@ -7,7 +7,7 @@ use super::common::{arg, axes, axis, harg, hopt, one, opt, Fold, Lower};
 use crate::models::onnx::dev::{self, binary, canonical, concat, expand, narrow, ne_of, permute, reshape};
 use crate::models::onnx::elem::Elem;
 use crate::models::onnx::host::{self, broadcast_index, broadcast_shape, fmt_shape, index_map, numel, strides, HTensor};
-use crate::models::onnx::model::Node;
+use crate::models::onnx::model::OnnxNode;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Taint, Val};
 use crate::op::{BinFn, Op, PadMode};
@@ -37,7 +37,7 @@ fn shape_const(t: HTensor) -> crate::Result<Vec<Val>> {
     Ok(vec![Val::c(t, Taint::Shape)])
 }
 
-fn shape_ints(shape: &[usize], n: &Node) -> HTensor {
+fn shape_ints(shape: &[usize], n: &OnnxNode) -> HTensor {
     let r = shape.len() as i64;
     let clamp = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
     let start = clamp(n.int("start", 0));
@@ -46,11 +46,11 @@ fn shape_ints(shape: &[usize], n: &Node) -> HTensor {
     HTensor::ints(dims)
 }
 
-fn lower_shape(_p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_shape(_p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     shape_const(shape_ints(arg(ins, 0, "data")?.shape(), n))
 }
 
-fn fold_shape(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_shape(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     Ok(vec![shape_ints(&harg(ins, 0, "data")?.shape, n)])
 }
 
@@ -59,16 +59,16 @@ fn size_of(shape: &[usize]) -> HTensor {
     HTensor::from_i64(Elem::I64, Vec::new(), vec![shape.iter().product::<usize>() as i64]).expect("a scalar")
 }
 
-fn lower_size(_p: &mut Planner, _n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_size(_p: &mut Planner, _n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     shape_const(size_of(arg(ins, 0, "data")?.shape()))
 }
 
-fn fold_size(_n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_size(_n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     Ok(vec![size_of(&harg(ins, 0, "data")?.shape)])
 }
 
 /// The target shape of Reshape (`target` values), Flatten, Squeeze or Unsqueeze.
-fn new_shape(n: &Node, shape: &[usize], second: Option<&[i64]>, opset: i64) -> crate::Result<Vec<usize>> {
+fn new_shape(n: &OnnxNode, shape: &[usize], second: Option<&[i64]>, opset: i64) -> crate::Result<Vec<usize>> {
     let total: usize = shape.iter().product();
     match n.op.as_str() {
         "Reshape" => {
@@ -152,7 +152,7 @@ fn new_shape(n: &Node, shape: &[usize], second: Option<&[i64]>, opset: i64) -> c
     }
 }
 
-fn lower_reshape(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_reshape(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = arg(ins, 0, "data")?.clone();
     let second = match opt(ins, 1) {
         Some(v) => Some(p.ints_of(v, "shape")?),
@@ -163,26 +163,26 @@ fn lower_reshape(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Resul
     one(reshape(p.eb(), &d, shape)?)
 }
 
-fn fold_reshape(n: &Node, ins: &[Option<Arc<HTensor>>], opset: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_reshape(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], opset: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "data")?;
     let second = hopt(ins, 1).map(|t| t.i64s().to_vec());
     Ok(vec![x.reshaped(new_shape(n, &x.shape, second.as_deref(), opset)?)?])
 }
 
-fn perm_of(n: &Node, rank: usize) -> crate::Result<Vec<usize>> {
+fn perm_of(n: &OnnxNode, rank: usize) -> crate::Result<Vec<usize>> {
     match n.ints("perm") {
         Some(p) => p.iter().map(|&a| axis(a, rank)).collect(),
         None => Ok((0..rank).rev().collect()),
     }
 }
 
-fn lower_transpose(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_transpose(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "data")?)?;
     let perm = perm_of(n, x.shape.len())?;
     one(permute(p.eb(), &x, &perm)?)
 }
 
-fn fold_transpose(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_transpose(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "data")?;
     Ok(vec![host::transpose(x, &perm_of(n, x.rank())?)?])
 }
@@ -196,13 +196,13 @@ fn dims(v: &[i64], what: &str) -> crate::Result<Vec<usize>> {
         .collect()
 }
 
-fn lower_expand(p: &mut Planner, _n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_expand(p: &mut Planner, _n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "input")?)?;
     let to = dims(&p.ints_of(arg(ins, 1, "shape")?, "shape")?, "shape")?;
     one(expand(p.eb(), &x, &to)?)
 }
 
-fn fold_expand(_n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_expand(_n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?;
     let to = dims(&harg(ins, 1, "shape")?.i64s(), "shape")?;
     let out = broadcast_shape(&x.shape, &to)?;
@@ -215,7 +215,7 @@ fn repeats(v: &[i64], rank: usize) -> crate::Result<Vec<usize>> {
     dims(v, "repeats")
 }
 
-fn lower_tile(p: &mut Planner, _n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_tile(p: &mut Planner, _n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "input")?)?;
     let reps = repeats(&p.ints_of(arg(ins, 1, "repeats")?, "repeats")?, x.shape.len())?;
     let out: Vec<usize> = x.shape.iter().zip(&reps).map(|(d, r)| d * r).collect();
@@ -248,7 +248,7 @@ fn lower_tile(p: &mut Planner, _n: &Node, ins: &[Option<Val>]) -> crate::Result<
     one(Dev { t, shape: out, elem: x.elem })
 }
 
-fn fold_tile(_n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_tile(_n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?;
     let reps = repeats(&harg(ins, 1, "repeats")?.i64s(), x.rank())?;
     let out: Vec<usize> = x.shape.iter().zip(&reps).map(|(d, r)| d * r).collect();
@@ -257,7 +257,7 @@ fn fold_tile(_n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<
     Ok(vec![x.pick(&idx, out)?])
 }
 
-fn lower_concat(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_concat(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let vals: Vec<Val> = ins.iter().flatten().cloned().collect();
     ensure!(!vals.is_empty(), "Concat needs at least one input");
     let rank = vals[0].shape().len();
@@ -275,7 +275,7 @@ fn lower_concat(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result
     one(concat(p.eb(), &parts, a)?)
 }
 
-fn fold_concat(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_concat(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let vals: Vec<&HTensor> = ins.iter().flatten().map(|v| v.as_ref()).collect();
     ensure!(!vals.is_empty(), "Concat needs at least one input");
     let rank = vals[0].rank();
@@ -310,7 +310,7 @@ fn fold_concat(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result
 }
 
 /// Sizes of Split's outputs along the axis of size `dim`.
-fn split_sizes(n: &Node, given: Option<Vec<i64>>, dim: usize, outputs: usize) -> crate::Result<Vec<usize>> {
+fn split_sizes(n: &OnnxNode, given: Option<Vec<i64>>, dim: usize, outputs: usize) -> crate::Result<Vec<usize>> {
     let given = given.or_else(|| n.ints("split"));
     if let Some(s) = given {
         let s = dims(&s, "split")?;
@@ -329,7 +329,7 @@ fn split_sizes(n: &Node, given: Option<Vec<i64>>, dim: usize, outputs: usize) ->
     Ok(out)
 }
 
-fn lower_split(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_split(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "input")?)?;
     let a = axis(n.int("axis", 0), x.shape.len())?;
     let given = match opt(ins, 1) {
@@ -346,7 +346,7 @@ fn lower_split(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<
     Ok(outs)
 }
 
-fn fold_split(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_split(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?;
     let a = axis(n.int("axis", 0), x.rank())?;
     let given = hopt(ins, 1).map(|t| t.i64s().to_vec());
@@ -365,7 +365,7 @@ fn fold_split(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<
 }
 
 /// Per-axis (start, count, step) of a Slice over `shape`.
-fn slice_spec(n: &Node, shape: &[usize], starts: Vec<i64>, ends: Vec<i64>, ax: Option<Vec<i64>>, steps: Option<Vec<i64>>) -> crate::Result<Vec<(i64, usize, i64)>> {
+fn slice_spec(n: &OnnxNode, shape: &[usize], starts: Vec<i64>, ends: Vec<i64>, ax: Option<Vec<i64>>, steps: Option<Vec<i64>>) -> crate::Result<Vec<(i64, usize, i64)>> {
     let r = shape.len();
     ensure!(starts.len() == ends.len(), "Slice: {} starts but {} ends", starts.len(), ends.len());
     let ax = ax.unwrap_or_else(|| (0..starts.len() as i64).collect());
@@ -394,7 +394,7 @@ fn slice_spec(n: &Node, shape: &[usize], starts: Vec<i64>, ends: Vec<i64>, ax: O
     Ok(spec)
 }
 
-fn slice_inputs(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<(Vec<i64>, Vec<i64>, Option<Vec<i64>>, Option<Vec<i64>>)> {
+fn slice_inputs(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<(Vec<i64>, Vec<i64>, Option<Vec<i64>>, Option<Vec<i64>>)> {
     if opt(ins, 1).is_none() {
         let s = n.ints("starts").ok_or_else(|| anyhow::anyhow!("Slice needs starts"))?;
         let e = n.ints("ends").ok_or_else(|| anyhow::anyhow!("Slice needs ends"))?;
@@ -413,7 +413,7 @@ fn slice_inputs(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result
     Ok((s, e, a, st))
 }
 
-fn lower_slice(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_slice(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "data")?)?;
     let (s, e, a, st) = slice_inputs(p, n, ins)?;
     let spec = slice_spec(n, &x.shape, s, e, a, st)?;
@@ -498,7 +498,7 @@ pub fn gather_axis(p: &mut Planner, x: &Dev, a: usize, idx: Vec<f32>) -> crate::
     Ok(Dev { t, shape, elem: x.elem })
 }
 
-fn fold_slice(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_slice(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "data")?;
     let (s, e, a, st) = if hopt(ins, 1).is_none() {
         (
@@ -523,7 +523,7 @@ fn fold_slice(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<
 }
 
 /// Pad's mode, per-dimension (before, after) and fill value.
-fn pad_spec(n: &Node, rank: usize, pads: Vec<i64>, value: f64, ax: Option<Vec<i64>>) -> crate::Result<(PadMode, Vec<(i64, i64)>, f64)> {
+fn pad_spec(n: &OnnxNode, rank: usize, pads: Vec<i64>, value: f64, ax: Option<Vec<i64>>) -> crate::Result<(PadMode, Vec<(i64, i64)>, f64)> {
     let mode = match n.string("mode", "constant").as_str() {
         "constant" => PadMode::Constant,
         "reflect" => PadMode::Reflect,
@@ -543,7 +543,7 @@ fn pad_spec(n: &Node, rank: usize, pads: Vec<i64>, value: f64, ax: Option<Vec<i6
     Ok((mode, per, value))
 }
 
-fn lower_pad(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_pad(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let mut x = p.dev(arg(ins, 0, "data")?)?;
     let rank = x.shape.len();
     let pads = match opt(ins, 1) {
@@ -600,7 +600,7 @@ fn lower_pad(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Ve
     one(Dev { t, shape: out, elem: x.elem })
 }
 
-fn fold_pad(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_pad(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "data")?;
     let pads = match hopt(ins, 1) {
         Some(t) => t.i64s().to_vec(),
@@ -642,7 +642,7 @@ fn fold_pad(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Ve
 }
 
 /// DepthToSpace / SpaceToDepth as (reshape, transpose, reshape) shapes.
-fn space_plan(n: &Node, shape: &[usize]) -> crate::Result<(Vec<usize>, Vec<usize>, Vec<usize>)> {
+fn space_plan(n: &OnnxNode, shape: &[usize]) -> crate::Result<(Vec<usize>, Vec<usize>, Vec<usize>)> {
     ensure!(shape.len() == 4, "{} needs a 4-D input, not {}", n.op, fmt_shape(shape));
     let b = n.int("blocksize", 0);
     ensure!(b > 0, "{} needs a positive blocksize", n.op);
@@ -664,7 +664,7 @@ fn space_plan(n: &Node, shape: &[usize]) -> crate::Result<(Vec<usize>, Vec<usize
     }
 }
 
-fn lower_space(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_space(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "input")?)?;
     let (s1, perm, out) = space_plan(n, &x.shape)?;
     let b = p.eb();
@@ -673,14 +673,14 @@ fn lower_space(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<
     one(reshape(b, &t, out)?)
 }
 
-fn fold_space(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_space(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?;
     let (s1, perm, out) = space_plan(n, &x.shape)?;
     Ok(vec![host::transpose(&x.reshaped(s1)?, &perm)?.reshaped(out)?])
 }
 
 /// Trilu's keep mask of the last two dimensions.
-fn trilu_mask(n: &Node, shape: &[usize], k: i64) -> crate::Result<HTensor> {
+fn trilu_mask(n: &OnnxNode, shape: &[usize], k: i64) -> crate::Result<HTensor> {
     ensure!(shape.len() >= 2, "Trilu needs at least 2 dimensions");
     let (r, c) = (shape[shape.len() - 2], shape[shape.len() - 1]);
     let upper = n.int("upper", 1) != 0;
@@ -693,7 +693,7 @@ fn trilu_mask(n: &Node, shape: &[usize], k: i64) -> crate::Result<HTensor> {
     HTensor::from_i64(Elem::Bool, vec![r, c], v)
 }
 
-fn lower_trilu(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+fn lower_trilu(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "input")?)?;
     let k = match opt(ins, 1) {
         Some(v) => p.value_of(v, "k")?.scalar("k")? as i64,
@@ -704,7 +704,7 @@ fn lower_trilu(p: &mut Planner, n: &Node, ins: &[Option<Val>]) -> crate::Result<
     one(binary(p.eb(), BinFn::Mask, &x, &m, x.elem)?)
 }
 
-fn fold_trilu(n: &Node, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
+fn fold_trilu(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?;
     let k = hopt(ins, 1).map(|t| t.first()).transpose()?.map_or(0, |v| v as i64);
     let mask = trilu_mask(n, &x.shape, k)?;

@@ -3,7 +3,7 @@
 //! and the backward pass, which recomputes the probabilities per head.
 
 use super::access::{alloc, Src};
-use super::par::{par_rows, Pool};
+use super::par::{par_rows, CpuPool};
 use crate::base::float::Float;
 use crate::op::attn::{alibi_slope, back_offsets};
 
@@ -32,7 +32,7 @@ pub fn flash_attn_ext<T: Float>(
     max_bias: f32,
     softcap: f32,
     out: &mut [T],
-    pool: &Pool,
+    pool: &CpuPool,
 ) {
     let [d, n, h, _] = q.ne;
     let (m, hk, bk) = (k.ne[1], k.ne[2], k.ne[3]);

@@ -3,7 +3,7 @@
 //! it was read from.
 
 use super::access::Src;
-use super::par::{par_rows, Pool};
+use super::par::{par_rows, CpuPool};
 use crate::base::float::Float;
 
 /// Patches `a` `[C KW KH, OW, OH, N]` (a row runs kx fastest, then ky,
@@ -11,7 +11,7 @@ use crate::base::float::Float;
 /// `[W, H, C, N]`; `p` is [s0, s1, p0, p1, d0, d1, kw, kh]. One sample per
 /// task: the patches are read once, in order, and each sample's sums stay
 /// in the cache.
-pub fn im2col_back<T: Float>(a: &Src<'_, T>, p: [i32; 8], out: &mut [T], ne: [usize; 4], pool: &Pool) {
+pub fn im2col_back<T: Float>(a: &Src<'_, T>, p: [i32; 8], out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
     let [s0, s1, p0, p1, d0, d1, kw, kh] = p.map(|v| v as i64);
     let (w, h, ch) = (ne[0] as i64, ne[1] as i64, ne[2]);
     let img = ne[0] * ne[1] * ch;

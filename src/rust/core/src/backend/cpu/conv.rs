@@ -1,7 +1,7 @@
 //! Image kernels: im2col (the unfolding under `conv_2d`) and 2-D pooling.
 
 use super::access::Src;
-use super::par::{par_rows, Pool};
+use super::par::{par_rows, CpuPool};
 use crate::base::float::Float;
 use crate::op::PoolOp;
 
@@ -14,7 +14,7 @@ pub fn im2col<T: Float>(
     is_2d: bool,
     out: &mut [T],
     ne: [usize; 4],
-    pool: &Pool,
+    pool: &CpuPool,
 ) {
     let [s0, s1, p0, p1, d0, d1] = p.map(|v| v as i64);
     let (kw, kh) = if is_2d { (k.ne[0], k.ne[1]) } else { (k.ne[0], 1) };
@@ -69,7 +69,7 @@ pub fn pool_2d<T: Float>(
     pad: [f32; 2],
     out: &mut [T],
     ne: [usize; 4],
-    pool: &Pool,
+    pool: &CpuPool,
 ) {
     let [k0, k1, s0, s1] = kp.map(|v| v as i64);
     let (p0, p1) = (pad[0] as i64, pad[1] as i64);

@@ -3,14 +3,14 @@
 //! (`conv_gemm`).
 
 use super::access::Src;
-use super::matmul::Gemm;
-use super::par::{par_rows, Pool};
+use super::matmul::GemmFloat;
+use super::par::{par_rows, CpuPool};
 use crate::base::float::Float;
 use crate::op::conv::Conv;
 use crate::op::PoolOp;
 
 /// Computes `c` on srcs [kernel, input] (pool_1d: [input]) into `out` of sizes `ne`.
-pub fn run<T: Gemm>(c: &Conv, s: &[Src<'_, T>], out: &mut [T], ne: [usize; 4], pool: &Pool) -> crate::Result<()> {
+pub fn run<T: GemmFloat>(c: &Conv, s: &[Src<'_, T>], out: &mut [T], ne: [usize; 4], pool: &CpuPool) -> crate::Result<()> {
     match *c {
         Conv::Pool1d { op, k0, s0, p0 } => pool_1d(&s[0], op, [k0, s0, p0], out, ne, pool),
         Conv::Transpose1d { s0, p0, d0 } => transpose_1d(&s[0], &s[1], [s0, p0, d0], out, ne, pool),
@@ -22,7 +22,7 @@ pub fn run<T: Gemm>(c: &Conv, s: &[Src<'_, T>], out: &mut [T], ne: [usize; 4], p
 }
 
 /// Max or average over windows of the first dimension.
-fn pool_1d<T: Float>(a: &Src<'_, T>, op: PoolOp, p: [i32; 3], out: &mut [T], ne: [usize; 4], pool: &Pool) {
+fn pool_1d<T: Float>(a: &Src<'_, T>, op: PoolOp, p: [i32; 3], out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
     let [k0, s0, p0] = p.map(|v| v as i64);
     let (n, ow) = (a.ne[0] as i64, ne[0]);
     par_rows(pool, out, ow, |r0, chunk| {
@@ -41,7 +41,7 @@ fn pool_1d<T: Float>(a: &Src<'_, T>, op: PoolOp, p: [i32; 3], out: &mut [T], ne:
 }
 
 /// out[o, oc, n] = sum over (l, k) with l s0 + k d0 - p0 = o of b[l, ic, n] a[k, oc, ic].
-fn transpose_1d<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, p: [i32; 3], out: &mut [T], ne: [usize; 4], pool: &Pool) {
+fn transpose_1d<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, p: [i32; 3], out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
     let [s0, p0, d0] = p.map(|v| v as i64);
     let (kw, cin, len) = (a.ne[0], a.ne[2], b.ne[0] as i64);
     let (ol, cout) = (ne[0], ne[1]);
@@ -68,7 +68,7 @@ fn transpose_1d<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, p: [i32; 3], out: &mut
 }
 
 /// out[x, y, oc, n] = sum of b[ix, iy, ic, n] a[kx, ky, oc, ic] over ix s + kx = x, iy s + ky = y.
-fn transpose_2d<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, st: usize, out: &mut [T], ne: [usize; 4], pool: &Pool) {
+fn transpose_2d<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, st: usize, out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
     let (kw, kh, cin) = (a.ne[0], a.ne[1], a.ne[3]);
     let (iw, ih) = (b.ne[0], b.ne[1]);
     let (ow, oh, cout) = (ne[0], ne[1], ne[2]);
@@ -100,7 +100,7 @@ fn transpose_2d<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, st: usize, out: &mut [
 }
 
 /// One kernel per channel: out[x, y, c, n] = sum b[x s0 + kx d0 - p0, y s1 + ky d1 - p1, c, n] a[kx, ky, 0, c].
-fn depthwise_2d<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, p: [i32; 6], out: &mut [T], ne: [usize; 4], pool: &Pool) {
+fn depthwise_2d<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, p: [i32; 6], out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
     let [s0, s1, p0, p1, d0, d1] = p.map(|v| v as i64);
     let (kw, kh) = (a.ne[0], a.ne[1]);
     let (iw, ih) = (b.ne[0] as i64, b.ne[1] as i64);

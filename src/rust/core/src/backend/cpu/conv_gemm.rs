@@ -8,7 +8,7 @@
 
 use super::access::Src;
 use super::gemm_rt::{num_zero::Zero, product, Strided};
-use super::par::Pool;
+use super::par::CpuPool;
 use crate::base::float::Float;
 use rayon::prelude::*;
 
@@ -48,7 +48,7 @@ pub fn conv_2d<T: Float + Zero + 'static>(
     p: [i32; 6],
     out: &mut [T],
     ne: [usize; 4],
-    pool: &Pool,
+    pool: &CpuPool,
 ) -> crate::Result<()> {
     let sh = Shape {
         kw: k.ne[0],

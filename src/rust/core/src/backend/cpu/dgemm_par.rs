@@ -13,7 +13,7 @@
 //! pass over C.
 
 use super::dgemm::{self, View, KC, MR, NR};
-use super::par::Pool;
+use super::par::CpuPool;
 use rayon::prelude::*;
 use std::cell::RefCell;
 
@@ -56,7 +56,7 @@ unsafe fn post_block(post: Post, c: *mut f64, ldc: usize, i0: usize, mb: usize, 
 /// # Safety
 /// As `dgemm::dgemm`; nothing else may touch C meanwhile.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn dgemm_par(pool: &Pool, m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, ldc: usize, post: Post) {
+pub unsafe fn dgemm_par(pool: &CpuPool, m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, ldc: usize, post: Post) {
     let threads = pool.n_threads;
     if threads <= 1 {
         dgemm::dgemm(m, k, n, a, b, c, ldc);
@@ -208,7 +208,7 @@ mod tests {
     /// every element exactly once, after its last depth step.
     #[test]
     fn matches_plain_sums_and_posts_each_element_once() {
-        let check = |m: usize, k: usize, n: usize, path: &str, pool: &Pool| {
+        let check = |m: usize, k: usize, n: usize, path: &str, pool: &CpuPool| {
             let av: Vec<f64> = (0..m * k).map(|i| ((i * 37 % 101) as f64 - 50.0) / 7.0).collect();
             let bv: Vec<f64> = (0..k * n).map(|i| ((i * 53 % 89) as f64 - 44.0) / 5.0).collect();
             for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
@@ -243,7 +243,7 @@ mod tests {
             }
         };
         for threads in [1, 2, 3] {
-            let pool = Pool::new(threads).unwrap();
+            let pool = CpuPool::new(threads).unwrap();
             for (m, k, n) in [(37, 300, 203), (203, 300, 37), (64, 600, 64), (9, 5, 700), (700, 5, 9)] {
                 check(m, k, n, "blocked", &pool);
                 crate::base::simd::portable(|| check(m, k, n, "portable", &pool));
@@ -262,7 +262,7 @@ mod tests {
         let a = View { ptr: av.as_ptr(), rs: 1, cs: m as isize };
         let b = View { ptr: bv.as_ptr(), rs: 1, cs: k as isize };
         for threads in [1, 2] {
-            let pool = Pool::new(threads).unwrap();
+            let pool = CpuPool::new(threads).unwrap();
             let names = std::sync::Mutex::new(std::collections::HashSet::new());
             let post = |_: usize, _: usize, _: &mut [f64]| {
                 let t = std::thread::current();

@@ -12,8 +12,8 @@
 //! the result's type and strides.
 
 use super::access::{self, Src};
-use super::matmul::Gemm;
-use super::par::Pool;
+use super::matmul::GemmFloat;
+use super::par::CpuPool;
 use super::{attn, col2im, conv, conv_direct, elementwise, glu, index, movement, mul_mat_id, reduce, rope, rows};
 use crate::backend::node::{self, Node};
 use crate::tensor::DataRef;
@@ -24,7 +24,7 @@ use crate::op::Op;
 use anyhow::ensure;
 
 /// Compute one node on the CPU.
-pub fn run(node: &Node, pool: &Pool) -> crate::Result<()> {
+pub fn run(node: &Node, pool: &CpuPool) -> crate::Result<()> {
     // A fifth dimension: the kernels compute one slice of it at a time
     // (copies and the total sum walk all five dimensions themselves).
     let five = node.dst.layout.ne[4] > 1 || node.srcs.iter().any(|s| s.layout.ne[4] > 1);
@@ -82,7 +82,7 @@ fn strided_operand(op: &Op, i: usize) -> bool {
     }
 }
 
-fn run_as<T: Gemm>(node: &Node, pool: &Pool) -> crate::Result<()> {
+fn run_as<T: GemmFloat>(node: &Node, pool: &CpuPool) -> crate::Result<()> {
     let dst = &node.dst;
     // `cpy` reads its first source only: the second is the destination;
     // `repeat` takes only the sizes of its second (they are the result's).
@@ -120,7 +120,7 @@ fn run_as<T: Gemm>(node: &Node, pool: &Pool) -> crate::Result<()> {
 /// graph allocator's buffer, views of one tensor): the result's bytes and
 /// those sources' are disjoint slices of the one locked buffer. False
 /// (nothing done) when the result is not aligned for `T`.
-fn shared_buffer<T: Gemm>(node: &Node, reads: &[DataRef], pool: &Pool) -> crate::Result<bool> {
+fn shared_buffer<T: GemmFloat>(node: &Node, reads: &[DataRef], pool: &CpuPool) -> crate::Result<bool> {
     let dst = &node.dst;
     let same = |s: &DataRef| s.buf.id() == dst.buf.id();
     let others = BufferLocks::read(reads.iter().filter(|s| !same(s)).map(|s| s.buf.as_ref()))?;
@@ -152,7 +152,7 @@ fn shared_buffer<T: Gemm>(node: &Node, reads: &[DataRef], pool: &Pool) -> crate:
 
 /// Gets the sources `reads`, each at byte `spans[i].1` of the bytes
 /// `spans[i].0`, in the compute type, and computes the node into `out`.
-fn compute<T: Gemm>(node: &Node, reads: &[DataRef], spans: &[(&[u8], usize)], out: &mut [T], pool: &Pool) -> crate::Result<()> {
+fn compute<T: GemmFloat>(node: &Node, reads: &[DataRef], spans: &[(&[u8], usize)], out: &mut [T], pool: &CpuPool) -> crate::Result<()> {
     let mut srcs: Vec<Src<'_, T>> = Vec::with_capacity(reads.len());
     for (i, (s, &(b, off))) in reads.iter().zip(spans).enumerate() {
         srcs.push(if strided_operand(&node.op, i) { access::gather_strided_in(b, off, &s.layout)? } else { access::gather_in(b, off, &s.layout)? });
@@ -170,7 +170,7 @@ fn compute<T: Gemm>(node: &Node, reads: &[DataRef], spans: &[(&[u8], usize)], ou
 }
 
 /// Computes `op` on `s` into `out` (every element written) of sizes `ne`.
-pub(super) fn kernel<T: Gemm>(op: &Op, s: &[Src<'_, T>], out: &mut [T], ne: [usize; 4], pool: &Pool) -> crate::Result<()> {
+pub(super) fn kernel<T: GemmFloat>(op: &Op, s: &[Src<'_, T>], out: &mut [T], ne: [usize; 4], pool: &CpuPool) -> crate::Result<()> {
     match op {
         Op::None | Op::Reshape | Op::View | Op::Transpose | Op::Permute { .. } => {
             anyhow::bail!("internal: {} has no kernel", op.name())

@@ -2,12 +2,12 @@
 //! broadcasting of the second operand (each size of b divides a's).
 
 use super::access::Src;
-use super::par::{par_rows, Pool};
+use super::par::{par_rows, CpuPool};
 use crate::base::float::Float;
 use crate::op::{Op, UnaryOp};
 
 /// out[i] = f(a[i]).
-pub fn map<T: Float>(a: &Src<'_, T>, out: &mut [T], pool: &Pool, f: impl Fn(T) -> T + Sync + Send) {
+pub fn map<T: Float>(a: &Src<'_, T>, out: &mut [T], pool: &CpuPool, f: impl Fn(T) -> T + Sync + Send) {
     let x = &a.d;
     par_rows(pool, out, 1024, |r0, chunk| {
         let start = r0 * 1024;
@@ -20,7 +20,7 @@ pub fn map<T: Float>(a: &Src<'_, T>, out: &mut [T], pool: &Pool, f: impl Fn(T) -
 
 /// out[i] = u(a[i]), one loop compiled per function (so that each
 /// vectorises where it can, instead of choosing the function per element).
-pub fn unary<T: Float>(u: UnaryOp, a: &Src<'_, T>, out: &mut [T], pool: &Pool) {
+pub fn unary<T: Float>(u: UnaryOp, a: &Src<'_, T>, out: &mut [T], pool: &CpuPool) {
     macro_rules! each {
         ($($v:ident),*) => {
             match u {
@@ -35,7 +35,7 @@ pub fn unary<T: Float>(u: UnaryOp, a: &Src<'_, T>, out: &mut [T], pool: &Pool) {
 }
 
 /// out[i] = f(a[i], b[i]) for a and b of one shape.
-pub fn zip<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, out: &mut [T], pool: &Pool, f: impl Fn(T, T) -> T + Sync + Send) {
+pub fn zip<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, out: &mut [T], pool: &CpuPool, f: impl Fn(T, T) -> T + Sync + Send) {
     let (x, y) = (&a.d, &b.d);
     par_rows(pool, out, 1024, |r0, chunk| {
         let start = r0 * 1024;
@@ -79,7 +79,7 @@ fn apply_row<T: Float>(op: &Op, a: &[T], b: &[T], out: &mut [T]) {
 }
 
 /// out = a (op) b, b broadcast to a's shape.
-pub fn binary<T: Float>(op: &Op, a: &Src<'_, T>, b: &Src<'_, T>, out: &mut [T], pool: &Pool) {
+pub fn binary<T: Float>(op: &Op, a: &Src<'_, T>, b: &Src<'_, T>, out: &mut [T], pool: &CpuPool) {
     let [n0, n1, n2, _] = a.ne;
     let bn = b.ne;
     par_rows(pool, out, n0, |r0, chunk| {
@@ -95,8 +95,8 @@ pub fn binary<T: Float>(op: &Op, a: &Src<'_, T>, b: &Src<'_, T>, out: &mut [T], 
 }
 
 /// out = g * u'(at the input that gave y), from the output y (`UnaryBack`).
-pub fn unary_back<T: Float>(u: UnaryOp, g: &Src<'_, T>, y: &Src<'_, T>, out: &mut [T], pool: &Pool) {
-    fn each<T: Float>(g: &[T], y: &[T], out: &mut [T], pool: &Pool, f: impl Fn(T, T) -> T + Sync + Send) {
+pub fn unary_back<T: Float>(u: UnaryOp, g: &Src<'_, T>, y: &Src<'_, T>, out: &mut [T], pool: &CpuPool) {
+    fn each<T: Float>(g: &[T], y: &[T], out: &mut [T], pool: &CpuPool, f: impl Fn(T, T) -> T + Sync + Send) {
         par_rows(pool, out, 1024, |r0, chunk| {
             let start = r0 * 1024;
             let n = chunk.len();

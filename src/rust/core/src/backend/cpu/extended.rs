@@ -4,14 +4,14 @@
 
 use super::access::Src;
 use super::elementwise::map;
-use super::par::{par_rows, Pool};
+use super::par::{par_rows, CpuPool};
 use crate::op::extended::erf;
 use crate::op::{BinFn, MapFn, Op, PadMode, RowFn, ScatterReduce};
 use anyhow::bail;
 use rayon::prelude::*;
 
 /// Compute one of this module's ops into `out` (sizes `ne`).
-pub fn kernel(op: &Op, s: &[Src<'_>], out: &mut [f32], ne: [usize; 4], pool: &Pool) -> crate::Result<()> {
+pub fn kernel(op: &Op, s: &[Src<'_>], out: &mut [f32], ne: [usize; 4], pool: &CpuPool) -> crate::Result<()> {
     match op {
         Op::Map { f, a, b } => {
             let (f, a, b) = (*f, *a, *b);
@@ -55,7 +55,7 @@ fn bcast_row(r: usize, ne: [usize; 4], src: [usize; 4]) -> usize {
     j1 + src[1] * (j2 + src[2] * j3)
 }
 
-fn binary(f: BinFn, a: &Src<'_>, b: &Src<'_>, out: &mut [f32], ne: [usize; 4], pool: &Pool) {
+fn binary(f: BinFn, a: &Src<'_>, b: &Src<'_>, out: &mut [f32], ne: [usize; 4], pool: &CpuPool) {
     let n0 = ne[0];
     let (an, bn) = (a.ne, b.ne);
     if an == ne && bn == ne {
@@ -115,7 +115,7 @@ fn row(f: BinFn, a: &[f32], b: &[f32], out: &mut [f32]) {
     }
 }
 
-fn reduce_rows(f: RowFn, a: &Src<'_>, out: &mut [f32], pool: &Pool) {
+fn reduce_rows(f: RowFn, a: &Src<'_>, out: &mut [f32], pool: &CpuPool) {
     let n0 = a.ne[0];
     let x = &a.d;
     let work = out.len() * n0;
@@ -139,7 +139,7 @@ fn position(v: f32, n: usize) -> Option<usize> {
     (0..n as i64).contains(&i).then_some(i as usize)
 }
 
-fn gather(a: &Src<'_>, idx: &Src<'_>, dim: usize, out: &mut [f32], ne: [usize; 4], pool: &Pool) {
+fn gather(a: &Src<'_>, idx: &Src<'_>, dim: usize, out: &mut [f32], ne: [usize; 4], pool: &CpuPool) {
     let an = a.ne;
     let pos: Vec<Option<usize>> = idx.d.iter().map(|&v| position(v, an[dim])).collect();
     let n0 = ne[0];
@@ -176,7 +176,7 @@ fn scatter(reduce: ScatterReduce, a: &Src<'_>, p: &Src<'_>, out: &mut [f32]) {
     }
 }
 
-fn pad(a: &Src<'_>, lo: [usize; 4], mode: PadMode, value: f32, out: &mut [f32], ne: [usize; 4], pool: &Pool) {
+fn pad(a: &Src<'_>, lo: [usize; 4], mode: PadMode, value: f32, out: &mut [f32], ne: [usize; 4], pool: &CpuPool) {
     let an = a.ne;
     let n0 = ne[0];
     par_rows(pool, out, n0, |r0, chunk| {
@@ -214,7 +214,7 @@ mod tests {
 
     fn run(op: Op, s: &[Src<'_>], ne: [usize; 4]) -> Vec<f32> {
         let mut out = vec![0.0; ne.iter().product()];
-        kernel(&op, s, &mut out, ne, &Pool::new(1).unwrap()).unwrap();
+        kernel(&op, s, &mut out, ne, &CpuPool::new(1).unwrap()).unwrap();
         out
     }
 

@@ -9,7 +9,7 @@
 //! ignored test `gemm_candidates` (`cargo test --release -p ggmlr-core
 //! gemm_candidates -- --ignored --nocapture`).
 
-use super::par::Pool;
+use super::par::CpuPool;
 
 /// Multiply-adds below which a product runs on the calling thread (waking
 /// the pool costs more than it saves: the 64 x 128 x 128 products of a small
@@ -40,7 +40,7 @@ pub(super) struct Strided<T> {
 /// whose elements do not overlap.
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn product<T: Copy + Send + Sync + 'static + num_zero::Zero>(
-    pool: Option<&Pool>,
+    pool: Option<&CpuPool>,
     m: usize,
     k: usize,
     n: usize,

@@ -1,7 +1,7 @@
 //! Gated linear units: `act(x) * g` over the halves of each row.
 
 use super::access::Src;
-use super::par::{par_rows, Pool};
+use super::par::{par_rows, CpuPool};
 use crate::base::float::Float;
 use crate::op::glu::{Glu, GluKind};
 use crate::op::UnaryOp;
@@ -27,7 +27,7 @@ pub fn apply<F: Float>(glu: &Glu, x: F, g: F) -> F {
 }
 
 /// The one-tensor form: x and g are the halves of each row of `a`.
-pub fn glu_halves<T: Float>(g: &Glu, a: &Src<'_, T>, out: &mut [T], pool: &Pool) {
+pub fn glu_halves<T: Float>(g: &Glu, a: &Src<'_, T>, out: &mut [T], pool: &CpuPool) {
     let n = a.ne[0] / 2;
     let (xo, go) = if g.swapped { (n, 0) } else { (0, n) };
     par_rows(pool, out, n, |r0, chunk| {

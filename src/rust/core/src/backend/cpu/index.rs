@@ -4,12 +4,12 @@
 
 use super::access::Src;
 use super::movement::fill;
-use super::par::Pool;
+use super::par::CpuPool;
 use crate::base::float::Float;
 use crate::op::index::{cubic_weights, reflect, source_pos, IndexOp};
 use anyhow::ensure;
 
-pub fn run<T: Float>(op: &IndexOp, s: &[Src<'_, T>], out: &mut [T], ne: [usize; 4], pool: &Pool) -> crate::Result<()> {
+pub fn run<T: Float>(op: &IndexOp, s: &[Src<'_, T>], out: &mut [T], ne: [usize; 4], pool: &CpuPool) -> crate::Result<()> {
     match *op {
         IndexOp::Arange { start, step, .. } => {
             let (a, d) = (T::from_f32(start), T::from_f32(step));

@@ -1,5 +1,5 @@
 //! The products of f32 tensors (`gemm_rt`: AVX-512 / AVX2 kernels on the
-//! backend's threads), and the [`Gemm`]
+//! backend's threads), and the [`GemmFloat`]
 //! trait through which the driver reaches the products of each compute
 //! type. Operands are read with their own strides, so a transposed view
 //! needs no copy.
@@ -10,42 +10,42 @@
 
 use super::access::Src;
 use super::gemm_rt::{product, Strided};
-use super::par::{par_rows, Pool};
+use super::par::{par_rows, CpuPool};
 use crate::base::float::Float;
 use crate::op::UnaryOp;
 use rayon::prelude::*;
 
 /// A compute type with the products: f32 and f64 through `gemm_rt`
 /// (`matmul_f64` for f64).
-pub trait Gemm: Float {
+pub trait GemmFloat: Float {
     /// ggml's `mul_mat(a[K,M], b[K,N]) -> [M,N]`.
-    fn mul_mat(a: &Src<'_, Self>, b: &Src<'_, Self>, out: &mut [Self], pool: &Pool);
+    fn mul_mat(a: &Src<'_, Self>, b: &Src<'_, Self>, out: &mut [Self], pool: &CpuPool);
     /// ggml's `out_prod(a[M,K], b[N,K]) -> [M,N]`.
-    fn out_prod(a: &Src<'_, Self>, b: &Src<'_, Self>, out: &mut [Self], pool: &Pool);
+    fn out_prod(a: &Src<'_, Self>, b: &Src<'_, Self>, out: &mut [Self], pool: &CpuPool);
     /// `act(mul_mat(a, b) + c)` for 2-D a and b, `c` one value per row of
     /// the result ([`Op::Linear`](crate::op::Op::Linear)).
-    fn linear(a: &Src<'_, Self>, b: &Src<'_, Self>, c: &[Self], act: Option<UnaryOp>, out: &mut [Self], pool: &Pool);
+    fn linear(a: &Src<'_, Self>, b: &Src<'_, Self>, c: &[Self], act: Option<UnaryOp>, out: &mut [Self], pool: &CpuPool);
     /// The full 2-D convolution `k [KW, KH, IC, OC]` over `x [IW, IH, IC, N]`
     /// into `out` of sizes `ne` (`super::conv_gemm`).
-    fn conv_2d(k: &Src<'_, Self>, x: &Src<'_, Self>, p: [i32; 6], out: &mut [Self], ne: [usize; 4], pool: &Pool) -> crate::Result<()>;
+    fn conv_2d(k: &Src<'_, Self>, x: &Src<'_, Self>, p: [i32; 6], out: &mut [Self], ne: [usize; 4], pool: &CpuPool) -> crate::Result<()>;
     /// The extended ops of ONNX import (`super::extended`), f32 only.
-    fn extended(op: &crate::op::Op, s: &[Src<'_, Self>], out: &mut [Self], ne: [usize; 4], pool: &Pool) -> crate::Result<()>;
+    fn extended(op: &crate::op::Op, s: &[Src<'_, Self>], out: &mut [Self], ne: [usize; 4], pool: &CpuPool) -> crate::Result<()>;
 }
 
-impl Gemm for f32 {
-    fn conv_2d(k: &Src<'_, f32>, x: &Src<'_, f32>, p: [i32; 6], out: &mut [f32], ne: [usize; 4], pool: &Pool) -> crate::Result<()> {
+impl GemmFloat for f32 {
+    fn conv_2d(k: &Src<'_, f32>, x: &Src<'_, f32>, p: [i32; 6], out: &mut [f32], ne: [usize; 4], pool: &CpuPool) -> crate::Result<()> {
         super::conv_gemm::conv_2d(k, x, p, out, ne, pool)
     }
-    fn extended(op: &crate::op::Op, s: &[Src<'_, f32>], out: &mut [f32], ne: [usize; 4], pool: &Pool) -> crate::Result<()> {
+    fn extended(op: &crate::op::Op, s: &[Src<'_, f32>], out: &mut [f32], ne: [usize; 4], pool: &CpuPool) -> crate::Result<()> {
         super::extended::kernel(op, s, out, ne, pool)
     }
-    fn mul_mat(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &Pool) {
+    fn mul_mat(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &CpuPool) {
         mul_mat(a, b, out, pool)
     }
-    fn out_prod(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &Pool) {
+    fn out_prod(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &CpuPool) {
         out_prod(a, b, out, pool)
     }
-    fn linear(a: &Src<'_, f32>, b: &Src<'_, f32>, c: &[f32], act: Option<UnaryOp>, out: &mut [f32], pool: &Pool) {
+    fn linear(a: &Src<'_, f32>, b: &Src<'_, f32>, c: &[f32], act: Option<UnaryOp>, out: &mut [f32], pool: &CpuPool) {
         mul_mat(a, b, out, pool);
         let m = a.ne[1];
         par_rows(pool, out, m, |_, cols| {
@@ -81,7 +81,7 @@ struct Mat<'a> {
 
 /// C (m x n, row-major, contiguous rows of n) = A (m x k) * B (k x n), on
 /// the pool's threads when large (`gemm_rt`).
-fn gemm(pool: &Pool, m: usize, k: usize, n: usize, a: Mat<'_>, b: Mat<'_>, c: &mut [f32]) {
+fn gemm(pool: &CpuPool, m: usize, k: usize, n: usize, a: Mat<'_>, b: Mat<'_>, c: &mut [f32]) {
     debug_assert_eq!(c.len(), m * n);
     if m == 0 || n == 0 {
         return;
@@ -142,7 +142,7 @@ fn dot(x: &[f32], y: &[f32]) -> f32 {
 
 /// A matrix-vector product: out[i] = rows[i] . v, rows of length `v.len()`
 /// (sgemm would pack the whole matrix for one column).
-fn gemv(pool: &Pool, rows: &[f32], v: &[f32], out: &mut [f32]) {
+fn gemv(pool: &CpuPool, rows: &[f32], v: &[f32], out: &mut [f32]) {
     let k = v.len();
     if k == 0 {
         out.fill(0.0);
@@ -162,7 +162,7 @@ fn gemv(pool: &Pool, rows: &[f32], v: &[f32], out: &mut [f32]) {
     pool.install(|| out.par_chunks_mut(per).enumerate().for_each(|(i, o)| run(i * per, o)));
 }
 
-pub fn mul_mat(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &Pool) {
+pub fn mul_mat(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &CpuPool) {
     let (k, m, n) = (a.ne[0], a.ne[1], b.ne[1]);
     if m * n == 0 {
         return;
@@ -196,7 +196,7 @@ pub fn mul_mat(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &Pool)
 }
 
 /// out[m, n] = sum_k a[m, k] * b[n, k] for a [M,K], b [N,K].
-fn out_prod(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &Pool) {
+fn out_prod(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &CpuPool) {
     let (m, k, n) = (a.ne[0], a.ne[1], b.ne[0]);
     if m * n == 0 {
         return;

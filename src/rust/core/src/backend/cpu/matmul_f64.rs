@@ -13,8 +13,8 @@ use super::access::Src;
 use super::dgemm::View;
 use super::dgemm_par::{dgemm_par, Post};
 use super::gemm_rt::{self, Strided};
-use super::matmul::{batched, bias_act, Gemm};
-use super::par::Pool;
+use super::matmul::{batched, bias_act, GemmFloat};
+use super::par::CpuPool;
 use crate::op::UnaryOp;
 
 /// Work (multiply-adds) above which a product is split over threads (about
@@ -34,7 +34,7 @@ fn view(d: &[f64], rows: usize, cols: usize, rs: usize, cs: usize) -> Strided<f6
 
 /// `C (m x n, column-major, contiguous) = op(A) (m x k) * op(B) (k x n)`,
 /// then `post` on every column segment of C.
-fn product(pool: &Pool, m: usize, k: usize, n: usize, a: Strided<f64>, b: Strided<f64>, c: &mut [f64], post: Post) {
+fn product(pool: &CpuPool, m: usize, k: usize, n: usize, a: Strided<f64>, b: Strided<f64>, c: &mut [f64], post: Post) {
     assert_eq!(c.len(), m * n, "f64 product result size");
     if m == 0 || n == 0 {
         return;
@@ -59,14 +59,14 @@ fn product(pool: &Pool, m: usize, k: usize, n: usize, a: Strided<f64>, b: Stride
 
 fn no_post(_: usize, _: usize, _: &mut [f64]) {}
 
-impl Gemm for f64 {
-    fn conv_2d(k: &Src<'_, f64>, x: &Src<'_, f64>, p: [i32; 6], out: &mut [f64], ne: [usize; 4], pool: &Pool) -> crate::Result<()> {
+impl GemmFloat for f64 {
+    fn conv_2d(k: &Src<'_, f64>, x: &Src<'_, f64>, p: [i32; 6], out: &mut [f64], ne: [usize; 4], pool: &CpuPool) -> crate::Result<()> {
         super::conv_gemm::conv_2d(k, x, p, out, ne, pool)
     }
-    fn extended(op: &crate::op::Op, _: &[Src<'_, f64>], _: &mut [f64], _: [usize; 4], _: &Pool) -> crate::Result<()> {
+    fn extended(op: &crate::op::Op, _: &[Src<'_, f64>], _: &mut [f64], _: [usize; 4], _: &CpuPool) -> crate::Result<()> {
         anyhow::bail!("{} has no f64 kernel on the CPU backend (it computes in f32)", op.name())
     }
-    fn mul_mat(a: &Src<'_, f64>, b: &Src<'_, f64>, out: &mut [f64], pool: &Pool) {
+    fn mul_mat(a: &Src<'_, f64>, b: &Src<'_, f64>, out: &mut [f64], pool: &CpuPool) {
         let (k, m, n) = (a.ne[0], a.ne[1], b.ne[1]);
         let (a0, a1, b0, b1) = (a.st[0], a.st[1], b.st[0], b.st[1]);
         batched(a, b, out, m * n, |sa, sb, c| {
@@ -75,7 +75,7 @@ impl Gemm for f64 {
         });
     }
 
-    fn out_prod(a: &Src<'_, f64>, b: &Src<'_, f64>, out: &mut [f64], pool: &Pool) {
+    fn out_prod(a: &Src<'_, f64>, b: &Src<'_, f64>, out: &mut [f64], pool: &CpuPool) {
         let (m, k, n) = (a.ne[0], a.ne[1], b.ne[0]);
         let (a0, a1, b0, b1) = (a.st[0], a.st[1], b.st[0], b.st[1]);
         batched(a, b, out, m * n, |sa, sb, c| {
@@ -84,7 +84,7 @@ impl Gemm for f64 {
         });
     }
 
-    fn linear(a: &Src<'_, f64>, b: &Src<'_, f64>, c: &[f64], act: Option<UnaryOp>, out: &mut [f64], pool: &Pool) {
+    fn linear(a: &Src<'_, f64>, b: &Src<'_, f64>, c: &[f64], act: Option<UnaryOp>, out: &mut [f64], pool: &CpuPool) {
         let (k, m, n) = (a.ne[0], a.ne[1], b.ne[1]);
         let post = |i0: usize, _j: usize, col: &mut [f64]| bias_act(col, &c[i0..], act);
         let (av, bv) = (view(&a.d, m, k, a.st[1], a.st[0]), view(&b.d, k, n, b.st[0], b.st[1]));

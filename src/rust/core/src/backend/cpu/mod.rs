@@ -39,23 +39,23 @@ mod tests_nn;
 mod tests_place;
 
 use super::Node;
-pub use par::{default_threads, Pool};
+pub use par::{default_threads, CpuPool};
 use anyhow::{ensure, Context as _};
 use std::sync::{Arc, Mutex};
 
 #[derive(Debug)]
 pub struct CpuBackend {
-    pool: Mutex<Arc<Pool>>,
+    pool: Mutex<Arc<CpuPool>>,
 }
 
 impl CpuBackend {
     pub fn new() -> CpuBackend {
-        let pool = Pool::new(default_threads()).unwrap_or_else(|_| Pool::single());
+        let pool = CpuPool::new(default_threads()).unwrap_or_else(|_| CpuPool::single());
         CpuBackend { pool: Mutex::new(Arc::new(pool)) }
     }
 
     /// The thread pool (sized by `set_n_threads`).
-    pub fn pool(&self) -> Arc<Pool> {
+    pub fn pool(&self) -> Arc<CpuPool> {
         self.pool.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
@@ -66,7 +66,7 @@ impl CpuBackend {
     pub fn set_n_threads(&self, n: usize) -> crate::Result<()> {
         ensure!((1..=1024).contains(&n), "`n_threads` must be between 1 and 1024, not {n}");
         if n != self.n_threads() {
-            let p = Pool::new(n)?;
+            let p = CpuPool::new(n)?;
             *self.pool.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(p);
         }
         Ok(())

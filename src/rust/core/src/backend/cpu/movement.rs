@@ -2,12 +2,12 @@
 //! pad and nearest-neighbour upscale.
 
 use super::access::Src;
-use super::par::{par_rows, Pool};
+use super::par::{par_rows, CpuPool};
 use crate::base::float::Float;
 use anyhow::ensure;
 
 /// out[i0, i1, i2, i3] = f(i0, i1, i2, i3) for sizes `ne`, rows split across the pool.
-pub(super) fn fill<T: Float>(pool: &Pool, out: &mut [T], ne: [usize; 4], f: impl Fn(usize, usize, usize, usize) -> T + Sync + Send) {
+pub(super) fn fill<T: Float>(pool: &CpuPool, out: &mut [T], ne: [usize; 4], f: impl Fn(usize, usize, usize, usize) -> T + Sync + Send) {
     let (n0, n1, n2) = (ne[0], ne[1], ne[2]);
     par_rows(pool, out, n0, |r0, chunk| {
         for (k, row) in chunk.chunks_mut(n0.max(1)).enumerate() {
@@ -29,7 +29,7 @@ fn row_of<'s, T: Float>(a: &'s Src<'_, T>, i1: usize, i2: usize, i3: usize) -> &
 
 /// Calls `f(i1, i2, i3, row)` for every row of `out` (sizes `ne`), rows
 /// split across the pool.
-fn each_row<T: Float>(pool: &Pool, out: &mut [T], ne: [usize; 4], f: impl Fn(usize, usize, usize, &mut [T]) + Sync + Send) {
+fn each_row<T: Float>(pool: &CpuPool, out: &mut [T], ne: [usize; 4], f: impl Fn(usize, usize, usize, &mut [T]) + Sync + Send) {
     let (n0, n1, n2) = (ne[0], ne[1], ne[2]);
     par_rows(pool, out, n0, |r0, chunk| {
         for (k, row) in chunk.chunks_mut(n0.max(1)).enumerate() {
@@ -39,7 +39,7 @@ fn each_row<T: Float>(pool: &Pool, out: &mut [T], ne: [usize; 4], f: impl Fn(usi
     });
 }
 
-pub fn repeat<T: Float>(a: &Src<'_, T>, out: &mut [T], ne: [usize; 4], pool: &Pool) {
+pub fn repeat<T: Float>(a: &Src<'_, T>, out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
     let an = a.ne;
     if a.st[0] != 1 || an[0] == 0 {
         fill(pool, out, ne, |i0, i1, i2, i3| a.at(i0 % an[0], i1 % an[1], i2 % an[2], i3 % an[3]));
@@ -58,7 +58,7 @@ pub fn repeat<T: Float>(a: &Src<'_, T>, out: &mut [T], ne: [usize; 4], pool: &Po
     });
 }
 
-pub fn concat<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, dim: usize, out: &mut [T], ne: [usize; 4], pool: &Pool) {
+pub fn concat<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, dim: usize, out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
     let split = a.ne[dim];
     if a.st[0] != 1 || b.st[0] != 1 {
         fill(pool, out, ne, |i0, i1, i2, i3| {
@@ -146,7 +146,7 @@ fn copy_short<T: Float>(dst: &mut [T], src: &[T]) {
     }
 }
 
-pub fn diag_mask_inf<T: Float>(a: &Src<'_, T>, n_past: i32, out: &mut [T], pool: &Pool) {
+pub fn diag_mask_inf<T: Float>(a: &Src<'_, T>, n_past: i32, out: &mut [T], pool: &CpuPool) {
     fill(pool, out, a.ne, |i0, i1, i2, i3| {
         if i0 as i64 > n_past as i64 + i1 as i64 {
             T::NEG_INFINITY
@@ -156,7 +156,7 @@ pub fn diag_mask_inf<T: Float>(a: &Src<'_, T>, n_past: i32, out: &mut [T], pool:
     });
 }
 
-pub fn pad<T: Float>(a: &Src<'_, T>, out: &mut [T], ne: [usize; 4], pool: &Pool) {
+pub fn pad<T: Float>(a: &Src<'_, T>, out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
     let an = a.ne;
     fill(pool, out, ne, |i0, i1, i2, i3| {
         if i0 < an[0] && i1 < an[1] && i2 < an[2] && i3 < an[3] {
@@ -167,6 +167,6 @@ pub fn pad<T: Float>(a: &Src<'_, T>, out: &mut [T], ne: [usize; 4], pool: &Pool)
     });
 }
 
-pub fn upscale<T: Float>(a: &Src<'_, T>, f: usize, out: &mut [T], ne: [usize; 4], pool: &Pool) {
+pub fn upscale<T: Float>(a: &Src<'_, T>, f: usize, out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
     fill(pool, out, ne, |i0, i1, i2, i3| a.at(i0 / f, i1 / f, i2, i3));
 }

@@ -2,12 +2,12 @@
 //! expert's matrix (chosen by an index) times one column of b.
 
 use super::access::Src;
-use super::par::{par_rows, Pool};
+use super::par::{par_rows, CpuPool};
 use crate::base::float::Float;
 use anyhow::ensure;
 
 /// w [K, M, E], b [K, nb1, T], ids [n, T] -> out [M, n, T].
-pub fn mul_mat_id<T: Float>(w: &Src<'_, T>, b: &Src<'_, T>, ids: &Src<'_, T>, out: &mut [T], ne: [usize; 4], pool: &Pool) -> crate::Result<()> {
+pub fn mul_mat_id<T: Float>(w: &Src<'_, T>, b: &Src<'_, T>, ids: &Src<'_, T>, out: &mut [T], ne: [usize; 4], pool: &CpuPool) -> crate::Result<()> {
     let (k, m, e) = (w.ne[0], w.ne[1], w.ne[2]);
     let n = ne[1];
     let mut experts = Vec::with_capacity(ids.d.len());

@@ -5,7 +5,7 @@
 //! same results), and large tensors are split over the pool's threads.
 
 use super::access;
-use super::par::Pool;
+use super::par::CpuPool;
 use crate::backend::Node;
 use crate::base::dtype::DType;
 use crate::base::float::Float;
@@ -18,7 +18,7 @@ use rayon::prelude::*;
 const CHUNK: usize = 1 << 14;
 
 /// Computes an optimizer-step node (in place).
-pub fn run(node: &Node, pool: &Pool) -> crate::Result<()> {
+pub fn run(node: &Node, pool: &CpuPool) -> crate::Result<()> {
     match node.dst.layout.dtype {
         DType::F64 => run_as::<f64>(node, pool),
         DType::F32 => run_as::<f32>(node, pool),
@@ -26,7 +26,7 @@ pub fn run(node: &Node, pool: &Pool) -> crate::Result<()> {
     }
 }
 
-fn run_as<T: Float>(node: &Node, pool: &Pool) -> crate::Result<()> {
+fn run_as<T: Float>(node: &Node, pool: &CpuPool) -> crate::Result<()> {
     let s = &node.srcs;
     // The weight (the node's memory) and its moments are written, each in
     // its own buffer; the gradient is read.
@@ -84,7 +84,7 @@ fn run_as<T: Float>(node: &Node, pool: &Pool) -> crate::Result<()> {
 
 /// `f` on the whole of `w`, `g`, `m`, `v` (`m`, `v` empty or of `w`'s
 /// length), in chunks over the pool's threads when large.
-fn split<T: Float>(pool: &Pool, w: &mut [T], g: &[T], m: &mut [T], v: &mut [T], f: impl Fn(&mut [T], &[T], &mut [T], &mut [T]) + Sync) {
+fn split<T: Float>(pool: &CpuPool, w: &mut [T], g: &[T], m: &mut [T], v: &mut [T], f: impl Fn(&mut [T], &[T], &mut [T], &mut [T]) + Sync) {
     if w.len() < 4 * CHUNK || pool.n_threads <= 1 {
         return f(w, g, m, v);
     }

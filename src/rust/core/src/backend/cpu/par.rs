@@ -6,21 +6,21 @@ use rayon::prelude::*;
 /// A thread pool and its size; it starts new threads when first used in a
 /// forked child (see [`crate::base::threads`]).
 #[derive(Debug)]
-pub struct Pool {
+pub struct CpuPool {
     pub n_threads: usize,
     threads: crate::base::threads::Pool,
 }
 
-impl Pool {
-    pub fn new(n_threads: usize) -> crate::Result<Pool> {
+impl CpuPool {
+    pub fn new(n_threads: usize) -> crate::Result<CpuPool> {
         let threads = crate::base::threads::Pool::new(n_threads, "ggmlr-cpu")
             .context("could not start the CPU backend's threads")?;
-        Ok(Pool { n_threads, threads })
+        Ok(CpuPool { n_threads, threads })
     }
 
     /// A pool of one thread (the caller's).
-    pub fn single() -> Pool {
-        Pool { n_threads: 1, threads: crate::base::threads::Pool::single() }
+    pub fn single() -> CpuPool {
+        CpuPool { n_threads: 1, threads: crate::base::threads::Pool::single() }
     }
 
     /// Run `f` inside the pool (so rayon's parallel iterators use its threads).
@@ -61,7 +61,7 @@ pub const PAR_MIN: usize = 1 << 17;
 /// Run `f(first_row, rows)` over `out` split into chunks of whole rows of
 /// `row_len`, in parallel on `pool` when the work is large enough.
 pub fn par_rows<T: Send>(
-    pool: &Pool,
+    pool: &CpuPool,
     out: &mut [T],
     row_len: usize,
     f: impl Fn(usize, &mut [T]) + Sync + Send,

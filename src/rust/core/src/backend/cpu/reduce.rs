@@ -2,7 +2,7 @@
 //! Sums accumulate in f64.
 
 use super::access::Src;
-use super::par::{par_rows, Pool};
+use super::par::{par_rows, CpuPool};
 use crate::base::float::Float;
 use crate::op::attn::alibi_slope;
 use rayon::prelude::*;
@@ -14,7 +14,7 @@ const SUM_CHUNK: usize = 1 << 16;
 /// The sum of all values, in f64: chunks of [`SUM_CHUNK`] values summed in
 /// 32 lanes (independent additions, so a streaming read at memory speed),
 /// split across the pool, their sums added in order.
-pub fn sum<T: Float>(a: &Src<'_, T>, out: &mut [T], pool: &Pool) {
+pub fn sum<T: Float>(a: &Src<'_, T>, out: &mut [T], pool: &CpuPool) {
     let chunk_sum = |c: &[T]| -> f64 {
         let mut acc = [0f64; 32];
         let lanes = c.chunks_exact(32);
@@ -36,7 +36,7 @@ pub fn sum<T: Float>(a: &Src<'_, T>, out: &mut [T], pool: &Pool) {
 }
 
 /// out[r] = sum (or mean) of row r, of a source read with its own strides.
-pub fn sum_rows<T: Float>(a: &Src<'_, T>, out: &mut [T], mean: bool, pool: &Pool) {
+pub fn sum_rows<T: Float>(a: &Src<'_, T>, out: &mut [T], mean: bool, pool: &CpuPool) {
     let [n0, n1, n2, n3] = a.ne;
     let st = a.st;
     let fin = |s: f64| T::from_f64(if mean { s / n0 as f64 } else { s });
@@ -100,7 +100,7 @@ pub fn soft_max<T: Float>(
     scale: f32,
     max_bias: f32,
     out: &mut [T],
-    pool: &Pool,
+    pool: &CpuPool,
 ) {
     let [n0, n1, n2, _] = a.ne;
     let scale = T::from_f32(scale);
@@ -161,7 +161,7 @@ pub fn cross_entropy<T: Float>(a: &Src<'_, T>, t: &Src<'_, T>, out: &mut [T]) {
 
 /// The gradient of [`cross_entropy`] with respect to `a`, scaled by the
 /// loss gradient `g`: per row, (softmax(a) * sum(t) - t) * g / rows.
-pub fn cross_entropy_back<T: Float>(g: &Src<'_, T>, a: &Src<'_, T>, t: &Src<'_, T>, out: &mut [T], pool: &Pool) {
+pub fn cross_entropy_back<T: Float>(g: &Src<'_, T>, a: &Src<'_, T>, t: &Src<'_, T>, out: &mut [T], pool: &CpuPool) {
     let n0 = a.ne[0].max(1);
     let k = g.d[0].to_f64() / (a.d.len() / n0) as f64;
     par_rows(pool, out, n0, |r0, chunk| {
@@ -185,7 +185,7 @@ pub fn cross_entropy_back<T: Float>(g: &Src<'_, T>, a: &Src<'_, T>, t: &Src<'_, 
 }
 
 /// (x - mean) / sqrt(var + eps) of each row, or x / sqrt(mean(x^2) + eps) for `rms`.
-pub fn norm<T: Float>(a: &Src<'_, T>, eps: f32, rms: bool, out: &mut [T], pool: &Pool) {
+pub fn norm<T: Float>(a: &Src<'_, T>, eps: f32, rms: bool, out: &mut [T], pool: &CpuPool) {
     let n0 = a.ne[0];
     par_rows(pool, out, n0, |r0, chunk| {
         for (k, orow) in chunk.chunks_mut(n0.max(1)).enumerate() {

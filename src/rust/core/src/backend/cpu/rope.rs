@@ -2,12 +2,12 @@
 //! pairs by the angles of its position ([`crate::op::rope`] has the rules).
 
 use super::access::Src;
-use super::par::{par_rows, Pool};
+use super::par::{par_rows, CpuPool};
 use crate::base::float::Float;
 use crate::op::rope::{Pairing, Rope};
 
 /// srcs: a, positions, optional frequency factors.
-pub fn rope<T: Float>(r: &Rope, a: &Src<'_, T>, pos: &Src<'_, T>, ff: Option<&Src<'_, T>>, out: &mut [T], pool: &Pool) {
+pub fn rope<T: Float>(r: &Rope, a: &Src<'_, T>, pos: &Src<'_, T>, ff: Option<&Src<'_, T>>, out: &mut [T], pool: &CpuPool) {
     let [n0, n1, n2, _] = a.ne;
     let nd = r.n_dims as usize;
     let corr = r.corr_dims();

@@ -2,12 +2,12 @@
 //! soft_max, sorting, top-k and counting. Sums accumulate in f64.
 
 use super::access::Src;
-use super::par::{par_rows, Pool};
+use super::par::{par_rows, CpuPool};
 use crate::base::float::Float;
 use crate::op::rows::{group_size, RowOp};
 use std::cmp::Ordering;
 
-pub fn run<T: Float>(op: &RowOp, s: &[Src<'_, T>], out: &mut [T], pool: &Pool) {
+pub fn run<T: Float>(op: &RowOp, s: &[Src<'_, T>], out: &mut [T], pool: &CpuPool) {
     let a = &s[0];
     let n0 = a.ne[0];
     match *op {
@@ -61,7 +61,7 @@ pub fn run<T: Float>(op: &RowOp, s: &[Src<'_, T>], out: &mut [T], pool: &Pool) {
 }
 
 /// f(row of a, row of out) for each row.
-fn each_row<T: Float>(a: &Src<'_, T>, out: &mut [T], n0: usize, pool: &Pool, f: impl Fn(&[T], &mut [T]) + Sync + Send) {
+fn each_row<T: Float>(a: &Src<'_, T>, out: &mut [T], n0: usize, pool: &CpuPool, f: impl Fn(&[T], &mut [T]) + Sync + Send) {
     par_rows(pool, out, n0, |r0, chunk| {
         for (k, o) in chunk.chunks_mut(n0.max(1)).enumerate() {
             let r = r0 + k;
@@ -94,7 +94,7 @@ fn sorted<T: Float>(x: &[T], desc: bool) -> Vec<usize> {
 }
 
 /// dx = r (dy - x r^2 sum(x dy) / n), r = 1 / sqrt(mean(x^2) + eps).
-fn rms_norm_back<T: Float>(dy: &Src<'_, T>, x: &Src<'_, T>, eps: f32, out: &mut [T], pool: &Pool) {
+fn rms_norm_back<T: Float>(dy: &Src<'_, T>, x: &Src<'_, T>, eps: f32, out: &mut [T], pool: &CpuPool) {
     let n0 = dy.ne[0];
     par_rows(pool, out, n0, |r0, chunk| {
         for (k, o) in chunk.chunks_mut(n0.max(1)).enumerate() {

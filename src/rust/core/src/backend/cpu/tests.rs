@@ -2,7 +2,7 @@
 
 use super::access::Src;
 use super::driver::kernel;
-use super::Pool;
+use super::CpuPool;
 use crate::op::Op;
 use crate::op::{PoolOp, UnaryOp};
 use std::borrow::Cow;
@@ -19,7 +19,7 @@ fn seq(n: usize) -> Vec<f32> {
 fn run_k(op: Op, s: &[Src<'_>], ne: [usize; 4]) -> Vec<f32> {
     let mut outs = Vec::new();
     for threads in [1, 2] {
-        let pool = Pool::new(threads).unwrap();
+        let pool = CpuPool::new(threads).unwrap();
         let mut out = vec![0f32; ne.iter().product()];
         kernel(&op, s, &mut out, ne, &pool).unwrap();
         outs.push(out);
@@ -93,7 +93,7 @@ fn get_rows_out_of_range_is_an_error() {
     let a = src(seq(6), [2, 3, 1, 1]);
     let idx = src(vec![3.0], [1, 1, 1, 1]);
     let mut out = vec![0f32; 2];
-    let e = kernel(&Op::GetRows, &[a, idx], &mut out, [2, 1, 1, 1], &Pool::new(1).unwrap()).unwrap_err();
+    let e = kernel(&Op::GetRows, &[a, idx], &mut out, [2, 1, 1, 1], &CpuPool::new(1).unwrap()).unwrap_err();
     assert!(e.to_string().contains("out of range"), "{e}");
 }
 
@@ -136,7 +136,7 @@ fn linear_adds_the_bias_and_activation_in_f64_and_f32() {
             let want = linear_ref(&a, &b, &c, k, m, n, act);
             let op = Op::Linear { act };
             for threads in [1, 2] {
-                let pool = Pool::new(threads).unwrap();
+                let pool = CpuPool::new(threads).unwrap();
                 let d = |v: &[f64], ne| Src::new(Cow::Owned(v.to_vec()), ne);
                 let s64 = [d(&a, [k, m, 1, 1]), d(&b, [k, n, 1, 1]), d(&c, [m, 1, 1, 1])];
                 let mut out = vec![f64::NAN; m * n];
@@ -171,7 +171,7 @@ fn f64_products_read_strided_operands_in_place() {
     let sa = Src { d: Cow::Borrowed(&at[..]), ne: [k, m, 1, 1], st: [m, 1, k * m, k * m] };
     let sb = Src::new(Cow::Borrowed(&b[..]), [k, n, 1, 1]);
     for threads in [1, 2] {
-        let pool = Pool::new(threads).unwrap();
+        let pool = CpuPool::new(threads).unwrap();
         let mut out = vec![0.0; m * n];
         let srcs = [Src { d: sa.d.clone(), ..sa }, Src::new(sb.d.clone(), sb.ne)];
         kernel(&Op::MulMat, &srcs, &mut out, [m, n, 1, 1], &pool).unwrap();

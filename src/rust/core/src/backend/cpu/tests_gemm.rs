@@ -6,7 +6,7 @@
 use super::dgemm::{dgemm, View};
 use super::dgemm_par::dgemm_par;
 use super::gemm_rt::{product, Strided};
-use super::par::Pool;
+use super::par::CpuPool;
 
 fn naive(m: usize, k: usize, n: usize, a: &[f64], b: &[f64]) -> Vec<f64> {
     // a row-major m x k, b row-major k x n, result row-major.
@@ -27,7 +27,7 @@ fn vals(len: usize, seed: usize) -> Vec<f64> {
 
 #[test]
 fn gemm_rt_matches_the_triple_loop_in_every_layout() {
-    let pool = Pool::new(2).unwrap();
+    let pool = CpuPool::new(2).unwrap();
     for &(m, k, n) in &[(1, 1, 1), (3, 0, 2), (7, 5, 3), (33, 70, 65), (130, 300, 90), (200, 300, 150)] {
         let (a, b) = (vals(m * k, 1), vals(k * n, 2));
         let want = naive(m, k, n, &a, &b);
@@ -37,7 +37,7 @@ fn gemm_rt_matches_the_triple_loop_in_every_layout() {
         for (ad, ars, acs) in [(&a, k, 1), (&at, 1, m)] {
             for (bd, brs, bcs) in [(&b, n, 1), (&bt, 1, k)] {
                 for (crs, ccs) in [(n, 1), (1, m)] {
-                    for p in [&Pool::single(), &pool] {
+                    for p in [&CpuPool::single(), &pool] {
                         let mut c64 = vec![f64::NAN; m * n];
                         let av = Strided { ptr: ad.as_ptr(), rs: ars as isize, cs: acs as isize };
                         let bv = Strided { ptr: bd.as_ptr(), rs: brs as isize, cs: bcs as isize };
@@ -85,7 +85,7 @@ fn gemm_candidates() {
     println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
     println!("GFLOP/s, best of repeated runs; columns: gemm crate | matrixmultiply (rows split over the pool) | package dgemm");
     for threads in [1usize, 2] {
-        let pool = Pool::new(threads).unwrap();
+        let pool = CpuPool::new(threads).unwrap();
         for &n in &sizes {
             let gf = |t: f64| 2.0 * (n as f64).powi(3) / t / 1e9;
             let (a, b) = (vals(n * n, 1), vals(n * n, 2));

@@ -5,7 +5,7 @@
 
 use super::access::Src;
 use super::driver::kernel;
-use super::Pool;
+use super::CpuPool;
 use crate::op::attn::{back_offsets, Attn};
 use crate::op::conv::Conv;
 use crate::op::glu::{Glu, GluKind};
@@ -43,7 +43,7 @@ fn run(op: &Op, data: &[(Vec<f64>, [usize; 4], DType)]) -> (Vec<f64>, [usize; 4]
     for threads in [1, 2] {
         let s: Vec<Src<'_, f64>> = data.iter().map(|(d, ne, _)| src(d.clone(), *ne)).collect();
         let mut o = vec![0f64; out.ne.iter().product()];
-        kernel(op, &s, &mut o, ne4, &Pool::new(threads).unwrap()).unwrap();
+        kernel(op, &s, &mut o, ne4, &CpuPool::new(threads).unwrap()).unwrap();
         res.push(o);
     }
     assert_eq!(res[0], res[1], "1 and 2 threads differ for {}", op.name());

@@ -9,7 +9,7 @@ use super::dispatch::{dot_rows, Act, Rows};
 use super::dot::{partner, Partner};
 use crate::backend::cpu::access::Src;
 use crate::backend::cpu::matmul;
-use crate::backend::cpu::par::Pool;
+use crate::backend::cpu::par::CpuPool;
 use crate::base::quant::{self, QType};
 use crate::layout::walk::for_each_row;
 use crate::tensor::DataRef;
@@ -33,7 +33,7 @@ pub fn row_bytes(q: QType, a: &DataRef) -> crate::Result<usize> {
     q.row_size(a.layout.ne[0])
 }
 
-pub fn mul_mat(q: QType, a: &DataRef, bytes: &[u8], b: &Src<'_>, out: &mut [f32], pool: &Pool) -> crate::Result<()> {
+pub fn mul_mat(q: QType, a: &DataRef, bytes: &[u8], b: &Src<'_>, out: &mut [f32], pool: &CpuPool) -> crate::Result<()> {
     let rs = row_bytes(q, a)?;
     let l = &a.layout;
     let (k, m, n) = (l.ne[0], l.ne[1], b.ne[1]);
@@ -73,7 +73,7 @@ pub fn mul_mat(q: QType, a: &DataRef, bytes: &[u8], b: &Src<'_>, out: &mut [f32]
 }
 
 /// c[j * m + i] = row i of `w` . column j, rows split across the pool.
-fn product<'a>(w: Rows<'_>, m: usize, n: usize, act: &(impl Fn(usize) -> Act<'a> + Sync), c: &mut [f32], pool: &Pool) {
+fn product<'a>(w: Rows<'_>, m: usize, n: usize, act: &(impl Fn(usize) -> Act<'a> + Sync), c: &mut [f32], pool: &CpuPool) {
     let band = |r0: usize, r1: usize| -> Vec<f32> {
         let mut scratch = Vec::new();
         let mut res = vec![0f32; (r1 - r0) * n];

@@ -18,7 +18,7 @@ mod tests;
 
 use super::access::{self, Src};
 use super::movement::for_each_pick;
-use super::par::Pool;
+use super::par::CpuPool;
 use crate::backend::Node;
 use crate::base::quant::{self, QType};
 use crate::memory::BufferLocks;
@@ -28,12 +28,12 @@ use matmul::row_bytes;
 
 /// Computes the node when it is a product or row lookup of quantized
 /// weights (None: not such a node).
-pub fn run(node: &Node, pool: &Pool) -> Option<crate::Result<()>> {
+pub fn run(node: &Node, pool: &CpuPool) -> Option<crate::Result<()>> {
     let q = node.srcs.first()?.layout.dtype.quant()?;
     matches!(node.op, Op::MulMat | Op::GetRows).then(|| compute(node, q, pool))
 }
 
-fn compute(node: &Node, q: QType, pool: &Pool) -> crate::Result<()> {
+fn compute(node: &Node, q: QType, pool: &CpuPool) -> crate::Result<()> {
     let dst = &node.dst;
     let out = {
         let locks = BufferLocks::read(node.srcs.iter().map(|s| s.buf.as_ref()))?;

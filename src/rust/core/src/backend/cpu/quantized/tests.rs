@@ -5,7 +5,7 @@ use super::dispatch::{dot_rows, path, without_avx512, Act, Rows};
 use super::dot::partner;
 use super::matmul::mul_mat;
 use crate::backend::cpu::access::Src;
-use crate::backend::cpu::par::Pool;
+use crate::backend::cpu::par::CpuPool;
 use crate::base::dtype::DType;
 use crate::base::quant::{self, QType};
 use crate::base::simd;
@@ -72,7 +72,7 @@ fn products_match_dequantized_f64_within_activation_rounding() {
             let src = Src::new(Cow::Borrowed(&b), [k, n, 1, 1]);
             let mut out = vec![0f32; m * n];
             for (threads, portable) in [(1, false), (2, false), (2, true)] {
-                let pool = Pool::new(threads).unwrap();
+                let pool = CpuPool::new(threads).unwrap();
                 let mut run = || mul_mat(q, &a, &bytes, &src, &mut out, &pool).unwrap();
                 if portable { simd::portable(&mut run) } else { run() }
                 for j in 0..n {
@@ -126,7 +126,7 @@ fn strided_weights_are_refused_not_misread() {
     a.layout.ne = [64, 2, 1, 1, 1];
     let b = vec![1f32; 128];
     let src = Src::new(Cow::Borrowed(&b), [64, 2, 1, 1]);
-    let e = mul_mat(QType::Q4_0, &a, &bytes, &src, &mut [0f32; 4], &Pool::new(1).unwrap()).unwrap_err();
+    let e = mul_mat(QType::Q4_0, &a, &bytes, &src, &mut [0f32; 4], &CpuPool::new(1).unwrap()).unwrap_err();
     assert!(e.to_string().contains("blocks together"), "{e}");
 }
 
@@ -136,7 +136,7 @@ fn strided_weights_are_refused_not_misread() {
 fn bench_matvec() {
     let (k, m) = (4096, 4096);
     let threads: usize = std::env::var("BENCH_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
-    let pool = Pool::new(threads).unwrap();
+    let pool = CpuPool::new(threads).unwrap();
     let b = noise(k, 1);
     let src = Src::new(Cow::Borrowed(&b), [k, 1, 1, 1]);
     for q in [QType::Q4_0, QType::Q8_0, QType::Q4_K, QType::Q6_K] {

@@ -22,23 +22,23 @@ const MC: usize = 128;
 
 /// A strided read-only matrix: element (i, j) is at `ptr + i*rs + j*cs`.
 #[derive(Clone, Copy)]
-pub struct View {
+pub struct F64View {
     pub ptr: *const f64,
     pub rs: isize,
     pub cs: isize,
 }
 // SAFETY: a view only reads; the matrices it addresses outlive every
 // product that uses it, and nothing writes them meanwhile.
-unsafe impl Send for View {}
-unsafe impl Sync for View {}
+unsafe impl Send for F64View {}
+unsafe impl Sync for F64View {}
 
-impl View {
+impl F64View {
     /// The view starting at element `(i0, j0)`.
     ///
     /// # Safety
     /// The element must lie inside the viewed matrix.
-    pub unsafe fn shift(self, i0: usize, j0: usize) -> View {
-        View { ptr: self.ptr.offset(i0 as isize * self.rs + j0 as isize * self.cs), ..self }
+    pub unsafe fn shift(self, i0: usize, j0: usize) -> F64View {
+        F64View { ptr: self.ptr.offset(i0 as isize * self.rs + j0 as isize * self.cs), ..self }
     }
 }
 
@@ -52,7 +52,7 @@ thread_local! {
 /// # Safety
 /// The views must address `m x k` and `k x n` valid elements and `c` an
 /// `m x n` block with leading dimension `ldc` that nothing else touches.
-pub unsafe fn dgemm(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, ldc: usize) {
+pub unsafe fn dgemm(m: usize, k: usize, n: usize, a: F64View, b: F64View, c: *mut f64, ldc: usize) {
     if m == 0 || n == 0 {
         return;
     }
@@ -84,7 +84,7 @@ pub unsafe fn dgemm(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64,
 /// meanwhile; the CPU has AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn blocked(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, ldc: usize, ap: &mut Vec<f64>, bp: &mut Vec<f64>) {
+unsafe fn blocked(m: usize, k: usize, n: usize, a: F64View, b: F64View, c: *mut f64, ldc: usize, ap: &mut Vec<f64>, bp: &mut Vec<f64>) {
     let npanels = n.div_ceil(NR);
     grow(bp, npanels * NR * KC.min(k));
     grow(ap, MC * KC.min(k));
@@ -166,7 +166,7 @@ fn prefetch_span(p: *const f64, len: usize) {
 /// # Safety
 /// `b` addresses op(B) with at least `pc + kc` rows and `n` columns;
 /// `bp` has room for the panels (indexing of `bp` is checked).
-pub(super) unsafe fn pack_b(kc: usize, n: usize, b: View, pc: usize, bp: &mut [f64]) {
+pub(super) unsafe fn pack_b(kc: usize, n: usize, b: F64View, pc: usize, bp: &mut [f64]) {
     let full = n / NR;
     if b.cs == 1 {
         // Rows are contiguous: read each row once, front to back (the
@@ -219,7 +219,7 @@ pub(super) unsafe fn pack_b(kc: usize, n: usize, b: View, pc: usize, bp: &mut [f
 /// # Safety
 /// `a` addresses op(A) with at least `ic + mc` rows and `pc + kc` columns;
 /// `ap` has room for the panels (indexing of `ap` is checked).
-pub(super) unsafe fn pack_a(mc: usize, kc: usize, a: View, ic: usize, pc: usize, ap: &mut [f64]) {
+pub(super) unsafe fn pack_a(mc: usize, kc: usize, a: F64View, ic: usize, pc: usize, ap: &mut [f64]) {
     let full = if a.rs == 1 { mc / MR } else { 0 };
     // Columns are contiguous: read each column of the block once, front to
     // back (the hardware prefetcher follows), eight values into each panel.
@@ -297,7 +297,7 @@ unsafe fn kernel(kc: usize, a: *const f64, b: *const f64, c: *mut f64, ldc: usiz
 mod tests {
     use super::*;
 
-    fn naive(m: usize, k: usize, n: usize, a: View, b: View) -> Vec<f64> {
+    fn naive(m: usize, k: usize, n: usize, a: F64View, b: F64View) -> Vec<f64> {
         let mut c = vec![0.0; m * n];
         for j in 0..n {
             for i in 0..m {
@@ -316,9 +316,9 @@ mod tests {
 
     /// op(A) (m x k) and op(B) (k x n) over column-major storage, each
     /// transposed in storage when its flag is set.
-    fn views(av: &[f64], bv: &[f64], m: usize, k: usize, n: usize, ta: bool, tb: bool) -> (View, View) {
-        let a = if ta { View { ptr: av.as_ptr(), rs: k as isize, cs: 1 } } else { View { ptr: av.as_ptr(), rs: 1, cs: m as isize } };
-        let b = if tb { View { ptr: bv.as_ptr(), rs: n as isize, cs: 1 } } else { View { ptr: bv.as_ptr(), rs: 1, cs: k as isize } };
+    fn views(av: &[f64], bv: &[f64], m: usize, k: usize, n: usize, ta: bool, tb: bool) -> (F64View, F64View) {
+        let a = if ta { F64View { ptr: av.as_ptr(), rs: k as isize, cs: 1 } } else { F64View { ptr: av.as_ptr(), rs: 1, cs: m as isize } };
+        let b = if tb { F64View { ptr: bv.as_ptr(), rs: n as isize, cs: 1 } } else { F64View { ptr: bv.as_ptr(), rs: 1, cs: k as isize } };
         (a, b)
     }
 

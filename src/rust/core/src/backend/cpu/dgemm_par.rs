@@ -12,7 +12,7 @@
 //! it is still in the cache, so that a bias and an activation cost no extra
 //! pass over C.
 
-use super::dgemm::{self, View, KC, MR, NR};
+use super::dgemm::{self, F64View, KC, MR, NR};
 use super::par::CpuPool;
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -56,7 +56,7 @@ unsafe fn post_block(post: Post, c: *mut f64, ldc: usize, i0: usize, mb: usize, 
 /// # Safety
 /// As `dgemm::dgemm`; nothing else may touch C meanwhile.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn dgemm_par(pool: &CpuPool, m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, ldc: usize, post: Post) {
+pub unsafe fn dgemm_par(pool: &CpuPool, m: usize, k: usize, n: usize, a: F64View, b: F64View, c: *mut f64, ldc: usize, post: Post) {
     let threads = pool.n_threads;
     if threads <= 1 {
         dgemm::dgemm(m, k, n, a, b, c, ldc);
@@ -70,7 +70,7 @@ pub unsafe fn dgemm_par(pool: &CpuPool, m: usize, k: usize, n: usize, a: View, b
 
 /// [`dgemm_par`] inside the pool: rayon's parallel loops use its threads.
 #[allow(clippy::too_many_arguments)]
-unsafe fn split(m: usize, k: usize, n: usize, a: View, b: View, cp: Ptr, ldc: usize, post: Post, threads: usize) {
+unsafe fn split(m: usize, k: usize, n: usize, a: F64View, b: F64View, cp: Ptr, ldc: usize, post: Post, threads: usize) {
     let c = cp.0;
     #[cfg(target_arch = "x86_64")]
     {
@@ -108,7 +108,7 @@ unsafe fn split(m: usize, k: usize, n: usize, a: View, b: View, cp: Ptr, ldc: us
 /// the CPU has AVX2 and FMA. Threads write disjoint blocks of columns.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn by_columns(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, ldc: usize, post: Post, threads: usize, sh: &mut Vec<f64>) {
+unsafe fn by_columns(m: usize, k: usize, n: usize, a: F64View, b: F64View, c: *mut f64, ldc: usize, post: Post, threads: usize, sh: &mut Vec<f64>) {
     let mpan = m.div_ceil(MR);
     dgemm::grow(sh, mpan * MR * KC.min(k));
     // Columns per block: about four blocks per thread, 4 to 16 panels.
@@ -156,7 +156,7 @@ unsafe fn by_columns(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64
 /// As `by_columns`; threads write disjoint blocks of rows.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn by_rows(m: usize, k: usize, n: usize, a: View, b: View, c: *mut f64, ldc: usize, post: Post, threads: usize, sh: &mut Vec<f64>) {
+unsafe fn by_rows(m: usize, k: usize, n: usize, a: F64View, b: F64View, c: *mut f64, ldc: usize, post: Post, threads: usize, sh: &mut Vec<f64>) {
     let npan = n.div_ceil(NR);
     dgemm::grow(sh, npan * NR * KC.min(k));
     // Rows per block: about four blocks per thread, 4 to 16 panels.
@@ -212,8 +212,8 @@ mod tests {
             let av: Vec<f64> = (0..m * k).map(|i| ((i * 37 % 101) as f64 - 50.0) / 7.0).collect();
             let bv: Vec<f64> = (0..k * n).map(|i| ((i * 53 % 89) as f64 - 44.0) / 5.0).collect();
             for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
-                let a = if ta { View { ptr: av.as_ptr(), rs: k as isize, cs: 1 } } else { View { ptr: av.as_ptr(), rs: 1, cs: m as isize } };
-                let b = if tb { View { ptr: bv.as_ptr(), rs: n as isize, cs: 1 } } else { View { ptr: bv.as_ptr(), rs: 1, cs: k as isize } };
+                let a = if ta { F64View { ptr: av.as_ptr(), rs: k as isize, cs: 1 } } else { F64View { ptr: av.as_ptr(), rs: 1, cs: m as isize } };
+                let b = if tb { F64View { ptr: bv.as_ptr(), rs: n as isize, cs: 1 } } else { F64View { ptr: bv.as_ptr(), rs: 1, cs: k as isize } };
                 let ldc = m + 2;
                 let mut c = vec![f64::NAN; ldc * n];
                 let seen = AtomicUsize::new(0);
@@ -259,8 +259,8 @@ mod tests {
         let (m, k, n) = (300, 200, 300);
         let av = vec![0.5; m * k];
         let bv = vec![0.25; k * n];
-        let a = View { ptr: av.as_ptr(), rs: 1, cs: m as isize };
-        let b = View { ptr: bv.as_ptr(), rs: 1, cs: k as isize };
+        let a = F64View { ptr: av.as_ptr(), rs: 1, cs: m as isize };
+        let b = F64View { ptr: bv.as_ptr(), rs: 1, cs: k as isize };
         for threads in [1, 2] {
             let pool = CpuPool::new(threads).unwrap();
             let names = std::sync::Mutex::new(std::collections::HashSet::new());

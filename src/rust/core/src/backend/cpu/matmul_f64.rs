@@ -10,7 +10,7 @@
 //! one thread `gemm_rt` is the faster.
 
 use super::access::Src;
-use super::dgemm::View;
+use super::dgemm::F64View;
 use super::dgemm_par::{dgemm_par, Post};
 use super::gemm_rt::{self, Strided};
 use super::matmul::{batched, bias_act, GemmFloat};
@@ -46,7 +46,7 @@ fn product(pool: &CpuPool, m: usize, k: usize, n: usize, a: Strided<f64>, b: Str
     // column-major block (leading dimension m) of `c`, borrowed exclusively.
     unsafe {
         if big {
-            let (a, b) = (View { ptr: a.ptr, rs: a.rs, cs: a.cs }, View { ptr: b.ptr, rs: b.rs, cs: b.cs });
+            let (a, b) = (F64View { ptr: a.ptr, rs: a.rs, cs: a.cs }, F64View { ptr: b.ptr, rs: b.rs, cs: b.cs });
             return dgemm_par(pool, m, k, n, a, b, c.as_mut_ptr(), m, post);
         }
         // shallow and large (convolution patches): `gemm`'s own split

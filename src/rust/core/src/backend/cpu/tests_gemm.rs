@@ -3,7 +3,7 @@
 //! the candidate kernels (ignored: run with `cargo test --release -p
 //! ggmlr-core gemm_candidates -- --ignored --nocapture`).
 
-use super::dgemm::{dgemm, View};
+use super::dgemm::{dgemm, F64View};
 use super::dgemm_par::dgemm_par;
 use super::gemm_rt::{product, Strided};
 use super::par::CpuPool;
@@ -121,7 +121,7 @@ fn gemm_candidates() {
                     })
                 })
             });
-            let v = |p: *const f64| View { ptr: p, rs: 1, cs: n as isize };
+            let v = |p: *const f64| F64View { ptr: p, rs: 1, cs: n as isize };
             let post = |_: usize, _: usize, _: &mut [f64]| {};
             let d64 = best(|| unsafe {
                 if threads > 1 {

@@ -6,7 +6,7 @@
 //! groups multiply the weights with the unfolded input, a block of output
 //! positions at a time.
 
-use super::kernels::matmul::{matmul, View};
+use super::kernels::matmul::{matmul, MatView};
 use super::kernels::volume::{self, VolConv};
 use crate::ncnn::par;
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
@@ -72,7 +72,7 @@ impl Layer for Conv3d {
                             *v = src[start(b0 + j) + at];
                         }
                     });
-                    matmul(View::rows(wg, rows), View::rows(&cols[..rows * m], m), &mut tmp[..ocg * m], ocg, rows, m);
+                    matmul(MatView::rows(wg, rows), MatView::rows(&cols[..rows * m], m), &mut tmp[..ocg * m], ocg, rows, m);
                     for o in 0..ocg {
                         let dst = (g * ocg + o) * outn + b0;
                         out.data[dst..dst + m].copy_from_slice(&tmp[o * m..(o + 1) * m]);

@@ -6,7 +6,7 @@
 //! Per output channel, its kernel taps times the input channels (one
 //! product, a block of input depths at a time) are added into the output.
 
-use super::kernels::matmul::{matmul, View};
+use super::kernels::matmul::{matmul, MatView};
 use super::kernels::volume::{self, Pads, VolConv};
 use crate::ncnn::par;
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
@@ -97,8 +97,8 @@ impl Layer for Deconv3d {
             for z0 in (0..n[2]).step_by(zb) {
                 let m = zb.min(n[2] - z0) * plane;
                 // cols[tap][position] = sum over input channels q of W[p][q][tap] * x[q][position]
-                let b = View { data: &src[z0 * plane..], rs: plane * n[2], cs: 1 };
-                par::run_sequential(|| matmul(View { data: wp, rs: 1, cs: maxk }, b, &mut cols[..maxk * m], maxk, icg, m));
+                let b = MatView { data: &src[z0 * plane..], rs: plane * n[2], cs: 1 };
+                par::run_sequential(|| matmul(MatView { data: wp, rs: 1, cs: maxk }, b, &mut cols[..maxk * m], maxk, icg, m));
                 for (t, c) in cols[..maxk * m].chunks(m).enumerate() {
                     let (kx, ky, kz) = (t % k[0], t / k[0] % k[1], t / (k[0] * k[1]));
                     for (zi, cz) in c.chunks(plane).enumerate() {

@@ -7,7 +7,7 @@
 //! is N x M (w = N), or its transpose with 14=1, as a 3-d M x 1 x N column
 //! with 11=1.
 
-use super::kernels::matmul::{matmul, View};
+use super::kernels::matmul::{matmul, MatView};
 use crate::ncnn::mat::take_vec;
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
 use crate::ncnn_bail;
@@ -151,8 +151,8 @@ impl Layer for GemmLayer {
         if a.total() == 0 || b.total() == 0 || (ar - 1) * ahs + a.w > a.total() || (br - 1) * bhs + b.w > b.total() {
             ncnn_bail!("Gemm: an operand is empty or not a matrix (A {}, B {})", a.describe(), b.describe());
         }
-        let av = if self.trans_a { View { data: &a.data, rs: 1, cs: ahs } } else { View { data: &a.data, rs: ahs, cs: 1 } };
-        let bv = if self.trans_b { View { data: &b.data, rs: 1, cs: bhs } } else { View { data: &b.data, rs: bhs, cs: 1 } };
+        let av = if self.trans_a { MatView { data: &a.data, rs: 1, cs: ahs } } else { MatView { data: &a.data, rs: ahs, cs: 1 } };
+        let bv = if self.trans_b { MatView { data: &b.data, rs: 1, cs: bhs } } else { MatView { data: &b.data, rs: bhs, cs: 1 } };
         let mut prod = take_vec(m * n);
         prod.resize(m * n, 0.0);
         matmul(av, bv, &mut prod, m, k, n);

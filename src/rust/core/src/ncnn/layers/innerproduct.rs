@@ -5,8 +5,8 @@
 //! the per-output scales) and the sums scaled back.
 
 use super::kernels::conv::finish;
-use super::kernels::gemv::{gemv, Rows};
-use super::kernels::matmul::{matmul, View};
+use super::kernels::gemv::{gemv, WeightRows};
+use super::kernels::matmul::{matmul, MatView};
 use super::kernels::quant::{dequant_scales, finish_int8, quantize, quantize_rows, Int8Scales};
 use crate::ncnn::layer::{one, Activation};
 use crate::ncnn::modelbin::Stored;
@@ -97,11 +97,11 @@ impl InnerProduct {
                 widened = self.weight_i8.iter().map(|&v| v as f32).collect();
                 &widened[..]
             };
-            matmul(View::rows(&input, k), View::transposed(w, k), &mut out.data, rows, k, n);
+            matmul(MatView::rows(&input, k), MatView::transposed(w, k), &mut out.data, rows, k, n);
         } else if self.weight_i8.is_empty() {
-            gemv(Rows::F32(&self.weight), &input, k, &mut out.data);
+            gemv(WeightRows::F32(&self.weight), &input, k, &mut out.data);
         } else {
-            gemv(Rows::I8(&self.weight_i8), &input, k, &mut out.data);
+            gemv(WeightRows::I8(&self.weight_i8), &input, k, &mut out.data);
         }
         if self.int8.is_some() {
             for row in out.data.chunks_mut(n) {

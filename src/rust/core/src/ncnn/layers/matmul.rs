@@ -3,7 +3,7 @@
 //! from the result; leading axes broadcast (extent 1 against any). The
 //! product of two vectors is a 1-d blob of one value.
 
-use super::kernels::matmul::{matmul, View};
+use super::kernels::matmul::{matmul, MatView};
 use crate::ncnn::mat::take_vec;
 use crate::ncnn::{Layer, Mat, Opt, ParamDict};
 use crate::ncnn_bail;
@@ -75,9 +75,9 @@ impl Layer for MatMul {
         for (i, c) in out.chunks_mut(m * n).enumerate() {
             let ao = batch_index(i, ba, &batch) * m * k;
             let bo = batch_index(i, bb, &batch) * k * n;
-            let av = View::rows(&a.data[ao..ao + m * k], k);
+            let av = MatView::rows(&a.data[ao..ao + m * k], k);
             let bd = &b.data[bo..bo + k * n];
-            let bv = if self.trans_b && lb.len() > 1 { View::transposed(bd, k) } else { View::rows(bd, n) };
+            let bv = if self.trans_b && lb.len() > 1 { MatView::transposed(bd, k) } else { MatView::rows(bd, n) };
             matmul(av, bv, c, m, k, n);
         }
         let mut axes = batch;

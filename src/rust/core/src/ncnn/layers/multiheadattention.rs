@@ -4,7 +4,7 @@
 //! heads joined and projected out. Bottoms: q [, k [, v]] [, mask]; k and v
 //! default to the one before.
 
-use super::kernels::matmul::{matmul, View};
+use super::kernels::matmul::{matmul, MatView};
 use super::softmax::softmax_rows;
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
 use crate::ncnn_bail;
@@ -57,7 +57,7 @@ impl MultiHeadAttention {
 /// rows x `out` = x (rows x `k`) W^T (W is out x k) + b, times `scale`.
 fn project(x: &[f32], rows: usize, k: usize, w: &[f32], b: &[f32], out: usize, scale: f32) -> Vec<f32> {
     let mut y = vec![0.0; rows * out];
-    matmul(View::rows(x, k), View::transposed(w, k), &mut y, rows, k, out);
+    matmul(MatView::rows(x, k), MatView::transposed(w, k), &mut y, rows, k, out);
     for r in y.chunks_mut(out) {
         for (v, bb) in r.iter_mut().zip(b) {
             *v = (*v + bb) * scale;
@@ -110,15 +110,15 @@ impl Layer for MultiHeadAttention {
         let mut scores = vec![0.0f32; l * s];
         let mut head = vec![0.0f32; l * d];
         for hh in 0..self.heads {
-            let qv = View { data: &qa[hh * d..], rs: e, cs: 1 };
-            let kt = View { data: &ka[hh * d..], rs: 1, cs: e };
+            let qv = MatView { data: &qa[hh * d..], rs: e, cs: 1 };
+            let kt = MatView { data: &ka[hh * d..], rs: 1, cs: e };
             matmul(qv, kt, &mut scores, l, d, s);
             if let Some(m) = mask {
                 let mm = if m.dims == 3 { m.channel(hh) } else { &m.data[..] };
                 scores.iter_mut().zip(mm).for_each(|(x, y)| *x += y);
             }
             softmax_rows(&mut scores, s);
-            matmul(View::rows(&scores, s), View { data: &va[hh * d..], rs: e, cs: 1 }, &mut head, l, s, d);
+            matmul(MatView::rows(&scores, s), MatView { data: &va[hh * d..], rs: e, cs: 1 }, &mut head, l, s, d);
             for (dst, src) in joined.chunks_mut(e).zip(head.chunks(d)) {
                 dst[hh * d..(hh + 1) * d].copy_from_slice(src);
             }

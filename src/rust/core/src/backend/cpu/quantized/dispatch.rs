@@ -25,14 +25,14 @@ pub fn without_avx512<R>(f: impl FnOnce() -> R) -> R {
 
 /// Activations of one column: quantized to the partner format, or f32.
 #[derive(Clone, Copy)]
-pub enum Act<'a> {
+pub enum ColumnActs<'a> {
     Q(&'a [u8]),
     F(&'a [f32]),
 }
 
 /// The weight rows of one product: `n` rows of `k` values, `stride` bytes apart.
 #[derive(Clone, Copy)]
-pub struct Rows<'a> {
+pub struct QuantRows<'a> {
     pub q: QType,
     pub data: &'a [u8],
     pub stride: usize,
@@ -41,7 +41,7 @@ pub struct Rows<'a> {
 
 /// `out[r] = row r . act` for every row.
 #[inline(always)]
-fn rows_generic(w: Rows<'_>, act: Act<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
+fn rows_generic(w: QuantRows<'_>, act: ColumnActs<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
     let nb = w.k / w.q.block_size();
     let rs = nb * w.q.type_size();
     let row = |r: usize| &w.data[r * w.stride..r * w.stride + rs];
@@ -54,7 +54,7 @@ fn rows_generic(w: Rows<'_>, act: Act<'_>, out: &mut [f32], scratch: &mut Vec<f3
     }
     use QType::*;
     match act {
-        Act::Q(y) => match w.q {
+        ColumnActs::Q(y) => match w.q {
             Q4_0 => each!(dot::q4_0, y),
             Q4_1 => each!(dot::q4_1, y),
             Q5_0 => each!(dot::q5_0, y),
@@ -70,7 +70,7 @@ fn rows_generic(w: Rows<'_>, act: Act<'_>, out: &mut [f32], scratch: &mut Vec<f3
             IQ4_XS => each!(dot::iq4_xs, y),
             _ => out.fill(f32::NAN),
         },
-        Act::F(y) => {
+        ColumnActs::F(y) => {
             scratch.resize(w.k, 0.0);
             for (r, o) in out.iter_mut().enumerate() {
                 *o = match quant::dequantize_row(w.q, row(r), scratch) {
@@ -84,7 +84,7 @@ fn rows_generic(w: Rows<'_>, act: Act<'_>, out: &mut [f32], scratch: &mut Vec<f3
 
 /// `out[r] = kernel(row r, y)` for every row.
 #[cfg(target_arch = "x86_64")]
-fn each_row(w: Rows<'_>, y: &[u8], out: &mut [f32], kernel: fn(&[u8], &[u8], usize) -> f32) {
+fn each_row(w: QuantRows<'_>, y: &[u8], out: &mut [f32], kernel: fn(&[u8], &[u8], usize) -> f32) {
     let nb = w.k / w.q.block_size();
     let rs = nb * w.q.type_size();
     for (r, o) in out.iter_mut().enumerate() {
@@ -95,7 +95,7 @@ fn each_row(w: Rows<'_>, y: &[u8], out: &mut [f32], kernel: fn(&[u8], &[u8], usi
 /// `out[r] = kernel(row r, prepared y)` for Q4_0 rows against a Q8_0 column
 /// (prepared once for all rows); false when `y` is too short.
 #[cfg(target_arch = "x86_64")]
-fn each_row_q4_0(w: Rows<'_>, y: &[u8], out: &mut [f32], kernel: fn(&[u8], &Q8Prep) -> f32) -> bool {
+fn each_row_q4_0(w: QuantRows<'_>, y: &[u8], out: &mut [f32], kernel: fn(&[u8], &Q8Prep) -> f32) -> bool {
     let nb = w.k / w.q.block_size();
     let Some(p) = Q8Prep::new(y, nb) else { return false };
     let rs = nb * w.q.type_size();
@@ -108,25 +108,25 @@ fn each_row_q4_0(w: Rows<'_>, y: &[u8], out: &mut [f32], kernel: fn(&[u8], &Q8Pr
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c")]
 // SAFETY: (for callers) only called when the CPU has AVX2, FMA and F16C.
-unsafe fn rows_avx2(w: Rows<'_>, act: Act<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
+unsafe fn rows_avx2(w: QuantRows<'_>, act: ColumnActs<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
     use super::avx2;
-    if let (QType::Q4_0, Act::Q(y)) = (w.q, act) {
+    if let (QType::Q4_0, ColumnActs::Q(y)) = (w.q, act) {
         if each_row_q4_0(w, y, out, avx2::q4_0) {
             return;
         }
     }
     let kernel: fn(&[u8], &[u8], usize) -> f32 = match (w.q, act) {
-        (QType::Q4_1, Act::Q(_)) => avx2::q4_1,
-        (QType::Q5_0, Act::Q(_)) => avx2::q5_0,
-        (QType::Q5_1, Act::Q(_)) => avx2::q5_1,
-        (QType::Q8_0, Act::Q(_)) => avx2::q8_0,
-        (QType::IQ4_NL, Act::Q(_)) => avx2::iq4_nl,
-        (QType::Q4_K, Act::Q(_)) => avx2::q4_k,
-        (QType::Q5_K, Act::Q(_)) => avx2::q5_k,
-        (QType::Q6_K, Act::Q(_)) => avx2::q6_k,
+        (QType::Q4_1, ColumnActs::Q(_)) => avx2::q4_1,
+        (QType::Q5_0, ColumnActs::Q(_)) => avx2::q5_0,
+        (QType::Q5_1, ColumnActs::Q(_)) => avx2::q5_1,
+        (QType::Q8_0, ColumnActs::Q(_)) => avx2::q8_0,
+        (QType::IQ4_NL, ColumnActs::Q(_)) => avx2::iq4_nl,
+        (QType::Q4_K, ColumnActs::Q(_)) => avx2::q4_k,
+        (QType::Q5_K, ColumnActs::Q(_)) => avx2::q5_k,
+        (QType::Q6_K, ColumnActs::Q(_)) => avx2::q6_k,
         _ => return rows_generic(w, act, out, scratch),
     };
-    if let Act::Q(y) = act {
+    if let ColumnActs::Q(y) = act {
         each_row(w, y, out, kernel);
     }
 }
@@ -134,19 +134,19 @@ unsafe fn rows_avx2(w: Rows<'_>, act: Act<'_>, out: &mut [f32], scratch: &mut Ve
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
 // SAFETY: (for callers) only called when the CPU has AVX-512 F, BW and VNNI, AVX2, FMA and F16C.
-unsafe fn rows_avx512(w: Rows<'_>, act: Act<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
+unsafe fn rows_avx512(w: QuantRows<'_>, act: ColumnActs<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
     use super::avx512;
-    if let (QType::Q4_0, Act::Q(y)) = (w.q, act) {
+    if let (QType::Q4_0, ColumnActs::Q(y)) = (w.q, act) {
         if each_row_q4_0(w, y, out, avx512::q4_0) {
             return;
         }
     }
     let kernel: fn(&[u8], &[u8], usize) -> f32 = match (w.q, act) {
-        (QType::Q8_0, Act::Q(_)) => avx512::q8_0,
+        (QType::Q8_0, ColumnActs::Q(_)) => avx512::q8_0,
         // SAFETY: the CPU has AVX2, FMA and F16C (implied by this path).
         _ => return unsafe { rows_avx2(w, act, out, scratch) },
     };
-    if let Act::Q(y) = act {
+    if let ColumnActs::Q(y) = act {
         each_row(w, y, out, kernel);
     }
 }
@@ -188,7 +188,7 @@ fn f16c() -> bool {
 
 /// `out[r] = row r . act` with the kernels of this CPU (the portable ones
 /// when tests ask for them through `simd::portable`).
-pub fn dot_rows(w: Rows<'_>, act: Act<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
+pub fn dot_rows(w: QuantRows<'_>, act: ColumnActs<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
     #[cfg(target_arch = "x86_64")]
     match path() {
         // SAFETY: the CPU has AVX-512 F, BW and VNNI, AVX2, FMA and F16C.

@@ -5,7 +5,7 @@
 //! than matrix-vector work) the weights are dequantized once and the f32
 //! sgemm kernel runs instead.
 
-use super::dispatch::{dot_rows, Act, Rows};
+use super::dispatch::{dot_rows, ColumnActs, QuantRows};
 use super::dot::{partner, Partner};
 use crate::backend::cpu::access::Src;
 use crate::backend::cpu::matmul;
@@ -59,11 +59,11 @@ pub fn mul_mat(q: QType, a: &DataRef, bytes: &[u8], b: &Src<'_>, out: &mut [f32]
     for i3 in 0..b.ne[3] {
         for i2 in 0..b.ne[2] {
             let base = a.offset + (i2 / r2) * l.nb[2] + (i3 / r3) * l.nb[3];
-            let w = Rows { q, data: &bytes[base..], stride: l.nb[1], k };
+            let w = QuantRows { q, data: &bytes[base..], stride: l.nb[1], k };
             let col0 = (i2 + b.ne[2] * i3) * n;
             let act = |j: usize| match p {
-                Partner::F32 => Act::F(&b.d[(col0 + j) * k..(col0 + j + 1) * k]),
-                _ => Act::Q(&acts[(col0 + j) * act_row..(col0 + j + 1) * act_row]),
+                Partner::F32 => ColumnActs::F(&b.d[(col0 + j) * k..(col0 + j + 1) * k]),
+                _ => ColumnActs::Q(&acts[(col0 + j) * act_row..(col0 + j + 1) * act_row]),
             };
             let c = &mut out[(i2 + b.ne[2] * i3) * m * n..][..m * n];
             product(w, m, n, &act, c, pool);
@@ -73,13 +73,13 @@ pub fn mul_mat(q: QType, a: &DataRef, bytes: &[u8], b: &Src<'_>, out: &mut [f32]
 }
 
 /// c[j * m + i] = row i of `w` . column j, rows split across the pool.
-fn product<'a>(w: Rows<'_>, m: usize, n: usize, act: &(impl Fn(usize) -> Act<'a> + Sync), c: &mut [f32], pool: &CpuPool) {
+fn product<'a>(w: QuantRows<'_>, m: usize, n: usize, act: &(impl Fn(usize) -> ColumnActs<'a> + Sync), c: &mut [f32], pool: &CpuPool) {
     let band = |r0: usize, r1: usize| -> Vec<f32> {
         let mut scratch = Vec::new();
         let mut res = vec![0f32; (r1 - r0) * n];
-        let rows = Rows { data: &w.data[r0 * w.stride..], ..w };
+        let rows = QuantRows { data: &w.data[r0 * w.stride..], ..w };
         for j in 0..n {
-            dot_rows(Rows { ..rows }, act(j), &mut res[j * (r1 - r0)..(j + 1) * (r1 - r0)], &mut scratch);
+            dot_rows(QuantRows { ..rows }, act(j), &mut res[j * (r1 - r0)..(j + 1) * (r1 - r0)], &mut scratch);
         }
         res
     };

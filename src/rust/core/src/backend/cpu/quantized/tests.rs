@@ -1,7 +1,7 @@
 //! Quantized products against dequantize-then-f64, within the error the
 //! activations' 8-bit quantization allows, on every CPU path.
 
-use super::dispatch::{dot_rows, path, without_avx512, Act, Rows};
+use super::dispatch::{dot_rows, path, without_avx512, ColumnActs, QuantRows};
 use super::dot::partner;
 use super::matmul::mul_mat;
 use crate::backend::cpu::access::Src;
@@ -101,8 +101,8 @@ fn cpu_paths_agree() {
             Some(pq) => quant::quantize_chunk(pq, &b, 1, k, None).unwrap(),
             None => Vec::new(),
         };
-        let act = if acts.is_empty() { Act::F(&b) } else { Act::Q(&acts) };
-        let rows = Rows { q, data: &bytes, stride: q.row_size(k).unwrap(), k };
+        let act = if acts.is_empty() { ColumnActs::F(&b) } else { ColumnActs::Q(&acts) };
+        let rows = QuantRows { q, data: &bytes, stride: q.row_size(k).unwrap(), k };
         let (mut fast, mut mid, mut port) = (vec![0f32; 4], vec![0f32; 4], vec![0f32; 4]);
         dot_rows(rows, act, &mut fast, &mut Vec::new());
         without_avx512(|| dot_rows(rows, act, &mut mid, &mut Vec::new()));
@@ -173,7 +173,7 @@ fn bench_dot_rows() {
         let (bytes, _) = weights(q, k, 256);
         let b = noise(k, 5);
         let acts = quant::quantize_chunk(partner(q).qtype().unwrap(), &b, 1, k, None).unwrap();
-        let rows = Rows { q, data: &bytes, stride: q.row_size(k).unwrap(), k };
+        let rows = QuantRows { q, data: &bytes, stride: q.row_size(k).unwrap(), k };
         let mut out = vec![0f32; 256];
         let min_time = |f: &mut dyn FnMut()| {
             (0..30)
@@ -184,9 +184,9 @@ fn bench_dot_rows() {
                 })
                 .fold(f64::MAX, f64::min)
         };
-        let dt = min_time(&mut || dot_rows(rows, Act::Q(&acts), &mut out, &mut Vec::new()));
-        let d2 = min_time(&mut || without_avx512(|| dot_rows(rows, Act::Q(&acts), &mut out, &mut Vec::new())));
-        let dp = min_time(&mut || simd::portable(|| dot_rows(rows, Act::Q(&acts), &mut out, &mut Vec::new())));
+        let dt = min_time(&mut || dot_rows(rows, ColumnActs::Q(&acts), &mut out, &mut Vec::new()));
+        let d2 = min_time(&mut || without_avx512(|| dot_rows(rows, ColumnActs::Q(&acts), &mut out, &mut Vec::new())));
+        let dp = min_time(&mut || simd::portable(|| dot_rows(rows, ColumnActs::Q(&acts), &mut out, &mut Vec::new())));
         let ns = |t: f64| t * 1e9 / (k * 256) as f64;
         println!("{}: {:.3} ns/value {}, {:.3} avx2, {:.3} portable", q.name(), ns(dt), path(), ns(d2), ns(dp));
     }

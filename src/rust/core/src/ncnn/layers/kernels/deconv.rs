@@ -4,7 +4,7 @@
 //! output, which is then cut to the padding or the requested size.
 
 use super::window::{positive, Window};
-use super::matmul::{matmul, View};
+use super::matmul::{matmul, MatView};
 use crate::ncnn::layer::Activation;
 use crate::ncnn::par;
 use crate::ncnn::{Mat, ModelBin, ParamDict};
@@ -101,7 +101,7 @@ impl DeconvParams {
             // cols[k][i * w + j] = sum_q W[p][q][k] * x[q][i][j]
             let mut cols = vec![0.0f32; maxk * hw];
             crate::ncnn::par::run_sequential(|| {
-                matmul(View { data: wp, rs: 1, cs: maxk }, View::rows(src, hw), &mut cols, maxk, icg, hw)
+                matmul(MatView { data: wp, rs: 1, cs: maxk }, MatView::rows(src, hw), &mut cols, maxk, icg, hw)
             });
             for ky in 0..self.kh {
                 for kx in 0..self.kw {

@@ -8,16 +8,16 @@ use crate::ncnn::par;
 
 /// Row-major weights of `k` columns.
 #[derive(Clone, Copy)]
-pub enum Rows<'a> {
+pub enum WeightRows<'a> {
     F32(&'a [f32]),
     I8(&'a [i8]),
 }
 
-impl Rows<'_> {
+impl WeightRows<'_> {
     fn len(&self) -> usize {
         match self {
-            Rows::F32(w) => w.len(),
-            Rows::I8(w) => w.len(),
+            WeightRows::F32(w) => w.len(),
+            WeightRows::I8(w) => w.len(),
         }
     }
 }
@@ -27,7 +27,7 @@ impl Rows<'_> {
 const TASK_VALUES: usize = 64 << 10;
 
 /// y[o] = sum_i w[o][i] * x[i] for every row o (y has `w.len() / k` values).
-pub fn gemv(w: Rows, x: &[f32], k: usize, y: &mut [f32]) {
+pub fn gemv(w: WeightRows, x: &[f32], k: usize, y: &mut [f32]) {
     let m = y.len();
     assert!(w.len() >= m * k && x.len() >= k, "gemv operands too small");
     if m == 0 {
@@ -47,12 +47,12 @@ pub fn gemv(w: Rows, x: &[f32], k: usize, y: &mut [f32]) {
     });
 }
 
-fn rows_portable(w: Rows, x: &[f32], k: usize, r0: usize, y: &mut [f32]) {
+fn rows_portable(w: WeightRows, x: &[f32], k: usize, r0: usize, y: &mut [f32]) {
     for (i, v) in y.iter_mut().enumerate() {
         let o = (r0 + i) * k;
         *v = match w {
-            Rows::F32(w) => w[o..o + k].iter().zip(x).map(|(a, b)| a * b).sum(),
-            Rows::I8(w) => w[o..o + k].iter().zip(x).map(|(a, b)| *a as f32 * b).sum(),
+            WeightRows::F32(w) => w[o..o + k].iter().zip(x).map(|(a, b)| a * b).sum(),
+            WeightRows::I8(w) => w[o..o + k].iter().zip(x).map(|(a, b)| *a as f32 * b).sum(),
         };
     }
 }
@@ -62,17 +62,17 @@ fn rows_portable(w: Rows, x: &[f32], k: usize, r0: usize, y: &mut [f32]) {
 /// for every value of `y`, and `x` holds `k`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn rows_avx2(w: Rows, x: &[f32], k: usize, r0: usize, y: &mut [f32]) {
+unsafe fn rows_avx2(w: WeightRows, x: &[f32], k: usize, r0: usize, y: &mut [f32]) {
     use std::arch::x86_64::*;
     /// Eight weights of row `r` from column `c`, as floats.
     ///
     /// # Safety
     /// `at..at + 8` must be inside `w`.
     #[inline(always)]
-    unsafe fn load8(w: Rows, at: usize) -> __m256 {
+    unsafe fn load8(w: WeightRows, at: usize) -> __m256 {
         match w {
-            Rows::F32(w) => _mm256_loadu_ps(w.as_ptr().add(at)),
-            Rows::I8(w) => {
+            WeightRows::F32(w) => _mm256_loadu_ps(w.as_ptr().add(at)),
+            WeightRows::I8(w) => {
                 let b = _mm_loadl_epi64(w.as_ptr().add(at) as *const __m128i);
                 _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b))
             }
@@ -89,8 +89,8 @@ unsafe fn rows_avx2(w: Rows, x: &[f32], k: usize, r0: usize, y: &mut [f32]) {
     }
     let tail_dot = |o: usize, c0: usize| -> f32 {
         match w {
-            Rows::F32(w) => (c0..k).map(|c| w[o + c] * x[c]).sum(),
-            Rows::I8(w) => (c0..k).map(|c| w[o + c] as f32 * x[c]).sum(),
+            WeightRows::F32(w) => (c0..k).map(|c| w[o + c] * x[c]).sum(),
+            WeightRows::I8(w) => (c0..k).map(|c| w[o + c] as f32 * x[c]).sum(),
         }
     };
     let k8 = k / 8 * 8;
@@ -128,7 +128,7 @@ unsafe fn rows_avx2(w: Rows, x: &[f32], k: usize, r0: usize, y: &mut [f32]) {
 /// # Safety
 /// None beyond `rows_portable`'s (never chosen off x86-64).
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn rows_avx2(w: Rows, x: &[f32], k: usize, r0: usize, y: &mut [f32]) {
+unsafe fn rows_avx2(w: WeightRows, x: &[f32], k: usize, r0: usize, y: &mut [f32]) {
     rows_portable(w, x, k, r0, y)
 }
 
@@ -143,7 +143,7 @@ mod tests {
             let wi: Vec<i8> = (0..m * k).map(|i| (i * 7 % 255) as i32 as i8).collect();
             let x: Vec<f32> = (0..k).map(|i| (i as f32 * 0.37).sin()).collect();
             for fast in [false, true] {
-                for (w, wsum) in [(Rows::F32(&wf), &wf.iter().map(|v| *v as f64).collect::<Vec<_>>()), (Rows::I8(&wi), &wi.iter().map(|v| *v as f64).collect())] {
+                for (w, wsum) in [(WeightRows::F32(&wf), &wf.iter().map(|v| *v as f64).collect::<Vec<_>>()), (WeightRows::I8(&wi), &wi.iter().map(|v| *v as f64).collect())] {
                     let mut y = vec![0.0f32; m];
                     if fast {
                         gemv(w, &x, k, &mut y);

@@ -6,20 +6,20 @@ use crate::ncnn::par;
 
 /// A strided view of a matrix.
 #[derive(Clone, Copy)]
-pub struct View<'a> {
+pub struct MatView<'a> {
     pub data: &'a [f32],
     pub rs: usize,
     pub cs: usize,
 }
 
-impl<'a> View<'a> {
+impl<'a> MatView<'a> {
     /// A row-major matrix with `cols` columns.
-    pub fn rows(data: &'a [f32], cols: usize) -> View<'a> {
-        View { data, rs: cols, cs: 1 }
+    pub fn rows(data: &'a [f32], cols: usize) -> MatView<'a> {
+        MatView { data, rs: cols, cs: 1 }
     }
     /// The transpose of a row-major matrix with `cols` columns.
-    pub fn transposed(data: &'a [f32], cols: usize) -> View<'a> {
-        View { data, rs: 1, cs: cols }
+    pub fn transposed(data: &'a [f32], cols: usize) -> MatView<'a> {
+        MatView { data, rs: 1, cs: cols }
     }
     /// Whether element (r - 1, c - 1) is inside the data.
     fn covers(&self, r: usize, c: usize) -> bool {
@@ -28,7 +28,7 @@ impl<'a> View<'a> {
 }
 
 /// c (row-major, n columns) = a * b.
-pub fn matmul(a: View, b: View, c: &mut [f32], m: usize, k: usize, n: usize) {
+pub fn matmul(a: MatView, b: MatView, c: &mut [f32], m: usize, k: usize, n: usize) {
     assert!(a.covers(m, k) && b.covers(k, n) && c.len() >= m * n, "matrix operands too small");
     if m == 0 || n == 0 {
         return;
@@ -74,7 +74,7 @@ mod tests {
         let a: Vec<f32> = (0..m * k).map(|v| (v % 5) as f32 - 2.0).collect();
         let bt: Vec<f32> = (0..n * k).map(|v| (v % 3) as f32 * 0.5).collect(); // n x k
         let mut c = vec![0.0; m * n];
-        matmul(View::rows(&a, k), View::transposed(&bt, k), &mut c, m, k, n);
+        matmul(MatView::rows(&a, k), MatView::transposed(&bt, k), &mut c, m, k, n);
         for i in 0..m {
             for j in 0..n {
                 let want: f32 = (0..k).map(|l| a[i * k + l] * bt[j * k + l]).sum();

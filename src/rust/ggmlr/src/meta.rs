@@ -10,7 +10,7 @@ use crate::devices::{device_arg, device_robj};
 use crate::guard;
 use extendr_api::prelude::*;
 use ggmlr_core::backend::device::MetaDevice;
-use ggmlr_core::backend::meta::split::{SplitAnswer, SplitPolicy, TensorInfo};
+use ggmlr_core::backend::meta::split::{SplitAnswer, SplitPolicy, SplitTensorInfo};
 use std::sync::{Arc, OnceLock};
 use std::thread::ThreadId;
 
@@ -22,7 +22,7 @@ struct RPolicy {
     id: i32,
 }
 
-fn info_robj(info: &TensorInfo) -> Robj {
+fn info_robj(info: &SplitTensorInfo) -> Robj {
     // `type` is a Rust keyword: names given as strings.
     let values: [Robj; 5] = [
         info.name.as_str().into(),
@@ -37,7 +37,7 @@ fn info_robj(info: &TensorInfo) -> Robj {
 }
 
 impl SplitPolicy for RPolicy {
-    fn split(&self, info: &TensorInfo, n: usize) -> ggmlr_core::Result<SplitAnswer> {
+    fn split(&self, info: &SplitTensorInfo, n: usize) -> ggmlr_core::Result<SplitAnswer> {
         if MAIN.get() != Some(&std::thread::current().id()) {
             anyhow::bail!("the split function can only be called on R's main thread");
         }

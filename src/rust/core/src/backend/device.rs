@@ -7,8 +7,8 @@
 //! device ([`MetaDevice`], computed on by [`super::meta`]) is made of other
 //! devices and belongs to no registry unless registered.
 
-use super::meta::memory::Split;
-use super::meta::split::{answer_split, SplitPolicy, TensorInfo};
+use super::meta::memory::DeviceSplit;
+use super::meta::split::{answer_split, SplitPolicy, SplitTensorInfo};
 use super::vulkan;
 use crate::base::log;
 use crate::layout::Layout;
@@ -281,12 +281,12 @@ impl MetaDevice {
     }
 
     /// How `t` lies over the devices.
-    pub fn split_of(&self, t: &Tensor) -> Split {
+    pub fn split_of(&self, t: &Tensor) -> DeviceSplit {
         let n = self.devices.len();
         if n == 1 || self.fell_back() {
-            return Split::Mirrored;
+            return DeviceSplit::Mirrored;
         }
-        let info = TensorInfo {
+        let info = SplitTensorInfo {
             name: t.name(),
             type_code: t.dtype().code(),
             ne: t.ne(),
@@ -303,7 +303,7 @@ impl MetaDevice {
                     self.name,
                     t.describe()
                 ));
-                Split::Mirrored
+                DeviceSplit::Mirrored
             }
         }
     }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 /// How one tensor lies over the devices.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Split {
+pub enum DeviceSplit {
     /// A full copy on every device.
     Mirrored,
     /// Device `j` holds `sizes[j]` consecutive indices of dimension `dim`.
@@ -24,7 +24,7 @@ pub struct Entry {
     /// Byte offset in the meta buffer.
     pub offset: usize,
     pub layout: Layout,
-    pub split: Split,
+    pub split: DeviceSplit,
     /// Byte offset of the device's copy or slice in its buffer.
     pub part_offsets: Vec<usize>,
 }
@@ -37,8 +37,8 @@ impl Entry {
     /// The layout of the device's copy or slice.
     pub fn part_layout(&self, j: usize) -> Layout {
         match &self.split {
-            Split::Mirrored => self.layout,
-            Split::Axis { dim, sizes } => {
+            DeviceSplit::Mirrored => self.layout,
+            DeviceSplit::Axis { dim, sizes } => {
                 let mut ne = self.layout.ne;
                 ne[*dim] = sizes[j];
                 Layout::contiguous(self.layout.dtype, ne)
@@ -83,10 +83,10 @@ impl MetaLayout {
     /// Lay out `tensors` (contiguous layouts, with their splits) over
     /// `n_parts` devices: one after the other, aligned, in the meta buffer
     /// and in each device's buffer.
-    pub fn plan(tensors: &[(Layout, Split)], n_parts: usize) -> crate::Result<MetaLayout> {
+    pub fn plan(tensors: &[(Layout, DeviceSplit)], n_parts: usize) -> crate::Result<MetaLayout> {
         let mut out = MetaLayout { entries: Vec::new(), part_sizes: vec![0; n_parts], size: 0 };
         for (layout, split) in tensors {
-            if let Split::Axis { dim, sizes } = split {
+            if let DeviceSplit::Axis { dim, sizes } = split {
                 ensure!(*dim < layout.ne.len(), "split axis {dim} does not exist");
                 ensure!(sizes.len() == n_parts, "a split gives {} sizes for {n_parts} devices", sizes.len());
                 ensure!(
@@ -156,7 +156,7 @@ impl MetaMemory {
     /// Write bytes `lo..hi` (meta offsets, inside entry `e`) from `data` (starting at meta offset `base`).
     fn write_entry(&self, e: &Entry, lo: usize, hi: usize, data: &[u8], base: usize) -> crate::Result<()> {
         let what = "a meta buffer";
-        let Split::Axis { dim, sizes } = &e.split else {
+        let DeviceSplit::Axis { dim, sizes } = &e.split else {
             for (j, p) in self.parts.iter().enumerate() {
                 p.write_bytes(e.part_offsets[j] + lo - e.offset, &data[lo - base..hi - base], what)?;
             }
@@ -176,7 +176,7 @@ impl MetaMemory {
 
     /// Read bytes `lo..hi` of entry `e` into `out` (starting at meta offset `base`).
     fn read_entry(&self, e: &Entry, lo: usize, hi: usize, out: &mut [u8], base: usize) -> crate::Result<()> {
-        let Split::Axis { dim, sizes } = &e.split else {
+        let DeviceSplit::Axis { dim, sizes } = &e.split else {
             let at = e.part_offsets[0] + lo - e.offset;
             return self.parts[0].read_bytes(at, &mut out[lo - base..hi - base], "a meta buffer");
         };
@@ -220,7 +220,7 @@ mod tests {
     use crate::base::dtype::DType;
     use crate::memory::{BufferTag, HostMemory};
 
-    fn memory(tensors: &[(Layout, Split)]) -> MetaMemory {
+    fn memory(tensors: &[(Layout, DeviceSplit)]) -> MetaMemory {
         let layout = MetaLayout::plan(tensors, 2).unwrap();
         let parts = layout
             .part_sizes
@@ -234,8 +234,8 @@ mod tests {
     fn mirrored_and_split_round_trip() {
         let m3x4 = Layout::contiguous(DType::F32, [3, 4, 1, 1]);
         let v6 = Layout::contiguous(DType::F32, [6, 1, 1, 1]);
-        let split = Split::Axis { dim: 1, sizes: vec![1, 3] };
-        let m = memory(&[(v6, Split::Mirrored), (m3x4, split), (v6, Split::Axis { dim: 0, sizes: vec![4, 2] })]);
+        let split = DeviceSplit::Axis { dim: 1, sizes: vec![1, 3] };
+        let m = memory(&[(v6, DeviceSplit::Mirrored), (m3x4, split), (v6, DeviceSplit::Axis { dim: 0, sizes: vec![4, 2] })]);
         let bytes: Vec<u8> = (0..m.layout.size as u32).map(|i| (i % 251) as u8).collect();
         let ends: Vec<usize> = m.layout.entries.iter().map(|e| e.offset + e.bytes()).collect();
         m.write(0, &bytes).unwrap();
@@ -256,7 +256,7 @@ mod tests {
         assert_eq!(back[e.offset + 4..e.offset + 20], [9; 16]);
         assert_eq!(back[e.offset + 20..e.offset + 48], bytes[e.offset + 20..e.offset + 48]);
         assert!(m.layout.entry_at(e.offset + 47).is_some_and(|x| x.offset == e.offset));
-        let bad = MetaLayout::plan(&[(v6, Split::Axis { dim: 0, sizes: vec![1, 1] })], 2);
+        let bad = MetaLayout::plan(&[(v6, DeviceSplit::Axis { dim: 0, sizes: vec![1, 1] })], 2);
         assert!(bad.unwrap_err().to_string().contains("do not add up"));
     }
 }

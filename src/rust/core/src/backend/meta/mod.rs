@@ -18,7 +18,7 @@
 pub mod memory;
 pub mod split;
 
-use self::memory::{Entry, MetaLayout, MetaMemory, Split};
+use self::memory::{Entry, MetaLayout, MetaMemory, DeviceSplit};
 use super::device::{Device, MetaDevice};
 use super::node::Node;
 use crate::memory::{Allocator, Buffer, BufferTag};
@@ -120,18 +120,18 @@ impl MetaBackend {
         for (v, off) in &written {
             let e = v.entry(*off)?;
             match (&e.split, temps.get(&(v.buf_id, e.offset))) {
-                (Split::Mirrored, _) => {
+                (DeviceSplit::Mirrored, _) => {
                     let from = &v.mem_parts[0];
                     for (j, p) in v.mem_parts.iter().enumerate().skip(1) {
                         from.copy_to(e.part_offsets[0], p, e.part_offsets[j], e.bytes(), "a meta backend result")?;
                     }
                 }
-                (Split::Axis { .. }, Some(tmp)) => {
+                (DeviceSplit::Axis { .. }, Some(tmp)) => {
                     let mut bytes = vec![0u8; e.bytes()];
                     tmp.read_bytes(0, &mut bytes, "a meta backend result")?;
                     v.buf.write_bytes(e.offset, &bytes, "a meta backend result")?;
                 }
-                (Split::Axis { .. }, None) => bail!("internal: no full copy of a split result"),
+                (DeviceSplit::Axis { .. }, None) => bail!("internal: no full copy of a split result"),
             }
         }
         Ok(())
@@ -150,7 +150,7 @@ impl MetaBackend {
         let Some(v) = meta_view(&r.buf)? else { return Ok(r.clone()) };
         let e = v.entry(r.offset)?;
         let within = r.offset - e.offset;
-        if e.split == Split::Mirrored {
+        if e.split == DeviceSplit::Mirrored {
             return Ok(DataRef { buf: v.mem_parts[0].clone(), offset: e.part_offsets[0] + within, layout: r.layout });
         }
         let key = (v.buf_id, e.offset);

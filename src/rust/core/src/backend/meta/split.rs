@@ -1,8 +1,8 @@
 //! What a split policy is told and answers: ggml's split axis codes, the
 //! policy trait (an R function in the R package), and the check that turns
-//! an answer into a [`Split`].
+//! an answer into a [`DeviceSplit`].
 
-use super::memory::Split;
+use super::memory::DeviceSplit;
 use anyhow::{bail, ensure};
 
 /// ggml's split axis codes: 0-3 a dimension, 10 mirrored, 11 partial sums.
@@ -11,7 +11,7 @@ pub const AXIS_PARTIAL: i64 = 11;
 
 /// What a policy is told about a tensor.
 #[derive(Debug, Clone)]
-pub struct TensorInfo {
+pub struct SplitTensorInfo {
     pub name: String,
     pub type_code: i32,
     pub ne: [usize; 4],
@@ -29,13 +29,13 @@ pub struct SplitAnswer {
 
 /// Decides how tensors lie over the devices.
 pub trait SplitPolicy: Send + Sync + std::fmt::Debug {
-    fn split(&self, info: &TensorInfo, n_devices: usize) -> crate::Result<SplitAnswer>;
+    fn split(&self, info: &SplitTensorInfo, n_devices: usize) -> crate::Result<SplitAnswer>;
 }
 
 /// The split an answer describes, checked against the tensor and the number of devices.
-pub fn answer_split(a: &SplitAnswer, info: &TensorInfo, n: usize) -> crate::Result<Split> {
+pub fn answer_split(a: &SplitAnswer, info: &SplitTensorInfo, n: usize) -> crate::Result<DeviceSplit> {
     match a.axis {
-        AXIS_MIRRORED => Ok(Split::Mirrored),
+        AXIS_MIRRORED => Ok(DeviceSplit::Mirrored),
         AXIS_PARTIAL => bail!("axis 11 (partial sums) is for computed results, not for allocated tensors"),
         d @ 0..=3 => {
             let d = d as usize;
@@ -48,7 +48,7 @@ pub fn answer_split(a: &SplitAnswer, info: &TensorInfo, n: usize) -> crate::Resu
                 sizes,
                 info.ne[d]
             );
-            Ok(Split::Axis { dim: d, sizes })
+            Ok(DeviceSplit::Axis { dim: d, sizes })
         }
         other => bail!("unknown split axis {other}: use 0 to 3 (a dimension) or 10 (mirrored)"),
     }

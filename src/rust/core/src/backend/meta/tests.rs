@@ -18,7 +18,7 @@ struct ByName {
 }
 
 impl SplitPolicy for ByName {
-    fn split(&self, info: &TensorInfo, n: usize) -> crate::Result<SplitAnswer> {
+    fn split(&self, info: &SplitTensorInfo, n: usize) -> crate::Result<SplitAnswer> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         if self.fail {
             anyhow::bail!("deliberate failure");
@@ -61,7 +61,7 @@ fn split_tensors_round_trip_and_compute() {
     // every device holds its share: the mirrored result on both, w's slices apart
     let crate::memory::BufferMem::Device(d) = &*buf.read("t").unwrap() else { panic!() };
     let m = d.as_any().downcast_ref::<MetaMemory>().unwrap();
-    let e = m.layout.entries.iter().find(|e| e.split != Split::Mirrored).unwrap();
+    let e = m.layout.entries.iter().find(|e| e.split != DeviceSplit::Mirrored).unwrap();
     assert_eq!(e.part_layout(0).ne4(), [3, 1, 1, 1]);
     let zlast = m.layout.entries.last().unwrap();
     for p in &m.parts {

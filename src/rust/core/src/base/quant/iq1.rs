@@ -6,7 +6,7 @@
 //! `scales`).
 
 use super::grids::IQ1S_GRID;
-use super::tables::{get, Kind, Lattice};
+use super::tables::{get, TableKind, Lattice};
 use super::util::{cmax, f16_bits_to_f32, f32_to_f16_bits, nearest_int, rd_f16, rd_u16, sum_sq, wr_f16};
 use super::types::QK_K;
 
@@ -124,7 +124,7 @@ fn rescore<'a>(lat: &Lattice, index: &[usize], xx: impl Fn(usize) -> &'a [f32; 3
 }
 
 pub fn quantize_s(x: &[f32], y: &mut [u8], qw: &[f32]) {
-    let lat = get(Kind::Iq1S);
+    let lat = get(TableKind::Iq1S);
     for (ibl, (xbl, yb)) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(50)).enumerate() {
         yb.fill(0);
         let sigma2 = 2.0 * sum_sq(xbl) / QK_K as f32;
@@ -217,7 +217,7 @@ fn m_shift(k: usize, group: usize) -> &'static [f32; 3] {
 
 pub fn quantize_m(x: &[f32], y: &mut [u8], qw: Option<&[f32]>) {
     const MASKS: [u8; 4] = [0x00, 0x80, 0x08, 0x88];
-    let lat = get(Kind::Iq1S);
+    let lat = get(TableKind::Iq1S);
     for (ibl, (xbl, yb)) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(56)).enumerate() {
         yb.fill(0);
         let sigma2 = 2.0 * sum_sq(xbl) / QK_K as f32;

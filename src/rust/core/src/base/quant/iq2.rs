@@ -7,7 +7,7 @@
 
 use super::grids::{IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, KSIGNS_IQ2XS};
 use super::search::{make_positive, pack_scales4, Group, ScaleSearch};
-use super::tables::{get, Kind};
+use super::tables::{get, TableKind};
 use super::util::{cmax, make_qp_quants, nearest_int, rd_f16, rd_u16, rd_u32, sum_sq, wr_f16, GROUP_MAX_EPS};
 use super::types::QK_K;
 
@@ -22,7 +22,7 @@ fn scale4(id: f32, s: f32) -> u8 {
 const SEARCH16: ScaleSearch = ScaleSearch { dim: 8, bits: 2, kmax: K_MAX_Q, steps: -9..=9, step: 0.1, start_on: true, only_off: true, always: false };
 
 pub fn quantize_xxs(x: &[f32], y: &mut [u8], qw: &[f32]) {
-    let lat = get(Kind::Iq2Xxs);
+    let lat = get(TableKind::Iq2Xxs);
     for (ibl, (xbl, yb)) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(66)).enumerate() {
         yb.fill(0);
         let mut q2 = [0u32; 16];
@@ -71,7 +71,7 @@ pub fn quantize_xxs(x: &[f32], y: &mut [u8], qw: &[f32]) {
 }
 
 pub fn quantize_xs(x: &[f32], y: &mut [u8], qw: &[f32]) {
-    let lat = get(Kind::Iq2Xs);
+    let lat = get(TableKind::Iq2Xs);
     for (ibl, (xbl, yb)) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(74)).enumerate() {
         yb.fill(0);
         let mut q2 = [0u16; 32];
@@ -108,7 +108,7 @@ pub fn quantize_xs(x: &[f32], y: &mut [u8], qw: &[f32]) {
 }
 
 pub fn quantize_s(x: &[f32], y: &mut [u8], qw: Option<&[f32]>) {
-    let lat = get(Kind::Iq2S);
+    let lat = get(TableKind::Iq2S);
     for (ibl, (xbl, yb)) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(82)).enumerate() {
         yb.fill(0);
         let mut scales = [0f32; 16];

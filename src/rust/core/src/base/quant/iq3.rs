@@ -5,7 +5,7 @@
 
 use super::grids::{IQ3S_GRID, IQ3XXS_GRID, KSIGNS_IQ2XS};
 use super::search::{make_positive, Group, ScaleSearch};
-use super::tables::{get, Kind};
+use super::tables::{get, TableKind};
 use super::util::{cmax, nearest_int, rd_f16, rd_u32, sum_sq, wr_f16};
 use super::types::QK_K;
 
@@ -28,7 +28,7 @@ fn search(kind: Grid) -> ScaleSearch {
 
 pub fn quantize(kind: Grid, x: &[f32], y: &mut [u8], qw: Option<&[f32]>) {
     let size = if kind == Grid::Xxs { 98 } else { 110 };
-    let lat = get(if kind == Grid::Xxs { Kind::Iq3Xxs } else { Kind::Iq3S });
+    let lat = get(if kind == Grid::Xxs { TableKind::Iq3Xxs } else { TableKind::Iq3S });
     for (ibl, (xbl, yb)) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(size)).enumerate() {
         yb.fill(0);
         let mut scales = [0f32; 8];

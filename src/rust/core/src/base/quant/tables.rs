@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 /// Which grid a table is built over.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Kind {
+pub enum TableKind {
     Iq2Xxs,
     Iq2Xs,
     Iq2S,
@@ -24,51 +24,51 @@ pub enum Kind {
     Iq3S,
 }
 
-impl Kind {
-    const ALL: [Kind; 6] = [Kind::Iq2Xxs, Kind::Iq2Xs, Kind::Iq2S, Kind::Iq1S, Kind::Iq3Xxs, Kind::Iq3S];
+impl TableKind {
+    const ALL: [TableKind; 6] = [TableKind::Iq2Xxs, TableKind::Iq2Xs, TableKind::Iq2S, TableKind::Iq1S, TableKind::Iq3Xxs, TableKind::Iq3S];
 
-    pub fn of(q: QType) -> Option<Kind> {
+    pub fn of(q: QType) -> Option<TableKind> {
         Some(match q {
-            QType::IQ2_XXS => Kind::Iq2Xxs,
-            QType::IQ2_XS => Kind::Iq2Xs,
-            QType::IQ2_S => Kind::Iq2S,
-            QType::IQ1_S | QType::IQ1_M => Kind::Iq1S,
-            QType::IQ3_XXS => Kind::Iq3Xxs,
-            QType::IQ3_S => Kind::Iq3S,
+            QType::IQ2_XXS => TableKind::Iq2Xxs,
+            QType::IQ2_XS => TableKind::Iq2Xs,
+            QType::IQ2_S => TableKind::Iq2S,
+            QType::IQ1_S | QType::IQ1_M => TableKind::Iq1S,
+            QType::IQ3_XXS => TableKind::Iq3Xxs,
+            QType::IQ3_S => TableKind::Iq3S,
             _ => return None,
         })
     }
 
     fn slot(self) -> usize {
-        Kind::ALL.iter().position(|&k| k == self).unwrap_or(0)
+        TableKind::ALL.iter().position(|&k| k == self).unwrap_or(0)
     }
 
     /// (elements per point, bits per code, number of nearest distances kept)
     fn shape(self) -> (usize, u32, usize) {
         match self {
-            Kind::Iq2Xxs | Kind::Iq2Xs => (8, 2, 2),
-            Kind::Iq2S => (8, 2, 1),
-            Kind::Iq1S => (8, 2, 3),
-            Kind::Iq3Xxs => (4, 3, 2),
-            Kind::Iq3S => (4, 3, 3),
+            TableKind::Iq2Xxs | TableKind::Iq2Xs => (8, 2, 2),
+            TableKind::Iq2S => (8, 2, 1),
+            TableKind::Iq1S => (8, 2, 3),
+            TableKind::Iq3Xxs => (4, 3, 2),
+            TableKind::Iq3S => (4, 3, 3),
         }
     }
 
     /// The codes of every grid point, `dim` per point.
     fn grid_codes(self) -> Vec<u8> {
         let words: Vec<u64> = match self {
-            Kind::Iq2Xxs => grids::IQ2XXS_GRID.to_vec(),
-            Kind::Iq2Xs => grids::IQ2XS_GRID.to_vec(),
-            Kind::Iq2S => grids::IQ2S_GRID.to_vec(),
-            Kind::Iq1S => grids::IQ1S_GRID.to_vec(),
-            Kind::Iq3Xxs => grids::IQ3XXS_GRID.iter().map(|&w| w as u64).collect(),
-            Kind::Iq3S => grids::IQ3S_GRID.iter().map(|&w| w as u64).collect(),
+            TableKind::Iq2Xxs => grids::IQ2XXS_GRID.to_vec(),
+            TableKind::Iq2Xs => grids::IQ2XS_GRID.to_vec(),
+            TableKind::Iq2S => grids::IQ2S_GRID.to_vec(),
+            TableKind::Iq1S => grids::IQ1S_GRID.to_vec(),
+            TableKind::Iq3Xxs => grids::IQ3XXS_GRID.iter().map(|&w| w as u64).collect(),
+            TableKind::Iq3S => grids::IQ3S_GRID.iter().map(|&w| w as u64).collect(),
         };
         let values: &[u8] = match self {
-            Kind::Iq2Xxs | Kind::Iq2Xs | Kind::Iq2S => &[0x08, 0x19, 0x2b],
-            Kind::Iq1S => &[0xff, 0x00, 0x01],
-            Kind::Iq3Xxs => &[0x04, 0x0c, 0x14, 0x1c, 0x24, 0x2c, 0x34, 0x3e],
-            Kind::Iq3S => &[0x01, 0x03, 0x05, 0x07, 0x09, 0x0b, 0x0d, 0x0f],
+            TableKind::Iq2Xxs | TableKind::Iq2Xs | TableKind::Iq2S => &[0x08, 0x19, 0x2b],
+            TableKind::Iq1S => &[0xff, 0x00, 0x01],
+            TableKind::Iq3Xxs => &[0x04, 0x0c, 0x14, 0x1c, 0x24, 0x2c, 0x34, 0x3e],
+            TableKind::Iq3S => &[0x01, 0x03, 0x05, 0x07, 0x09, 0x0b, 0x0d, 0x0f],
         };
         let dim = self.shape().0;
         let mut out = Vec::with_capacity(words.len() * dim);
@@ -106,7 +106,7 @@ impl Lattice {
         &self.neighbours[off + 1..off + 1 + n]
     }
 
-    fn build(kind: Kind) -> Lattice {
+    fn build(kind: TableKind) -> Lattice {
         let (dim, bits, nwant) = kind.shape();
         let codes = kind.grid_codes();
         let grid: Vec<i8> = codes.iter().map(|&c| 2 * c as i8 + 1).collect();
@@ -159,20 +159,20 @@ fn lock() -> std::sync::MutexGuard<'static, [Option<Arc<Lattice>>; 6]> {
 }
 
 /// The table of `kind`, built on first use.
-pub fn get(kind: Kind) -> Arc<Lattice> {
+pub fn get(kind: TableKind) -> Arc<Lattice> {
     let mut t = lock();
     t[kind.slot()].get_or_insert_with(|| Arc::new(Lattice::build(kind))).clone()
 }
 
 pub fn init(q: QType) {
-    if let Some(k) = Kind::of(q) {
+    if let Some(k) = TableKind::of(q) {
         get(k);
     }
 }
 
 /// Drop the table `q` uses (quantizers holding it keep their copy until done).
 pub fn free(q: QType) {
-    if let Some(k) = Kind::of(q) {
+    if let Some(k) = TableKind::of(q) {
         lock()[k.slot()] = None;
     }
 }
@@ -186,5 +186,5 @@ pub fn free_all() {
 /// Whether the table of `q` is built now.
 #[cfg(test)]
 pub fn is_built(q: QType) -> bool {
-    Kind::of(q).is_some_and(|k| lock()[k.slot()].is_some())
+    TableKind::of(q).is_some_and(|k| lock()[k.slot()].is_some())
 }

@@ -201,7 +201,7 @@ fn tables_build_free_and_rebuild() {
     assert!(tables::is_built(QType::IQ3_XXS));
     // Every off-grid key of every table has at least one neighbour.
     for q in [QType::IQ2_XXS, QType::IQ2_XS, QType::IQ2_S, QType::IQ1_S, QType::IQ3_XXS, QType::IQ3_S] {
-        let lat = tables::get(tables::Kind::of(q).unwrap());
+        let lat = tables::get(tables::TableKind::of(q).unwrap());
         for &e in lat.map.iter().filter(|&&e| e < 0) {
             assert!(!lat.neighbours_of(e).is_empty());
         }

@@ -151,17 +151,17 @@ fn read_graph(g: &GraphProto, dir: Option<&Path>, depth: usize) -> crate::Result
 fn value_info(v: &proto::ValueInfoProto) -> crate::Result<ValueInfo> {
     let name = v.name.clone().unwrap_or_default();
     let mut info = ValueInfo { name, elem: None, dims: None };
-    if let Some(proto::type_proto::Value::TensorType(t)) = v.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+    if let Some(proto::type_proto::TypeValue::TensorType(t)) = v.r#type.as_ref().and_then(|t| t.value.as_ref()) {
         info.elem = t.elem_type.and_then(|c| Elem::from_code(c).ok());
         if let Some(s) = &t.shape {
             let dims = s
                 .dim
                 .iter()
                 .map(|d| match &d.value {
-                    Some(proto::tensor_shape_proto::dimension::Value::DimValue(v)) if *v >= 0 => {
+                    Some(proto::tensor_shape_proto::dimension::DimensionValue::DimValue(v)) if *v >= 0 => {
                         OnnxDim::Fixed(*v as usize)
                     }
-                    Some(proto::tensor_shape_proto::dimension::Value::DimParam(p)) => OnnxDim::Dynamic(p.clone()),
+                    Some(proto::tensor_shape_proto::dimension::DimensionValue::DimParam(p)) => OnnxDim::Dynamic(p.clone()),
                     _ => OnnxDim::Dynamic(String::new()),
                 })
                 .collect();

@@ -191,13 +191,13 @@ pub struct ShardedDimProto {
 pub struct SimpleShardedDimProto {
     #[prost(int64, optional, tag = "3")]
     pub num_shards: ::core::option::Option<i64>,
-    #[prost(oneof = "simple_sharded_dim_proto::Dim", tags = "1, 2")]
-    pub dim: ::core::option::Option<simple_sharded_dim_proto::Dim>,
+    #[prost(oneof = "simple_sharded_dim_proto::ShardedDim", tags = "1, 2")]
+    pub dim: ::core::option::Option<simple_sharded_dim_proto::ShardedDim>,
 }
 /// Nested message and enum types in `SimpleShardedDimProto`.
 pub mod simple_sharded_dim_proto {
     #[derive(Clone, PartialEq, Eq, Hash, ::prost::Oneof)]
-    pub enum Dim {
+    pub enum ShardedDim {
         #[prost(int64, tag = "1")]
         DimValue(i64),
         #[prost(string, tag = "2")]
@@ -504,13 +504,13 @@ pub mod tensor_shape_proto {
     pub struct Dimension {
         #[prost(string, optional, tag = "3")]
         pub denotation: ::core::option::Option<::prost::alloc::string::String>,
-        #[prost(oneof = "dimension::Value", tags = "1, 2")]
-        pub value: ::core::option::Option<dimension::Value>,
+        #[prost(oneof = "dimension::DimensionValue", tags = "1, 2")]
+        pub value: ::core::option::Option<dimension::DimensionValue>,
     }
     /// Nested message and enum types in `Dimension`.
     pub mod dimension {
         #[derive(Clone, PartialEq, Eq, Hash, ::prost::Oneof)]
-        pub enum Value {
+        pub enum DimensionValue {
             #[prost(int64, tag = "1")]
             DimValue(i64),
             #[prost(string, tag = "2")]
@@ -522,13 +522,13 @@ pub mod tensor_shape_proto {
 pub struct TypeProto {
     #[prost(string, optional, tag = "6")]
     pub denotation: ::core::option::Option<::prost::alloc::string::String>,
-    #[prost(oneof = "type_proto::Value", tags = "1, 4, 5, 9, 8, 7")]
-    pub value: ::core::option::Option<type_proto::Value>,
+    #[prost(oneof = "type_proto::TypeValue", tags = "1, 4, 5, 9, 8, 7")]
+    pub value: ::core::option::Option<type_proto::TypeValue>,
 }
 /// Nested message and enum types in `TypeProto`.
 pub mod type_proto {
     #[derive(Clone, PartialEq, ::prost::Message)]
-    pub struct Tensor {
+    pub struct TensorTypeProto {
         #[prost(int32, optional, tag = "1")]
         pub elem_type: ::core::option::Option<i32>,
         #[prost(message, optional, tag = "2")]
@@ -572,9 +572,9 @@ pub mod type_proto {
         pub name: ::core::option::Option<::prost::alloc::string::String>,
     }
     #[derive(Clone, PartialEq, ::prost::Oneof)]
-    pub enum Value {
+    pub enum TypeValue {
         #[prost(message, tag = "1")]
-        TensorType(Tensor),
+        TensorType(TensorTypeProto),
         #[prost(message, tag = "4")]
         SequenceType(::prost::alloc::boxed::Box<Sequence>),
         #[prost(message, tag = "5")]

@@ -33,9 +33,9 @@ fn value(name: &str, elem: i32, dims: &[i64]) -> proto::ValueInfoProto {
         .iter()
         .map(|&d| proto::tensor_shape_proto::Dimension {
             value: Some(if d < 0 {
-                proto::tensor_shape_proto::dimension::Value::DimParam("N".into())
+                proto::tensor_shape_proto::dimension::DimensionValue::DimParam("N".into())
             } else {
-                proto::tensor_shape_proto::dimension::Value::DimValue(d)
+                proto::tensor_shape_proto::dimension::DimensionValue::DimValue(d)
             }),
             ..Default::default()
         })
@@ -43,7 +43,7 @@ fn value(name: &str, elem: i32, dims: &[i64]) -> proto::ValueInfoProto {
     proto::ValueInfoProto {
         name: Some(name.into()),
         r#type: Some(proto::TypeProto {
-            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+            value: Some(type_proto::TypeValue::TensorType(type_proto::TensorTypeProto {
                 elem_type: Some(elem),
                 shape: Some(proto::TensorShapeProto { dim }),
             })),

@@ -17,6 +17,7 @@
 //! declared there, are tests and are not checked.
 
 pub mod bounds;
+pub mod names;
 pub mod panics;
 pub mod source;
 

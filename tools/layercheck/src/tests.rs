@@ -187,3 +187,24 @@ fn the_readers_have_no_unexplained_indexing() {
         open.join("\n")
     );
 }
+
+#[test]
+fn a_public_type_name_defined_twice_is_found() {
+    let src = "pub struct Graph;\n// pub struct Node;\nconst S: &str = \"pub enum Value\";\n    pub enum Value<'a> { A(&'a u8) }\npub(crate) struct Hidden;\npub type Rows = u8;\npub trait Gemm {}\n";
+    let names: Vec<String> = names::scan(src).into_iter().map(|(n, l)| format!("{n}:{l}")).collect();
+    assert_eq!(names, ["Graph:1", "Value:4", "Rows:6", "Gemm:7"]);
+    let dir = write_crate("names", "", &[("a.rs", "pub struct Pool;\n"), ("b/c.rs", "\npub enum Pool {}\n"), ("d.rs", "pub struct Other;\n")]);
+    let dups = names::duplicates(&dir.join("src")).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(dups.len(), 1, "{dups:?}");
+    assert_eq!(dups["Pool"], ["a.rs:1", "b/c.rs:2"]);
+}
+
+/// No two public types of the engine crate share a name.
+#[test]
+fn the_core_crate_has_one_name_per_public_type() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dups = names::duplicates(&root.join("src/rust/core/src")).unwrap();
+    let list: Vec<String> = dups.iter().map(|(n, places)| format!("{n}: {}", places.join(", "))).collect();
+    assert!(list.is_empty(), "give each of these types a name of its own:\n{}", list.join("\n"));
+}

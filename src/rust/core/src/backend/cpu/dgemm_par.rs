@@ -76,11 +76,19 @@ unsafe fn split(m: usize, k: usize, n: usize, a: F64View, b: F64View, cp: Ptr, l
     {
         if crate::base::simd::avx2_fma() && k > 0 && m > 0 && n > 0 {
             return SHARED.with(|sh| {
-                let mut sh = sh.borrow_mut();
+                // A thread waiting inside one product can be handed another
+                // (rayon runs queued work while it waits): that one packs
+                // into a buffer of its own instead of the borrowed one.
+                let mut own = Vec::new();
+                let mut kept = sh.try_borrow_mut();
+                let sh = match kept.as_deref_mut() {
+                    Ok(v) => v,
+                    Err(_) => &mut own,
+                };
                 if n >= m {
-                    by_columns(m, k, n, a, b, c, ldc, post, threads, &mut sh)
+                    by_columns(m, k, n, a, b, c, ldc, post, threads, sh)
                 } else {
-                    by_rows(m, k, n, a, b, c, ldc, post, threads, &mut sh)
+                    by_rows(m, k, n, a, b, c, ldc, post, threads, sh)
                 }
             });
         }

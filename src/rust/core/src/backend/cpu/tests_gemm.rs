@@ -138,3 +138,39 @@ fn gemm_candidates() {
     }
     println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
 }
+
+#[test]
+fn products_from_several_threads_share_one_pool() {
+    // Callers outside the pool queue their products on it; a worker that
+    // waits inside one product may be handed another, which must not touch
+    // the first one's packing buffer.
+    let pool = std::sync::Arc::new(CpuPool::new(2).unwrap());
+    let (m, k, n) = (150, 260, 170);
+    let (a, b) = (std::sync::Arc::new(vals(m * k, 3)), std::sync::Arc::new(vals(k * n, 4)));
+    let want = std::sync::Arc::new(naive(m, k, n, &a, &b));
+    let callers: Vec<_> = (0..4)
+        .map(|_| {
+            let (pool, a, b, want) = (pool.clone(), a.clone(), b.clone(), want.clone());
+            std::thread::spawn(move || {
+                for _ in 0..25 {
+                    let mut c = vec![f64::NAN; m * n];
+                    let post = |_: usize, _: usize, _: &mut [f64]| {};
+                    // op(A) row-major m x k, op(B) row-major k x n; C column-major.
+                    let av = F64View { ptr: a.as_ptr(), rs: k as isize, cs: 1 };
+                    let bv = F64View { ptr: b.as_ptr(), rs: n as isize, cs: 1 };
+                    // SAFETY: the views address m x k and k x n values of their vectors; C is m x n, this thread's own.
+                    unsafe { dgemm_par(&pool, m, k, n, av, bv, c.as_mut_ptr(), m, &post) };
+                    for i in 0..m {
+                        for j in 0..n {
+                            let w = want[i * n + j];
+                            assert!((c[i + j * m] - w).abs() <= 1e-12 * (1.0 + w.abs()), "({i},{j})");
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for c in callers {
+        assert!(c.join().is_ok(), "a product on the shared pool failed");
+    }
+}

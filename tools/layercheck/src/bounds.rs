@@ -37,7 +37,11 @@ pub const READERS: [&str; 15] = [
 /// Folders gated whole (each `.rs` file in them, not their subfolders):
 /// the engine's op rules, and each further folder once every index in it is
 /// checked or proved.
-pub const GATED: [&str; 2] = ["src/rust/core/src/op", "src/rust/core/src/models/onnx"];
+pub const GATED: &[&str] = &[
+    "src/rust/core/src/op",
+    "src/rust/core/src/models/onnx",
+    "src/rust/core/src/models/onnx/run",
+];
 
 /// The marker of a comment that proves an index in bounds.
 pub const MARKER: &str = "BOUNDS:";
@@ -142,17 +146,27 @@ pub fn scan(path: &Path, src: &str) -> Vec<Site> {
     out
 }
 
+/// The child modules that the module owning folder `dir` (`dir.rs` beside
+/// it, or `dir/mod.rs`) declares under `#[cfg(test)]`: test code.
+fn test_mods_of(dir: &Path) -> Vec<String> {
+    let owner = [dir.with_extension("rs"), dir.join("mod.rs")];
+    owner.iter().filter_map(|f| std::fs::read_to_string(f).ok()).flat_map(|src| crate::source::read(&src).test_mods).collect()
+}
+
 /// The index expressions of the files named (a folder: every `.rs` file in
-/// it, test files (`tests.rs`, `*_tests.rs`) left out).
+/// it, test files (`tests.rs`, `*_tests.rs`, modules declared under
+/// `#[cfg(test)]` by the folder's owner) left out).
 pub fn scan_paths(paths: &[&Path]) -> Result<Vec<Site>, String> {
     let mut files = Vec::new();
     for p in paths {
         if p.is_dir() {
             let rd = std::fs::read_dir(p).map_err(|e| format!("{}: {e}", p.display()))?;
             let mut v: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+            let test_mods = test_mods_of(p);
             v.retain(|f| {
                 let name = f.file_name().and_then(|s| s.to_str()).unwrap_or("");
-                name.ends_with(".rs") && name != "tests.rs" && !name.ends_with("_tests.rs")
+                let stem = name.strip_suffix(".rs").unwrap_or("");
+                name.ends_with(".rs") && name != "tests.rs" && !name.ends_with("_tests.rs") && !test_mods.iter().any(|m| m == stem)
             });
             v.sort();
             files.extend(v);

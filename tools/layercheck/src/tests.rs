@@ -171,6 +171,23 @@ fn the_gate_fails_on_an_unproved_index() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A file that the folder's owning module declares under `#[cfg(test)]` is
+/// test code: the gate leaves it out, and only it.
+#[test]
+fn test_modules_of_a_gated_folder_are_left_out() {
+    let dir = std::env::temp_dir().join(format!("layercheck-testmods-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("d")).unwrap();
+    std::fs::write(dir.join("d.rs"), "mod u;\n#[cfg(test)]\nmod t;\n").unwrap();
+    std::fs::write(dir.join("d/t.rs"), "fn t(v: &[u8]) -> u8 { v[9] }\n").unwrap();
+    std::fs::write(dir.join("d/u.rs"), "fn u(v: &[u8]) -> u8 { v[9] }\n").unwrap();
+    let d = dir.join("d");
+    let sites = bounds::scan_paths(&[d.as_path()]).unwrap();
+    let names: Vec<String> = sites.iter().map(|s| s.path.file_name().unwrap().to_string_lossy().to_string()).collect();
+    assert_eq!(names, ["u.rs"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Every index expression left in the file readers and the gated folders
 /// says why it is in bounds.
 #[test]

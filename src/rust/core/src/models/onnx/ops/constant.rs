@@ -72,6 +72,7 @@ fn fold_constant_of_shape(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -
     HTensor::from_f64(elem, shape, crate::models::onnx::host::filled(count, v)?).map(|t| vec![t])
 }
 
+// BOUNDS-FN: shape.len() == 2 is checked first.
 fn eye(n: &OnnxNode, shape: &[usize], like: Elem) -> crate::Result<HTensor> {
     ensure!(shape.len() == 2, "EyeLike needs a 2-D input, not rank {}", shape.len());
     let elem = if n.has("dtype") { Elem::from_code(n.int("dtype", 1) as i32)? } else { like };

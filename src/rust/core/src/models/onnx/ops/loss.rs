@@ -20,6 +20,9 @@ pub fn find(op: &str) -> Option<(Option<Lower>, Option<Fold>)> {
 /// The loss of log-probabilities `x` [N, C, d...] (row-major values) for
 /// labels `t` [N, d...]: per sample -x[n, t, d] w[t] (0 for the ignored
 /// label), reduced as `reduction` says.
+// BOUNDS-FN: shape.len() >= 2 is checked; x holds the nn * c * inner values of shape
+// (both callers pass a tensor of that shape), labels hold nn * inner (t.shape == want
+// is checked), w holds c (checked) and l < c is checked before x and w are read.
 fn nll(n: &OnnxNode, x: &[f64], shape: &[usize], t: &HTensor, w: Option<&HTensor>) -> crate::Result<(Vec<usize>, Vec<f64>)> {
     ensure!(shape.len() >= 2, "the input must have at least 2 dimensions [N, C, ...], not {}", fmt_shape(shape));
     let (nn, c) = (shape[0], shape[1]);
@@ -42,7 +45,7 @@ fn nll(n: &OnnxNode, x: &[f64], shape: &[usize], t: &HTensor, w: Option<&HTensor
             if Some(l) == ignore {
                 continue;
             }
-            ensure!(l >= 0 && (l as usize) < c, "label {l} is not a class in 0..{} (and not ignore_index)", c - 1);
+            ensure!(l >= 0 && (l as usize) < c, "label {l} is not one of the {c} classes 0, 1, ... (and not ignore_index)");
             let wt = wv.as_ref().map_or(1.0, |w| w[l as usize]);
             loss[k] = -x[(b * c + l as usize) * inner + i] * wt;
             wsum += wt;
@@ -63,6 +66,9 @@ fn fold_nll(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Resul
     Ok(vec![HTensor::from_f64(x.elem, shape, v)?])
 }
 
+// BOUNDS-FN: rank >= 2 is checked; v and lp hold the nn * c * inner values of x's shape
+// (an HTensor holds numel(shape) values), and at(k) < nn * c * inner for b < nn, k < c,
+// i < inner.
 fn fold_sce(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "scores")?;
     let t = harg(ins, 1, "labels")?;

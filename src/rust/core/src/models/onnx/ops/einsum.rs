@@ -21,6 +21,8 @@ pub fn find(op: &str) -> Option<(Option<Lower>, Option<Fold>)> {
 
 /// Operand subscripts and the output's, with `...` replaced by letters
 /// that cannot clash (upper-case letters after 'Z' are not valid input).
+// BOUNDS-FN: ell has ell_rank entries and every operand's e <= ell_rank (the maximum),
+// the output's e is ell_rank.
 fn parse(eq: &str, ranks: &[usize]) -> crate::Result<(Vec<Vec<char>>, Vec<char>)> {
     let eq: String = eq.chars().filter(|c| !c.is_whitespace()).collect();
     let (lhs, rhs) = match eq.split_once("->") {
@@ -78,6 +80,9 @@ fn parse(eq: &str, ranks: &[usize]) -> crate::Result<(Vec<Vec<char>>, Vec<char>)
 }
 
 /// `x` with every repeated letter of `s` reduced to its diagonal.
+// BOUNDS-FN: s has one letter per dimension of x (parse checks each term's letters
+// against its operand's rank), so every letter of uniq occurs in s and dims is non-
+// empty; q has uniq.len() entries and st has s.len().
 fn diagonals(p: &mut Planner, x: Dev, s: &[char]) -> crate::Result<(Dev, Vec<char>)> {
     let mut uniq: Vec<char> = Vec::new();
     for &c in s {
@@ -106,6 +111,7 @@ fn diagonals(p: &mut Planner, x: Dev, s: &[char]) -> crate::Result<(Dev, Vec<cha
 }
 
 /// Sums `x` over the letters of `s` not in `keep`.
+// BOUNDS-FN: i < s.len().
 fn sum_out(p: &mut Planner, x: Dev, s: Vec<char>, keep: &[char]) -> crate::Result<(Dev, Vec<char>)> {
     let ax: Vec<usize> = (0..s.len()).filter(|&i| !keep.contains(&s[i])).collect();
     if ax.is_empty() {
@@ -121,6 +127,7 @@ fn transpose_to(p: &mut Planner, x: &Dev, s: &[char], order: &[char]) -> crate::
     permute(p.eb(), x, &perm)
 }
 
+// BOUNDS-FN: k < subs.len() (the zip with subs), so k + 1 <= subs.len().
 fn lower_einsum(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let eq = n.string("equation", "");
     ensure!(!eq.is_empty(), "Einsum needs an equation");
@@ -159,6 +166,9 @@ fn lower_einsum(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Re
 }
 
 /// a (letters sa) times b (letters sb), summing the shared letters not in `keep`.
+// BOUNDS-FN: each operand has one letter per dimension (parse, diagonals, sum_out and
+// contract keep the letters and the shape in step), so a letter's position in s is
+// below x.shape.len(); sb[..] is the whole.
 fn contract(p: &mut Planner, a: Dev, sa: Vec<char>, b: Dev, sb: Vec<char>, keep: &[char]) -> crate::Result<(Dev, Vec<char>)> {
     let (a, sa) = sum_out(p, a, sa.clone(), &[keep, &sb[..]].concat())?;
     let (b, sb) = sum_out(p, b, sb.clone(), &[keep, &sa[..]].concat())?;

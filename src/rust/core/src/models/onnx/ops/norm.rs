@@ -26,6 +26,7 @@ pub fn find(op: &str) -> Option<(Option<Lower>, Option<Fold>)> {
 }
 
 /// `v` (a per-channel vector) shaped to broadcast over `x` [N, C, ...].
+// BOUNDS-FN: shape has rank.max(2) >= 2 entries.
 fn per_channel(p: &mut Planner, v: &Val, rank: usize) -> crate::Result<Dev> {
     let d = p.dev(v)?;
     let c = d.shape.iter().product();
@@ -34,6 +35,8 @@ fn per_channel(p: &mut Planner, v: &Val, rank: usize) -> crate::Result<Dev> {
     reshape(p.eb(), &d, shape)
 }
 
+// BOUNDS-FN: shape has rank.max(2) >= 2 entries and index 0 or 1; s and t have c
+// entries and i < c.
 fn lower_batchnorm(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "X")?)?;
     let (sc, bi, mean, var) = (arg(ins, 1, "scale")?, arg(ins, 2, "B")?, arg(ins, 3, "mean")?, arg(ins, 4, "var")?);
@@ -75,6 +78,7 @@ fn lower_batchnorm(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate:
 /// and (biased) variance over every axis but the channels', then scaled
 /// and shifted; the further outputs are the running mean and variance
 /// updated with `momentum` (and before opset 14 the batch's own).
+// BOUNDS-FN: rank >= 2 is checked; params is a [_; 4].
 fn batchnorm_training(p: &mut Planner, n: &OnnxNode, x: &Dev, params: [&Val; 4], eps: f64) -> crate::Result<Vec<Val>> {
     let rank = x.shape.len();
     ensure!(rank >= 2, "BatchNormalization in training mode needs an input [N, C, ...], not {}", fmt_shape(&x.shape));
@@ -119,6 +123,7 @@ fn norm_rows(p: &mut Planner, x: &Dev, n: usize, eps: f32, rms: bool) -> crate::
     Ok(Dev { t, shape: x.shape.clone(), elem: x.elem })
 }
 
+// BOUNDS-FN: rank >= 2 is checked, so x.shape and shape (rank entries) have index 1.
 fn lower_groupnorm(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "X")?)?;
     ensure!(x.shape.len() >= 2, "{} needs an input [N, C, ...], not {}", n.op, fmt_shape(&x.shape));
@@ -153,6 +158,8 @@ fn lower_groupnorm(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate:
     one(y)
 }
 
+// BOUNDS-FN: a < rank (normalised), or a = 0 on a rank-0 input (an empty range of its
+// empty shape).
 fn lower_layernorm(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "X")?)?;
     let rank = x.shape.len();
@@ -204,6 +211,8 @@ fn lower_lpnorm(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Re
     one(binary(p.eb(), BinFn::Mask, &y, &norm, x.elem)?)
 }
 
+// BOUNDS-FN: axes() gives axes below r, so perm lists indices below r and inv and
+// x.shape have r entries.
 fn lower_mvn(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "X")?)?;
     let r = x.shape.len();
@@ -221,6 +230,7 @@ fn lower_mvn(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Resul
     one(dev::permute(p.eb(), &y, &inv)?)
 }
 
+// BOUNDS-FN: rank >= 3 is checked.
 fn lower_lrn(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "X")?)?;
     ensure!(x.shape.len() >= 3, "LRN needs an input [N, C, ...]");

@@ -56,6 +56,7 @@ fn scalar_val(v: i64, elem: Elem) -> Val {
 }
 
 /// Stacks per-iteration values along a new axis `axis` (reversed when asked).
+// BOUNDS-FN: parts is non-empty (checked) and ds has one entry per part.
 fn stack(p: &mut Planner, parts: Vec<Val>, axis: usize, reverse: bool) -> crate::Result<Val> {
     if parts.is_empty() {
         return Ok(Val::c(HTensor::from_f64(Elem::F32, vec![0], Vec::new())?, Taint::Shape));
@@ -77,6 +78,9 @@ fn stack(p: &mut Planner, parts: Vec<Val>, axis: usize, reverse: bool) -> crate:
     Ok(Val::D(concat(p.eb(), &ds, axis)?))
 }
 
+// BOUNDS-FN: outs.len() > n_carried is checked, so outs[0], outs[1..=n_carried] and
+// outs[n_carried + 1..] exist; every iteration's scan outputs are checked to be as many
+// as scans holds.
 fn lower_loop(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let g = graph(n, "body")?.clone();
     let max = match opt(ins, 0) {
@@ -103,6 +107,7 @@ fn lower_loop(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Resu
         if scans.is_empty() {
             scans = vec![Vec::new(); sc.len()];
         }
+        ensure!(sc.len() == scans.len(), "the Loop body gives {} scan outputs, after {} before", sc.len(), scans.len());
         for (k, v) in sc.iter().enumerate() {
             scans[k].push(v.clone());
         }
@@ -127,6 +132,8 @@ struct ScanArgs {
     out_dirs: Vec<i64>,
 }
 
+// BOUNDS-FN: ax is normalised to d's rank; outs.len() == n_states + n_scan_out is
+// checked and scans has n_scan_out entries.
 fn scan(p: &mut Planner, g: &OnnxGraph, mut states: Vec<Val>, xs: &[Val], a: &ScanArgs) -> crate::Result<Vec<Val>> {
     let n_states = states.len();
     let mut xdev = Vec::new();
@@ -172,6 +179,7 @@ fn scan(p: &mut Planner, g: &OnnxGraph, mut states: Vec<Val>, xs: &[Val], a: &Sc
     Ok(outs)
 }
 
+// BOUNDS-FN: m <= all.len() is checked, so n_states <= all.len().
 fn lower_scan(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let g = graph(n, "body")?.clone();
     let m = n.int("num_scan_inputs", 0).max(0) as usize;
@@ -195,6 +203,9 @@ fn lower_scan(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Resu
 /// first input of sequence lengths (all the full length here), the scan
 /// axis after the batch's and `directions` per scan input. Each batch
 /// entry is scanned on its own and the results are stacked.
+// BOUNDS-FN: narrow along axis 0 checks the rank is at least 1; slices has all.len() >=
+// n_states entries; every batch's scan gives as many outputs (n_states plus the body's
+// scan outputs), so per[k] exists.
 fn lower_scan8(p: &mut Planner, n: &OnnxNode, g: &OnnxGraph, ins: &[Option<Val>], m: usize) -> crate::Result<Vec<Val>> {
     let all: Vec<Val> = ins.iter().skip(1).flatten().cloned().collect();
     ensure!(m <= all.len(), "Scan has {} inputs but num_scan_inputs = {m}", all.len());

@@ -97,6 +97,9 @@ pub fn on_engine(op: &str) -> bool {
 }
 
 #[cfg(test)]
+mod bounds_tests;
+
+#[cfg(test)]
 mod tests {
     #[test]
     fn every_listed_operator_is_implemented() {

@@ -30,13 +30,18 @@ pub fn find(op: &str) -> Option<(Option<Lower>, Option<Fold>)> {
 
 /// The shape a per-axis parameter (1-D, along `axis` of a rank-`r` tensor)
 /// broadcasts with; a scalar stays a scalar.
-fn param_shape(len: usize, scalar: bool, a: usize, r: usize) -> Vec<usize> {
+/// A parameter of several values along an axis the input does not have (a
+/// per-axis zero point beside a per-tensor scale, on a scalar input) is an
+/// error.
+fn param_shape(len: usize, scalar: bool, a: usize, r: usize) -> crate::Result<Vec<usize>> {
     if scalar {
-        return Vec::new();
+        return Ok(Vec::new());
     }
+    ensure!(a < r, "a scale or zero point of {len} values is per axis, but the input has rank {r}: give one value, or an input with axis {a}");
     let mut s = vec![1usize; r];
+    // BOUNDS: a < r is checked just above.
     s[a] = len;
-    s
+    Ok(s)
 }
 
 /// The axis of a per-axis scale (unused, 0, for a per-tensor one).
@@ -51,11 +56,14 @@ fn param_axis(a: i64, rank: usize, scale: &Val) -> crate::Result<usize> {
 /// point): broadcast per tensor or per axis, or with `block` > 0 one per
 /// `block` consecutive elements along axis `a` (`t` then has x's shape
 /// with that axis divided by `block`, rounded up).
+// BOUNDS-FN: a < r is checked; t.shape == want is checked, so t holds numel(want)
+// values; q, st and want have r entries and q[d] / block < want[d] for q[d] < x[d].
 fn param_index(x: &[usize], t: &HTensor, a: usize, block: usize) -> crate::Result<Vec<usize>> {
     let r = x.len();
     if block == 0 {
-        return broadcast_index(x, &param_shape(t.numel(), t.numel() == 1, a, r));
+        return broadcast_index(x, &param_shape(t.numel(), t.numel() == 1, a, r)?);
     }
+    ensure!(a < r, "internal: a blocked parameter along axis {a} of an input of rank {r}");
     let mut want = x.to_vec();
     want[a] = x[a].div_ceil(block);
     ensure!(
@@ -90,7 +98,7 @@ fn param(p: &mut Planner, v: &Val, a: usize, r: usize) -> crate::Result<Dev> {
     let scalar = v.shape().iter().product::<usize>() == 1;
     let len = v.shape().iter().product();
     let d = p.dev(v)?;
-    reshape(p.eb(), &d, param_shape(len, scalar, a, r))
+    reshape(p.eb(), &d, param_shape(len, scalar, a, r)?)
 }
 
 /// (x - zero_point) * scale, on the host for constants.
@@ -122,6 +130,8 @@ fn dequant(p: &mut Planner, x: &Val, s: &Val, zp: Option<&Val>, a: i64) -> crate
     Ok(Val::D(binary(p.eb(), BinFn::Mul, &y, &sd, elem)?))
 }
 
+// BOUNDS-FN: si, zi (from broadcast_index or index_map over x's shape) have xv.len()
+// entries, each an index into s or zp (of the shape they were checked against).
 fn host_dequant(x: &HTensor, s: &HTensor, zp: Option<&HTensor>, a: usize, block: usize) -> crate::Result<HTensor> {
     let si = param_index(&x.shape, s, a, block)?;
     let xv = x.f64s();
@@ -206,6 +216,8 @@ fn lower_quantize(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::
     Ok(vec![Val::D(quant(p, &x, &s, zp.as_ref(), n.int("axis", 1), out)?)])
 }
 
+// BOUNDS-FN: si, zi (from broadcast_index or index_map over x's shape) have xv.len()
+// entries, each an index into s or zp (of the shape they were checked against).
 fn fold_quantize(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "x")?;
     let s = harg(ins, 1, "y_scale")?;
@@ -269,6 +281,8 @@ fn as_op(n: &OnnxNode, op: &str) -> OnnxNode {
     m
 }
 
+// BOUNDS-FN: QLinearConcat: vals.len() >= 5 is checked, so parts has at least one
+// entry.
 fn lower_qlinear(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let a = |i: usize, w: &str| arg(ins, i, w).cloned();
     let o = |i: usize| opt(ins, i).cloned();
@@ -358,6 +372,8 @@ fn lower_qlinear(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::R
 }
 
 /// a * b (broadcast), on the host for constants.
+// BOUNDS-FN: ix and iy index x and y (broadcast_index of the shapes they broadcast
+// from).
 fn mul_vals(p: &mut Planner, a: &Val, b: &Val) -> crate::Result<Val> {
     if let (Val::C(x), Val::C(y)) = (a, b) {
         let (x, y) = (x.value()?, y.value()?);

@@ -30,7 +30,11 @@ pub const F16_MIN: usize = 256;
 fn transposed(p: &mut Planner, b: &Val, ne: [usize; 4]) -> crate::Result<Arc<crate::tensor::Tensor>> {
     let r = b.shape().len();
     let mut perm: Vec<usize> = (0..r).collect();
-    perm.swap(r - 1, r - 2);
+    // A 1-D `b` (a column [K, 1]) transposed holds the same values in the
+    // same order: its permutation stays the identity.
+    if r >= 2 {
+        perm.swap(r - 1, r - 2);
+    }
     match b {
         Val::C(c) => {
             let key = derived_key("T", &[b]);
@@ -49,6 +53,9 @@ fn transposed(p: &mut Planner, b: &Val, ne: [usize; 4]) -> crate::Result<Arc<cra
 }
 
 /// ONNX MatMul of `a` [.., M, K] and `b` [.., K, N].
+// BOUNDS-FN: sa and sb are checked non-empty, so a2 and b2 have rank 2 or more; batch
+// has r entries and ba, bb are aligned to r; groups has at least two entries after the
+// while loop.
 pub fn matmul(p: &mut Planner, a: &Val, b: &Val) -> crate::Result<Dev> {
     let (sa, sb) = (a.shape().to_vec(), b.shape().to_vec());
     ensure!(!sa.is_empty() && !sb.is_empty(), "MatMul needs tensors of rank 1 or more, not {} and {}", fmt_shape(&sa), fmt_shape(&sb));
@@ -133,8 +140,12 @@ fn lower_matmul(p: &mut Planner, _n: &OnnxNode, ins: &[Option<Val>]) -> crate::R
 }
 
 /// Host MatMul (numpy semantics), f64.
+// BOUNDS-FN: sa and sb are checked non-empty, so a2 and b2 have rank 2 or more; x holds
+// numel(a2) values and pa < numel of a's batch (broadcast_index), i < m, l < k;
+// likewise y with pb, l, j.
 pub fn host_matmul(a: &HTensor, b: &HTensor) -> crate::Result<HTensor> {
     let (sa, sb) = (a.shape.clone(), b.shape.clone());
+    ensure!(!sa.is_empty() && !sb.is_empty(), "MatMul needs tensors of rank 1 or more, not {} and {}", fmt_shape(&sa), fmt_shape(&sb));
     let a2 = if sa.len() == 1 { vec![1, sa[0]] } else { sa.clone() };
     let b2 = if sb.len() == 1 { vec![sb[0], 1] } else { sb.clone() };
     let (m, k) = (a2[a2.len() - 2], a2[a2.len() - 1]);
@@ -175,6 +186,7 @@ fn fold_matmul(_n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::R
     Ok(vec![host_matmul(harg(ins, 0, "A")?, harg(ins, 1, "B")?)?])
 }
 
+// BOUNDS-FN: rank 2 of A and B is checked first.
 fn lower_gemm(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let (a, b) = (arg(ins, 0, "A")?.clone(), arg(ins, 1, "B")?.clone());
     ensure!(a.shape().len() == 2 && b.shape().len() == 2, "Gemm needs 2-D A and B, not {} and {}", fmt_shape(a.shape()), fmt_shape(b.shape()));
@@ -217,6 +229,8 @@ fn lower_gemm(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Resu
     one(y)
 }
 
+// BOUNDS-FN: idx indexes c (broadcast_index of c's shape) and has y's numel entries, as
+// v does.
 fn fold_gemm(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let (a, b) = (harg(ins, 0, "A")?, harg(ins, 1, "B")?);
     let a = if n.int("transA", 0) != 0 { host::transpose(a, &[1, 0])? } else { a.clone() };

@@ -83,6 +83,9 @@ fn host_result(_p: &mut Planner, n: &OnnxNode, x: &Dev, ax: &[usize], keep: bool
 }
 
 /// Host reduction of `x` over `ax` (f64).
+// BOUNDS-FN: ax and kept hold axes below r (axes() normalises them), st has r entries
+// and kst kept.len(); each kept coordinate is below its size, so o < n_out =
+// groups.len() (an empty x, whose sizes or strides may be 0, runs no iteration).
 pub fn host_reduce(f: RowFn, x: &HTensor, ax: &[usize], keep: bool) -> crate::Result<HTensor> {
     let r = x.rank();
     let mut out_shape = Vec::new();
@@ -189,6 +192,7 @@ fn softmax_layout(n: &OnnxNode, rank: usize, opset: i64) -> crate::Result<(bool,
     Ok((flatten, a))
 }
 
+// BOUNDS-FN: a < rank, or a = 0 on a rank-0 input (empty ranges of its empty shape).
 fn lower_softmax(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "input")?)?;
     let (flatten, a) = softmax_layout(n, x.shape.len(), p.opset)?;
@@ -197,7 +201,8 @@ fn lower_softmax(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::R
         "LogSoftmax" => Op::ScanRows { f: ScanFn::LogSoftmax },
         _ => Op::ScanRows { f: ScanFn::Hardmax },
     };
-    if flatten {
+    // A scalar is one row of one value.
+    if flatten || x.shape.is_empty() {
         let rows: usize = x.shape[..a].iter().product();
         let cols: usize = x.shape[a..].iter().product();
         let t = dev::shaped(p.eb(), &x, [cols, rows, 1, 1])?;
@@ -210,13 +215,17 @@ fn lower_softmax(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::R
     one(from_rows(p.eb(), t, &x, perm, x.elem)?)
 }
 
+// BOUNDS-FN: a < rank when the rank is not 0 (else a = 0 and only the ranges shape[0..]
+// are taken); every row's base + i * stride is below outer * stride * len = v.len() =
+// out.len() (r / stride < outer, i < len), and idx[0] exists since len > 0 when rows >
+// 0.
 fn fold_softmax(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], opset: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?;
     let (flatten, a) = softmax_layout(n, x.rank(), opset)?;
     let v = x.f64s();
     let mut out = v.to_vec();
     let st = strides(&x.shape);
-    let (len, stride) = if flatten { (x.shape[a..].iter().product::<usize>(), 1) } else { (x.shape[a], st[a]) };
+    let (len, stride) = if flatten || x.rank() == 0 { (x.shape[a..].iter().product::<usize>(), 1) } else { (x.shape[a], st[a]) };
     ensure!(len > 0 || v.is_empty(), "softmax over an empty axis");
     let rows = if len == 0 { 0 } else { v.len() / len };
     for r in 0..rows {
@@ -255,6 +264,8 @@ fn lower_cumsum(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Re
     one(from_rows(p.eb(), t, &x, perm, x.elem)?)
 }
 
+// BOUNDS-FN: a < rank (normalised); base + i * st[a] < v.len() = out.len() as in
+// fold_softmax (r / st[a] < outer, i < len; an empty x runs no row).
 fn fold_cumsum(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "x")?;
     let a = axis(harg(ins, 1, "axis")?.scalar("axis")? as i64, x.rank())?;

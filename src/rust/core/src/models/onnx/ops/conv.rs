@@ -53,8 +53,10 @@ fn list(n: &OnnxNode, name: &str, len: usize, default: i64) -> crate::Result<Vec
 }
 
 /// The geometry of a Conv / pooling node over input spatial sizes `sp` and kernel sizes `k`.
+// BOUNDS-FN: s and d have r entries, p has 2 * r, k.len() == r is checked; i < r.
 pub fn geometry(n: &OnnxNode, sp: &[usize], k: &[usize]) -> crate::Result<Vec<Geo>> {
     let r = sp.len();
+    ensure!(k.len() == r, "the kernel has {} spatial dimensions, the input {r}", k.len());
     let s = list(n, "strides", r, 1)?;
     let d = list(n, "dilations", r, 1)?;
     ensure!(s.iter().all(|&x| x > 0) && d.iter().all(|&x| x > 0), "strides and dilations must be positive");
@@ -96,6 +98,7 @@ pub fn out_size(input: usize, g: &Geo, ceil: bool) -> crate::Result<usize> {
     if ceil && (o - 1) * g.s >= input + g.pb {
         o -= 1;
     }
+    ensure!(o > 0, "no window starts inside an input of size {input} (padding {} before)", g.pb);
     Ok(o)
 }
 
@@ -116,7 +119,9 @@ fn weight(p: &mut Planner, w: &Val, ne: [usize; 4]) -> crate::Result<T> {
 
 /// 2-D convolution of `x` [N, C, H, W] by kernel `w` (ggml [KW, KH, Cg, OC])
 /// in `group` groups, geometry `geo` (H, W) -> [N, OC, OH, OW].
+// BOUNDS-FN: x's rank 4 is checked first.
 pub fn conv2d(p: &mut Planner, x: &Dev, w: T, group: usize, geo: [Geo; 2]) -> crate::Result<Dev> {
+    ensure!(x.shape.len() == 4, "internal: a 2-D convolution of an input of shape {}", fmt_shape(&x.shape));
     let [nn, c, h, wd] = [x.shape[0], x.shape[1], x.shape[2], x.shape[3]];
     let [kw, kh, cg, oc] = w.ne();
     ensure!(group >= 1 && c == cg * group, "the input has {c} channels, the kernel {cg} per group in {group} groups");
@@ -184,7 +189,11 @@ pub fn conv2d(p: &mut Planner, x: &Dev, w: T, group: usize, geo: [Geo; 2]) -> cr
 /// 3-D convolution of `x` [N, C, D, H, W] by kernel `w` (ggml [KW, KH,
 /// Cg*KD, OC], an ONNX [OC, Cg, KD, KH, KW] tensor as it is) with depth
 /// `kd`, geometry `geo` (D, H, W) -> [N, OC, OD, OH, OW].
+// BOUNDS-FN: x's rank 5 is checked first; geo is a [Geo; 3]; conv2d's result has rank 4
+// ([N*OD, OC, OH, OW]).
 pub fn conv3d(p: &mut Planner, x: &Dev, w: T, kd: usize, group: usize, geo: [Geo; 3]) -> crate::Result<Dev> {
+    ensure!(x.shape.len() == 5, "internal: a 3-D convolution of an input of shape {}", fmt_shape(&x.shape));
+    ensure!(kd > 0, "the kernel has depth 0");
     let [nn, c, d] = [x.shape[0], x.shape[1], x.shape[2]];
     let (h, wd) = (x.shape[3], x.shape[4]);
     let gd = geo[0];
@@ -227,6 +236,9 @@ fn spatial(n: &OnnxNode, x: &Val, w: &Val) -> crate::Result<usize> {
     }
 }
 
+// BOUNDS-FN: spatial() gives nsp with x and w both of rank nsp + 2 (3 to 5), so ws[2..]
+// and sp have nsp entries and geometry() gives nsp; ws[4] and g[2] only when nsp == 3;
+// conv2d's result has rank 4.
 pub(super) fn lower_conv(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let (xv, wv) = (arg(ins, 0, "X")?.clone(), arg(ins, 1, "W")?.clone());
     let nsp = spatial(n, &xv, &wv)?;
@@ -271,6 +283,9 @@ pub(super) fn lower_conv(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> 
 
 /// ConvTranspose weights [C, OCg, K...] as a convolution kernel
 /// [G*OCg, Cg, K...]: channels swapped per group, taps flipped.
+// BOUNDS-FN: w has the rank of the input, 3 to 5 (spatial(); 1-D reshaped to 4), so
+// s[0], s[1] and s[2..] exist; q has out.len() = s.len() entries and q[a] < s[a]; st
+// has s.len(); idx is checked by pick.
 fn flip_kernel(w: &HTensor, group: usize) -> crate::Result<HTensor> {
     let s = &w.shape;
     let (c, ocg) = (s[0], s[1]);
@@ -291,6 +306,10 @@ fn flip_kernel(w: &HTensor, group: usize) -> crate::Result<HTensor> {
     w.pick(&idx, out)
 }
 
+// BOUNDS-FN: strides, dil, opad have r = nsp entries (list checks), s, d, op have ns (2
+// for 1-D); x and w have rank ns + 2, so k, sp have ns; li < r, o.len() >= r is
+// checked, pv has 2 * r; pads and geo have ns; ks has rank ns + 2 (flip_kernel keeps
+// it); the result has rank ns + 2.
 fn lower_conv_transpose(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let (xv, wv) = (arg(ins, 0, "X")?.clone(), arg(ins, 1, "W")?.clone());
     let nsp = spatial(n, &xv, &wv)?;
@@ -312,6 +331,12 @@ fn lower_conv_transpose(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> c
     let ns = s.len();
     let k: Vec<usize> = w.shape[2..].to_vec();
     let sp: Vec<usize> = x.shape[2..].to_vec();
+    ensure!(
+        sp.iter().chain(&k).all(|&v| v > 0),
+        "ConvTranspose needs positive input and kernel sizes, not input {} and weights {}",
+        fmt_shape(&x.shape),
+        fmt_shape(&w.shape)
+    );
     // Pads: explicit, or from auto_pad / output_shape.
     let auto = n.string("auto_pad", "NOTSET");
     let out_shape = n.ints("output_shape");

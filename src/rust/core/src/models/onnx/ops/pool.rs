@@ -26,6 +26,9 @@ pub fn find(op: &str) -> Option<(Option<Lower>, Option<Fold>)> {
     })
 }
 
+// BOUNDS-FN: r >= 3 is checked, sp has nsp = r - 2 entries and geometry() gives as many
+// (kernel_shape's length is checked); nsp 1 is reshaped to rank 4; the result y has
+// rank 4; n.outputs[1] is read after len() > 1.
 fn lower_pool(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let mut x = p.dev(arg(ins, 0, "X")?)?;
     let r = x.shape.len();
@@ -128,7 +131,9 @@ fn taps_inside(o: usize, g: &Geo, size: usize, include_pad: bool) -> usize {
 }
 
 /// Pads `t` (canonical, ggml [inner, len, outer]) along its middle axis.
+// BOUNDS-FN: axis < rank is checked first.
 fn pad_axis(p: &mut Planner, t: &Dev, axis: usize, lo: usize, hi: usize, fill: f32) -> crate::Result<Dev> {
+    ensure!(axis < t.shape.len(), "internal: padding axis {axis} of a tensor of rank {}", t.shape.len());
     if lo + hi == 0 {
         return Ok(t.clone());
     }
@@ -146,6 +151,9 @@ fn pad_axis(p: &mut Planner, t: &Dev, axis: usize, lo: usize, hi: usize, fill: f
 
 /// Pooling along each spatial axis in turn, innermost first (so that
 /// MaxPool's index is of the first maximum in row-major window order).
+// BOUNDS-FN: lower_pool checks r >= 3 and gives g with r - 2 entries; a in 2..r, so g[a
+// - 2], and every pooled value keeps rank r (padded, shape, ms have r entries); coord
+// has sp.len() entries; n.outputs[1] is read after len() > 1.
 fn pool_by_axes(p: &mut Planner, n: &OnnxNode, x: &Dev, g: &[Geo]) -> crate::Result<Vec<Val>> {
     let kind = n.op.as_str();
     let ceil = n.int("ceil_mode", 0) != 0;

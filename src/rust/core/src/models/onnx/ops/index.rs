@@ -42,6 +42,8 @@ fn flat(p: &mut Planner, v: &Val) -> crate::Result<Arc<crate::tensor::Tensor>> {
     dev::shaped(p.eb(), &d, [n, 1, 1, 1])
 }
 
+// BOUNDS-FN: ds is checked non-empty and a < ds.len() (normalised), so ds[a] and ds[a +
+// 1..] exist.
 fn lower_gather(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let (dv, iv) = (arg(ins, 0, "data")?.clone(), arg(ins, 1, "indices")?.clone());
     let ds = dv.shape().to_vec();
@@ -67,6 +69,8 @@ fn lower_gather(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Re
     one(Dev { t, shape: out, elem: dv.elem() })
 }
 
+// BOUNDS-FN: a < rank (normalised); c has out.len() = a + ix.rank() + rank - a - 1
+// entries; j is a flat index into ix (its strides) so j < idx.len(); d.pick checks map.
 fn fold_gather(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let (d, ix) = (harg(ins, 0, "data")?, harg(ins, 1, "indices")?);
     let a = axis(n.int("axis", 0), d.rank())?;
@@ -85,12 +89,29 @@ fn fold_gather(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Re
     Ok(vec![d.pick(&map, out)?])
 }
 
+/// GatherElements / ScatterElements indices of shape `is` for data of
+/// shape `ds` along axis `a`: the same rank, and no larger than the data
+/// along the other axes.
+fn check_element_shape(ds: &[usize], is: &[usize], a: usize) -> crate::Result<()> {
+    ensure!(is.len() == ds.len(), "the indices {} must have the data's rank ({})", fmt_shape(is), ds.len());
+    ensure!(a < ds.len(), "internal: axis {a} of data of rank {}", ds.len());
+    ensure!(
+        is.iter().zip(ds).enumerate().all(|(i, (&n, &m))| i == a || n <= m),
+        "the indices {} are larger than the data {} along an axis other than {a}",
+        fmt_shape(is),
+        fmt_shape(ds)
+    );
+    Ok(())
+}
+
 /// Flat element indices of data (shape `ds`) for GatherElements /
 /// ScatterElements indices of shape `is` along `a`: constant when the
 /// indices are, else computed on the engine.
+// BOUNDS-FN: check_element_shape gives is.len() == ds.len() and a < ds.len(); dst and c
+// have that many entries.
 fn element_indices(p: &mut Planner, ds: &[usize], iv: &Val, a: usize) -> crate::Result<Val> {
     let is = iv.shape().to_vec();
-    ensure!(is.len() == ds.len(), "the indices {} must have the data's rank ({})", fmt_shape(&is), ds.len());
+    check_element_shape(ds, &is, a)?;
     let dst = strides(ds);
     // Flat index of each index position with its axis coordinate set to 0.
     let base = index_map(&is, |c| c.iter().enumerate().map(|(i, &x)| if i == a { 0 } else { x * dst[i] }).sum())?;
@@ -133,7 +154,10 @@ fn lower_gather_elements(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> 
     one(Dev { t, shape: out, elem: dv.elem() })
 }
 
+// BOUNDS-FN: check_element_shape gives ix.rank() == ds.len() and a < ds.len(); dst and
+// c have that many entries; index_map calls the closure once per index, so k < v.len().
 fn host_element_indices(ds: &[usize], ix: &HTensor, a: usize) -> crate::Result<Vec<usize>> {
+    check_element_shape(ds, &ix.shape, a)?;
     let dst = strides(ds);
     let v = ix.i64s();
     let mut k = 0;
@@ -202,14 +226,16 @@ fn lower_scatter_elements(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) ->
 fn host_scatter(d: &HTensor, idx: &[usize], u: &HTensor, r: ScatterReduce) -> crate::Result<HTensor> {
     ensure!(idx.len() == u.numel(), "the updates do not match the indices");
     let mut v = d.f64s().to_vec();
+    let n = v.len();
     let uv = u.f64s();
-    for (k, &i) in idx.iter().enumerate() {
-        v[i] = match r {
-            ScatterReduce::None => uv[k],
-            ScatterReduce::Add => v[i] + uv[k],
-            ScatterReduce::Mul => v[i] * uv[k],
-            ScatterReduce::Max => v[i].max(uv[k]),
-            ScatterReduce::Min => v[i].min(uv[k]),
+    for (&i, &w) in idx.iter().zip(uv.iter()) {
+        let slot = v.get_mut(i).ok_or_else(|| anyhow::anyhow!("internal: scatter index {i} past the {n} values of the data"))?;
+        *slot = match r {
+            ScatterReduce::None => w,
+            ScatterReduce::Add => *slot + w,
+            ScatterReduce::Mul => *slot * w,
+            ScatterReduce::Max => slot.max(w),
+            ScatterReduce::Min => slot.min(w),
         };
     }
     HTensor::from_f64(d.elem, d.shape.clone(), v)
@@ -223,6 +249,8 @@ fn fold_scatter_elements(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) ->
 }
 
 /// GatherND / ScatterND: (batch, k, slice) of data `ds` and indices `is`.
+// BOUNDS-FN: is is checked non-empty; batch + k <= ds.len() and is.len() > batch are
+// checked before the slices at batch and batch + k.
 fn nd_layout(ds: &[usize], is: &[usize], batch: usize) -> crate::Result<(usize, usize)> {
     ensure!(!is.is_empty(), "the indices must have rank 1 or more");
     let k = is[is.len() - 1];
@@ -233,6 +261,8 @@ fn nd_layout(ds: &[usize], is: &[usize], batch: usize) -> crate::Result<(usize, 
 }
 
 /// Row (slice) index into data viewed as [rows, slice] for every index tuple.
+// BOUNDS-FN: nd_layout gives is.len() > batch, batch + k <= ds.len() and k = the
+// indices' last size, so t * k + j < numel for t < numel / k, j < k; rst has k entries.
 fn host_nd_rows(ds: &[usize], ix: &HTensor, batch: usize) -> crate::Result<Vec<usize>> {
     let (k, _) = nd_layout(ds, &ix.shape, batch)?;
     let v = ix.i64s();
@@ -251,6 +281,8 @@ fn host_nd_rows(ds: &[usize], ix: &HTensor, batch: usize) -> crate::Result<Vec<u
         .collect()
 }
 
+// BOUNDS-FN: nd_layout gives is.len() > batch and batch + k <= ds.len(); prod has the
+// indices' rank, at least 1.
 fn nd_rows(p: &mut Planner, ds: &[usize], iv: &Val, batch: usize) -> crate::Result<Val> {
     let is = iv.shape().to_vec();
     let (k, _) = nd_layout(ds, &is, batch)?;
@@ -284,6 +316,7 @@ fn nd_rows(p: &mut Planner, ds: &[usize], iv: &Val, batch: usize) -> crate::Resu
     Ok(Val::D(binary(b, BinFn::Add, &rows, &bd, Elem::I64)?))
 }
 
+// BOUNDS-FN: nd_layout gives is non-empty and batch + k <= ds.len().
 fn lower_gather_nd(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let (dv, iv) = (arg(ins, 0, "data")?.clone(), arg(ins, 1, "indices")?.clone());
     let batch = n.int("batch_dims", 0).max(0) as usize;
@@ -302,6 +335,8 @@ fn lower_gather_nd(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate:
     one(Dev { t, shape: out, elem: dv.elem() })
 }
 
+// BOUNDS-FN: nd_layout gives rank >= 1 and batch + k <= rank of the data; d.pick checks
+// idx.
 fn fold_gather_nd(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let (d, ix) = (harg(ins, 0, "data")?, harg(ins, 1, "indices")?);
     let batch = n.int("batch_dims", 0).max(0) as usize;
@@ -347,6 +382,7 @@ fn fold_scatter_nd(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate
 }
 
 /// OneHot's (depth, off, on) and output axis.
+// BOUNDS-FN: values.len() == 2 is checked.
 fn onehot_params(n: &OnnxNode, rank: usize, depth: f64, values: &[f64]) -> crate::Result<(usize, f64, f64, usize)> {
     ensure!(depth >= 1.0, "OneHot depth {depth} must be at least 1");
     ensure!(values.len() == 2, "OneHot values must be [off, on]");
@@ -356,6 +392,7 @@ fn onehot_params(n: &OnnxNode, rank: usize, depth: f64, values: &[f64]) -> crate
     Ok((depth as usize, values[0], values[1], a as usize))
 }
 
+// BOUNDS-FN: a <= rank (onehot_params), and rs has rank + 1 entries.
 fn lower_onehot(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let iv = arg(ins, 0, "indices")?.clone();
     let depth = p.value_of(arg(ins, 1, "depth")?, "depth")?.scalar("depth")?;
@@ -379,6 +416,8 @@ fn lower_onehot(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Re
     one(unary(b, Op::Map { f: MapFn::Affine, a: (on - off) as f32, b: off as f32 }, &eq, vv.elem())?)
 }
 
+// BOUNDS-FN: a <= rank (onehot_params); out and c have rank + 1 entries, the other rank
+// coordinates of c zip with ist into a flat index below iv.len().
 fn fold_onehot(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let ix = harg(ins, 0, "indices")?;
     let vals = harg(ins, 2, "values")?;

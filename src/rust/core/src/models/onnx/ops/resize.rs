@@ -115,6 +115,8 @@ fn antialias_taps(xo: f64, scale: f64, cubic: bool, a: f64) -> Vec<(i64, f64)> {
     t
 }
 
+// BOUNDS-FN: c is a [f64; 4] and k < 4; clamp keeps indices in 0..input (input > 0 is
+// checked).
 fn axis_plan(pr: &Params, input: usize, output: usize, scale: f64, roi: (f64, f64)) -> crate::Result<AxisPlan> {
     ensure!(input > 0, "cannot resize an empty dimension");
     // The resized length in coordinates: input * scale (not rounded), as
@@ -235,6 +237,9 @@ fn renorm(t: &mut [(i64, f64)], input: usize) {
 
 /// (output shape, per-axis scales used for coordinates, roi per axis).
 #[allow(clippy::type_complexity)]
+// BOUNDS-FN: axes hold axes below r (normalised) and out, sc, shape, rois have r
+// entries; sz, s and roi are checked to hold one (two for roi) value per axis, so k and
+// k + axes.len() are in range; the attribute scales are checked to be r.
 fn sizes_and_scales(
     n: &OnnxNode,
     shape: &[usize],
@@ -308,6 +313,10 @@ fn input_slots(n: &OnnxNode, opset: i64) -> (Option<usize>, Option<usize>, Optio
     }
 }
 
+// BOUNDS-FN: out, sc, rois, x.shape and plans have r entries (r - 2 only when r >= 2);
+// an empty output returns early, so every plan has out[a] > 0 tap lists, all of one
+// length (fixed per mode, antialias's from the scale alone) and non-empty (1, 2, 4 or
+// at least 2 taps).
 fn lower_resize(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "X")?)?;
     let pr = params(n, p.opset)?;
@@ -390,6 +399,10 @@ fn lower_resize(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Re
     one(cur)
 }
 
+// BOUNDS-FN: shape, out, sc, rois have r entries; oa < ns[a] = the plan's length; each
+// tap source s < shape[a] (axis_plan clamps), so src0 + s * st[a] = (outer * shape[a] +
+// s) * st[a] + inner < numel(shape) = cur.len() (outer below the outer product, inner <
+// st[a]); an empty ns runs no iteration.
 fn fold_resize(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], opset: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "X")?;
     let pr = params(n, opset)?;

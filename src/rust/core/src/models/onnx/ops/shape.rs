@@ -37,6 +37,7 @@ fn shape_const(t: HTensor) -> crate::Result<Vec<Val>> {
     Ok(vec![Val::c(t, Taint::Shape)])
 }
 
+// BOUNDS-FN: start and end are clamped to 0..=r and start < end.
 fn shape_ints(shape: &[usize], n: &OnnxNode) -> HTensor {
     let r = shape.len() as i64;
     let clamp = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
@@ -68,6 +69,9 @@ fn fold_size(_n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Res
 }
 
 /// The target shape of Reshape (`target` values), Flatten, Squeeze or Unsqueeze.
+// BOUNDS-FN: Reshape: out has target's length and i indexes both (shape[i] after i <
+// shape.len() is checked); Flatten: a <= r is checked; Squeeze: axes() gives axes below
+// the rank.
 fn new_shape(n: &OnnxNode, shape: &[usize], second: Option<&[i64]>, opset: i64) -> crate::Result<Vec<usize>> {
     let total: usize = shape.iter().product();
     match n.op.as_str() {
@@ -215,6 +219,7 @@ fn repeats(v: &[i64], rank: usize) -> crate::Result<Vec<usize>> {
     dims(v, "repeats")
 }
 
+// BOUNDS-FN: ne_of gives a [usize; 4], indexed by 0.
 fn lower_tile(p: &mut Planner, _n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "input")?)?;
     let reps = repeats(&p.ints_of(arg(ins, 1, "repeats")?, "repeats")?, x.shape.len())?;
@@ -248,6 +253,7 @@ fn lower_tile(p: &mut Planner, _n: &OnnxNode, ins: &[Option<Val>]) -> crate::Res
     one(Dev { t, shape: out, elem: x.elem })
 }
 
+// BOUNDS-FN: c, st and x.shape have the rank's length (out zips x.shape with reps).
 fn fold_tile(_n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?;
     let reps = repeats(&harg(ins, 1, "repeats")?.i64s(), x.rank())?;
@@ -257,6 +263,7 @@ fn fold_tile(_n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Res
     Ok(vec![x.pick(&idx, out)?])
 }
 
+// BOUNDS-FN: vals is checked non-empty.
 fn lower_concat(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let vals: Vec<Val> = ins.iter().flatten().cloned().collect();
     ensure!(!vals.is_empty(), "Concat needs at least one input");
@@ -275,6 +282,9 @@ fn lower_concat(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Re
     one(concat(p.eb(), &parts, a)?)
 }
 
+// BOUNDS-FN: vals is checked non-empty and a < rank; every input is checked to have
+// rank `rank` and vals[0]'s sizes off the axis, so it holds outer * chunk values and
+// each o * chunk..(o + 1) * chunk is inside them.
 fn fold_concat(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let vals: Vec<&HTensor> = ins.iter().flatten().map(|v| v.as_ref()).collect();
     ensure!(!vals.is_empty(), "Concat needs at least one input");
@@ -329,6 +339,7 @@ fn split_sizes(n: &OnnxNode, given: Option<Vec<i64>>, dim: usize, outputs: usize
     Ok(out)
 }
 
+// BOUNDS-FN: a < rank (normalised).
 fn lower_split(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let x = p.dev(arg(ins, 0, "input")?)?;
     let a = axis(n.int("axis", 0), x.shape.len())?;
@@ -346,6 +357,8 @@ fn lower_split(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Res
     Ok(outs)
 }
 
+// BOUNDS-FN: a < rank (normalised); c, st and shape have the rank's length; pick checks
+// idx.
 fn fold_split(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?;
     let a = axis(n.int("axis", 0), x.rank())?;
@@ -365,6 +378,8 @@ fn fold_split(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Res
 }
 
 /// Per-axis (start, count, step) of a Slice over `shape`.
+// BOUNDS-FN: ax, steps, starts and ends are checked to have one length, k below it; a <
+// r (normalised) and spec has r entries.
 fn slice_spec(n: &OnnxNode, shape: &[usize], starts: Vec<i64>, ends: Vec<i64>, ax: Option<Vec<i64>>, steps: Option<Vec<i64>>) -> crate::Result<Vec<(i64, usize, i64)>> {
     let r = shape.len();
     ensure!(starts.len() == ends.len(), "Slice: {} starts but {} ends", starts.len(), ends.len());
@@ -421,6 +436,9 @@ fn lower_slice(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Res
 }
 
 /// The slice of `x` given per axis as (start, count, step).
+// BOUNDS-FN: spec has one entry per dimension of x (slice_spec over x's shape) and cur
+// keeps x's rank, so st and shape have as many; ne and nb are [_; 4] with k <= 4
+// checked (k - 1 - j < k), groups[k - 1] when k > 0, d <= k <= 3 on the dummy path.
 fn slice_dev(p: &mut Planner, x: &Dev, spec: &[(i64, usize, i64)]) -> crate::Result<Dev> {
     let out: Vec<usize> = spec.iter().map(|s| s.1).collect();
     if out.iter().product::<usize>() == 0 {
@@ -484,7 +502,9 @@ fn slice_dev(p: &mut Planner, x: &Dev, spec: &[(i64, usize, i64)]) -> crate::Res
 }
 
 /// x's slices along ONNX axis `a` picked by the index list `idx`.
+// BOUNDS-FN: a < rank is checked first.
 pub fn gather_axis(p: &mut Planner, x: &Dev, a: usize, idx: Vec<f32>) -> crate::Result<Dev> {
+    ensure!(a < x.shape.len(), "internal: a gather along axis {a} of a tensor of rank {}", x.shape.len());
     let outer: usize = x.shape[..a].iter().product();
     let inner: usize = x.shape[a + 1..].iter().product();
     let n = idx.len();
@@ -498,6 +518,7 @@ pub fn gather_axis(p: &mut Planner, x: &Dev, a: usize, idx: Vec<f32>) -> crate::
     Ok(Dev { t, shape, elem: x.elem })
 }
 
+// BOUNDS-FN: spec, strd and c have x's rank; pick checks idx.
 fn fold_slice(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "data")?;
     let (s, e, a, st) = if hopt(ins, 1).is_none() {
@@ -523,6 +544,8 @@ fn fold_slice(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Res
 }
 
 /// Pad's mode, per-dimension (before, after) and fill value.
+// BOUNDS-FN: ax holds axes below rank (normalised) and per has rank entries; pads.len()
+// == 2 * ax.len() is checked, so k + ax.len() is in range.
 fn pad_spec(n: &OnnxNode, rank: usize, pads: Vec<i64>, value: f64, ax: Option<Vec<i64>>) -> crate::Result<(PadMode, Vec<(i64, i64)>, f64)> {
     let mode = match n.string("mode", "constant").as_str() {
         "constant" => PadMode::Constant,
@@ -543,6 +566,8 @@ fn pad_spec(n: &OnnxNode, rank: usize, pads: Vec<i64>, value: f64, ax: Option<Ve
     Ok((mode, per, value))
 }
 
+// BOUNDS-FN: per, lo, hi and x.shape have rank entries (narrow keeps the rank); glo and
+// ghi are [_; 4] with k <= 4 checked.
 fn lower_pad(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let mut x = p.dev(arg(ins, 0, "data")?)?;
     let rank = x.shape.len();
@@ -600,6 +625,8 @@ fn lower_pad(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Resul
     one(Dev { t, shape: out, elem: x.elem })
 }
 
+// BOUNDS-FN: out, per, st, x.shape and c have x's rank; each source coordinate is below
+// its size d (PadMode::source gives 0..d for d > 0), so flat < numel = xv.len().
 fn fold_pad(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "data")?;
     let pads = match hopt(ins, 1) {
@@ -642,6 +669,7 @@ fn fold_pad(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Resul
 }
 
 /// DepthToSpace / SpaceToDepth as (reshape, transpose, reshape) shapes.
+// BOUNDS-FN: rank 4 is checked first.
 fn space_plan(n: &OnnxNode, shape: &[usize]) -> crate::Result<(Vec<usize>, Vec<usize>, Vec<usize>)> {
     ensure!(shape.len() == 4, "{} needs a 4-D input, not {}", n.op, fmt_shape(shape));
     let b = n.int("blocksize", 0);
@@ -680,6 +708,7 @@ fn fold_space(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Res
 }
 
 /// Trilu's keep mask of the last two dimensions.
+// BOUNDS-FN: rank >= 2 is checked first.
 fn trilu_mask(n: &OnnxNode, shape: &[usize], k: i64) -> crate::Result<HTensor> {
     ensure!(shape.len() >= 2, "Trilu needs at least 2 dimensions");
     let (r, c) = (shape[shape.len() - 2], shape[shape.len() - 1]);
@@ -704,6 +733,8 @@ fn lower_trilu(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Res
     one(binary(p.eb(), BinFn::Mask, &x, &m, x.elem)?)
 }
 
+// BOUNDS-FN: mask has shape [r, c] and r * c values, and i % (r * c) < r * c (an empty
+// x, where r * c may be 0, runs no iteration).
 fn fold_trilu(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?;
     let k = hopt(ins, 1).map(|t| t.first()).transpose()?.map_or(0, |v| v as i64);

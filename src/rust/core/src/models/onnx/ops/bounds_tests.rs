@@ -60,3 +60,40 @@ fn softmax_of_a_scalar_is_one_row() {
         assert_eq!(y[0].f64s().to_vec(), vec![want], "{op}");
     }
 }
+
+/// ScatterElements with indices wider than the data along another axis
+/// (it wrote past the data's values), and GatherElements with indices of
+/// a higher rank (it read past the data's strides).
+#[test]
+fn element_indices_larger_than_the_data_are_errors() {
+    let data = f(&[2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let wide = f(&[2, 3], &[0.0; 6]);
+    let e = fold_err(&node("ScatterElements", vec![]), &[data.clone(), wide.clone(), wide]);
+    assert!(e.contains("larger than the data"), "{e}");
+    let e = fold_err(&node("GatherElements", vec![]), &[data, f(&[1, 1, 1], &[0.0])]);
+    assert!(e.contains("the data's rank"), "{e}");
+}
+
+/// Unique and Compress with an `axis` attribute that is an empty list of
+/// ints (it was read as its first value).
+#[test]
+fn an_empty_axis_attribute_is_an_error() {
+    for op in ["Unique", "Compress"] {
+        let n = node(op, vec![("axis", Attr::Is(Vec::new()))]);
+        let e = fold_err(&n, &[f(&[2], &[1.0, 2.0]), f(&[2], &[1.0, 0.0])]);
+        assert!(e.contains("axis attribute has no value"), "{op}: {e}");
+    }
+}
+
+/// RoiAlign on a feature map of height 0 (it computed h - 1), and with an
+/// output size from the file too large to allocate (it aborted).
+#[test]
+fn roialign_refuses_an_empty_map_and_a_huge_output() {
+    let rois = f(&[1, 4], &[0.0, 0.0, 1.0, 1.0]);
+    let bi = Some(Arc::new(HTensor::from_i64(Elem::I64, vec![1], vec![0]).unwrap()));
+    let e = fold_err(&node("RoiAlign", vec![]), &[f(&[1, 1, 0, 2], &[]), rois.clone(), bi.clone()]);
+    assert!(e.contains("at least 1 x 1"), "{e}");
+    let big = node("RoiAlign", vec![("output_height", Attr::I(1 << 40)), ("output_width", Attr::I(1 << 40))]);
+    let e = fold_err(&big, &[f(&[1, 1, 2, 2], &[1.0; 4]), rois, bi]);
+    assert!(e.contains("too large"), "{e}");
+}

@@ -25,6 +25,20 @@ pub fn find(op: &str) -> Option<(Option<Lower>, Option<Fold>)> {
     })
 }
 
+/// The `axis` attribute when the node has one (an empty list of ints, as a
+/// file can give, is an error).
+fn axis_attr(n: &OnnxNode, rank: usize) -> crate::Result<Option<usize>> {
+    match n.ints("axis").filter(|_| n.has("axis")) {
+        None => Ok(None),
+        Some(v) => {
+            let a = v.first().copied().ok_or_else(|| anyhow::anyhow!("{}'s axis attribute has no value", n.op))?;
+            axis(a, rank).map(Some)
+        }
+    }
+}
+
+// BOUNDS-FN: st and x.shape have rank entries and d < rank; out has r * hits.len()
+// entries and d * hits.len() + k is below it (an empty size leaves no hits).
 fn fold_nonzero(_n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "X")?;
     let v = x.f64s();
@@ -40,6 +54,9 @@ fn fold_nonzero(_n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::
     Ok(vec![HTensor::from_i64(Elem::I64, vec![x.rank(), hits.len()], if x.rank() == 0 { Vec::new() } else { out })?])
 }
 
+// BOUNDS-FN: a < rank (normalised); st and ost agree at a (the sizes after a are the
+// same), so base + i * st[a] < v.len() and obase + m * st[a] < rows * k for r < rows, i
+// < len, m < k.
 fn fold_topk(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "X")?;
     let k = match hopt(ins, 1) {
@@ -78,6 +95,9 @@ fn fold_topk(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Resu
     Ok(vec![HTensor::from_f64(x.elem, out_shape.clone(), vals)?, HTensor::from_i64(Elem::I64, out_shape, idxs)?])
 }
 
+// BOUNDS-FN: the ranks are checked before the shapes are read; bv holds nb * nbox * 4
+// values and sv nb * nc * nbox (the shapes are checked to agree), so o + 3 and the
+// score index are in range for b < nb, c < nc, i < nbox; p, q, r are [f64; 4].
 fn fold_nms(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let boxes = harg(ins, 0, "boxes")?;
     let scores = harg(ins, 1, "scores")?;
@@ -142,13 +162,16 @@ fn fold_nms(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Resul
     Ok(vec![HTensor::from_i64(Elem::I64, vec![count, 3], sel)?])
 }
 
+// BOUNDS-FN: a < rank (axis_attr); xv[flat] with i < shape[a]; slices, inverse have len
+// entries and firsts indexes them; rank has firsts.len() entries, as many as inverse's
+// values; out has k * per entries indexed by the strides of yshape with r < k; every
+// slice has per values (one per index_map call over sub), or one without an axis.
 fn fold_unique(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "X")?;
     let sorted = n.int("sorted", 1) != 0;
     // Sub-tensors along `axis` (or single elements when it is absent).
-    let (a, slices, len, shape_of) = match n.ints("axis").filter(|_| n.has("axis")) {
-        Some(v) => {
-            let a = axis(v[0], x.rank())?;
+    let (a, slices, len, shape_of) = match axis_attr(n, x.rank())? {
+        Some(a) => {
             let st = strides(&x.shape);
             let count = x.shape[a];
             let per: usize = x.numel() / count.max(1);
@@ -227,19 +250,20 @@ fn fold_unique(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Re
     ])
 }
 
+// BOUNDS-FN: cv and the kept indices stay below cv.len() and the axis size; a < rank
+// (axis_attr); keep[qi] with qi < out[a] = keep.len(); pick checks idx.
 fn fold_compress(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?;
     let c = harg(ins, 1, "condition")?;
     let cv = c.f64s();
-    match n.ints("axis").filter(|_| n.has("axis")) {
+    match axis_attr(n, x.rank())? {
         None => {
             let xv = x.f64s();
             let keep: Vec<usize> = (0..xv.len().min(cv.len())).filter(|&i| cv[i] != 0.0).collect();
             let k = keep.len();
             Ok(vec![x.pick(&keep, vec![k])?])
         }
-        Some(v) => {
-            let a = axis(v[0], x.rank())?;
+        Some(a) => {
             let keep: Vec<usize> = (0..x.shape[a].min(cv.len())).filter(|&i| cv[i] != 0.0).collect();
             let mut out = x.shape.clone();
             out[a] = keep.len();
@@ -250,6 +274,8 @@ fn fold_compress(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::
     }
 }
 
+// BOUNDS-FN: ta and ba are checked below the rank; c and st have rank entries; pick
+// checks idx.
 fn fold_reverse_sequence(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "input")?;
     let lens = harg(ins, 1, "sequence_lens")?.i64s().to_vec();
@@ -266,6 +292,10 @@ fn fold_reverse_sequence(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _o: i64) ->
     Ok(vec![x.pick(&idx, x.shape.clone())?])
 }
 
+// BOUNDS-FN: the ranks are checked before the shapes are read; bv has r values
+// (checked), rv 4 * r; b < N is checked, so the plane slice is inside xv; h, w > 0 are
+// checked and y0, x0, y1i, x1i are clamped below them; v and wt are [f64; 4]; out has r
+// * c * oh * ow entries.
 fn fold_roialign(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], opset: i64) -> crate::Result<Vec<HTensor>> {
     let x = harg(ins, 0, "X")?;
     let rois = harg(ins, 1, "rois")?;
@@ -273,6 +303,7 @@ fn fold_roialign(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], opset: i64) -> crat
     ensure!(x.rank() == 4, "RoiAlign needs X [N, C, H, W], not {}", fmt_shape(&x.shape));
     ensure!(rois.rank() == 2 && rois.shape[1] == 4, "RoiAlign needs rois [R, 4], not {}", fmt_shape(&rois.shape));
     let (c, h, w) = (x.shape[1], x.shape[2], x.shape[3]);
+    ensure!(h > 0 && w > 0, "RoiAlign needs a feature map of at least 1 x 1, not {}", fmt_shape(&x.shape));
     let r = rois.shape[0];
     ensure!(bi.numel() == r, "RoiAlign: {} batch indices for {r} rois", bi.numel());
     let (oh, ow) = (n.int("output_height", 1).max(1) as usize, n.int("output_width", 1).max(1) as usize);
@@ -288,7 +319,8 @@ fn fold_roialign(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], opset: i64) -> crat
     let xv = x.f64s();
     let rv = rois.f64s();
     let bv = bi.i64s();
-    let mut out = vec![0.0f64; r * c * oh * ow];
+    let total = crate::models::onnx::host::numel(&[r, c, oh, ow])?;
+    let mut out = crate::models::onnx::host::filled(total, 0.0f64)?;
     for k in 0..r {
         let b = bv[k];
         ensure!((0..x.shape[0] as i64).contains(&b), "RoiAlign: batch index {b} is out of range");

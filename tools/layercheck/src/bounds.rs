@@ -41,7 +41,21 @@ pub const GATED: &[&str] = &[
     "src/rust/core/src/op",
     "src/rust/core/src/models/onnx",
     "src/rust/core/src/models/onnx/run",
+    "src/rust/core/src/models/onnx/ops",
 ];
+
+/// Files of the gated folders not checked yet: the gate leaves their index
+/// expressions out (`layercheck --bounds FILE` still lists them).
+pub const PENDING: &[&str] = &[
+    "src/rust/core/src/models/onnx/ops/attention.rs",
+    "src/rust/core/src/models/onnx/ops/elementwise.rs",
+    "src/rust/core/src/models/onnx/ops/rnn.rs",
+];
+
+/// Whether `site` lies in one of the [`PENDING`] files.
+pub fn pending(site: &Site) -> bool {
+    PENDING.iter().any(|p| site.path.ends_with(p))
+}
 
 /// The marker of a comment that proves an index in bounds.
 pub const MARKER: &str = "BOUNDS:";

@@ -252,6 +252,8 @@ fn lower_binary(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Re
     one(binary(p.eb(), f, &x, &y, elem)?)
 }
 
+// BOUNDS-FN: ia and ib index a's and b's values (broadcast_index of the shapes they
+// broadcast from; an HTensor holds numel(shape) values).
 fn host_binary(f: BinFn, a: &HTensor, b: &HTensor, elem: Elem) -> crate::Result<HTensor> {
     let shape = broadcast_shape(&a.shape, &b.shape)?;
     let ia = broadcast_index(&shape, &a.shape)?;
@@ -371,6 +373,7 @@ fn variadic_fn(op: &str) -> BinFn {
     }
 }
 
+// BOUNDS-FN: vals is checked non-empty.
 fn lower_variadic(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let vals: Vec<&Val> = ins.iter().flatten().collect();
     ensure!(!vals.is_empty(), "{} needs at least one input", n.op);
@@ -389,6 +392,7 @@ fn lower_variadic(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::
     one(acc)
 }
 
+// BOUNDS-FN: vals is checked non-empty.
 fn fold_variadic(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
     let vals: Vec<&HTensor> = ins.iter().flatten().map(|v| v.as_ref()).collect();
     ensure!(!vals.is_empty(), "{} needs at least one input", n.op);
@@ -416,6 +420,8 @@ fn lower_where(p: &mut Planner, _n: &OnnxNode, ins: &[Option<Val>]) -> crate::Re
     one(binary(p.eb(), BinFn::Add, &a, &b, elem)?)
 }
 
+// BOUNDS-FN: ic, ix and iy index c's, x's and y's values (broadcast_index of their
+// shapes) and have the output's numel = pick.len() entries.
 fn fold_where(_n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
     let (c, x, y) = (harg(ins, 0, "condition")?, harg(ins, 1, "X")?, harg(ins, 2, "Y")?);
     let shape = broadcast_shape(&broadcast_shape(&c.shape, &x.shape)?, &y.shape)?;
@@ -555,6 +561,7 @@ fn fold_identity(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _opset: i64) -> cra
     Ok(outs)
 }
 
+// BOUNDS-FN: ia and ib index a's and b's values (broadcast_index of their shapes).
 fn fold_bitwise(n: &OnnxNode, ins: &[Option<Arc<HTensor>>], _opset: i64) -> crate::Result<Vec<HTensor>> {
     let a = harg(ins, 0, "A")?;
     ensure!(!a.elem.is_float(), "{} needs integer tensors, not {}", n.op, a.elem.name());

@@ -97,3 +97,58 @@ fn roialign_refuses_an_empty_map_and_a_huge_output() {
     let e = fold_err(&big, &[f(&[1, 1, 2, 2], &[1.0; 4]), rois, bi]);
     assert!(e.contains("too large"), "{e}");
 }
+
+/// MatMul of a [2, 3] input by a 1-D constant of 3 values: the constant is
+/// transposed as the column it is (the swap of its last two axes reached
+/// index r - 2 of rank 1), and the product drops its unit axis.
+#[test]
+fn matmul_by_a_1d_constant_is_a_matrix_vector_product() {
+    use crate::models::onnx::proto::{self, type_proto};
+    use prost::Message;
+    let dim = |d: i64| proto::tensor_shape_proto::Dimension {
+        value: Some(proto::tensor_shape_proto::dimension::DimensionValue::DimValue(d)),
+        ..Default::default()
+    };
+    let x = proto::ValueInfoProto {
+        name: Some("x".into()),
+        r#type: Some(proto::TypeProto {
+            value: Some(type_proto::TypeValue::TensorType(type_proto::TensorTypeProto {
+                elem_type: Some(1),
+                shape: Some(proto::TensorShapeProto { dim: vec![dim(2), dim(3)] }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let g = proto::GraphProto {
+        name: Some("mv".into()),
+        node: vec![proto::NodeProto {
+            op_type: Some("MatMul".into()),
+            input: vec!["x".into(), "v".into()],
+            output: vec!["y".into()],
+            ..Default::default()
+        }],
+        input: vec![x],
+        output: vec![proto::ValueInfoProto { name: Some("y".into()), ..Default::default() }],
+        initializer: vec![proto::TensorProto {
+            name: Some("v".into()),
+            dims: vec![3],
+            data_type: Some(1),
+            float_data: vec![1.0, 10.0, 100.0],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let bytes = proto::ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![proto::OperatorSetIdProto { domain: Some(String::new()), version: Some(17) }],
+        graph: Some(g),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let m = crate::models::onnx::model::Model::from_bytes(prost::bytes::Bytes::from(bytes), None).unwrap();
+    let mut r = crate::models::onnx::run::Runner::new(m, Arc::new(crate::backend::Backend::cpu()), false, Vec::new()).unwrap();
+    let out = r.run(vec![("x".into(), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], None)]).unwrap();
+    assert_eq!(out[0].1, vec![2]);
+    assert_eq!(out[0].2, vec![321.0, 654.0]);
+}

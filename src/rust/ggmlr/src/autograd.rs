@@ -85,6 +85,14 @@ fn rs_ag_to_device(h: Robj, scope: Robj, dtype: Robj) -> Robj {
         let v = t.value();
         let dev = match v.engine() {
             Some(d) if d.place == Place::Pools && scope == ggmlr_core::residency::Scope::Pass => d.clone(),
+            // A resident parameter is kept by the tensors that hold it (a
+            // model's weights go with the model), not by the pool.
+            _ if scope == ggmlr_core::residency::Scope::Persistent => {
+                let m = host_values(&v)?;
+                let held = ggmlr_core::residency::Hold::Handles;
+                let e = ggmlr_core::residency::state().upload_held(&m.data, m.rows, m.cols, dtype, scope, held)?;
+                ggmlr_core::autograd::EngineVal::new(e, m.rows, m.cols, Place::Pools)
+            }
             _ => upload(&*host_values(&v)?, Place::Pools, scope, dtype)?,
         };
         t.set_storage(Storage::Engine(dev.clone()));

@@ -17,7 +17,7 @@ use crate::tensor::{Context, TENSOR_OVERHEAD};
 use crate::base::dtype::DType;
 use crate::tensor::Tensor;
 use anyhow::{bail, ensure};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// One of the two residency pools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -88,11 +88,32 @@ pub fn generation(scope: Scope) -> i32 {
 /// Default capacity of a pool context, in bytes of tensor descriptors.
 pub const DEFAULT_CTX_BYTES: usize = 1024 * 1024;
 
+/// Who keeps an uploaded tensor's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hold {
+    /// The pool, until its next reset (what `ctx_ensure` / `ctx_flush`
+    /// give too).
+    Pool,
+    /// The tensor's own handles: when the last one goes (a model or
+    /// optimizer dropped with the weights it made resident), its buffer is
+    /// freed. A reset of the pool still frees it first.
+    Handles,
+}
+
+/// A tensor the pool tracks but does not keep ([`Hold::Handles`]): its own
+/// context, without the tensor in it, and its buffer.
+#[derive(Debug)]
+struct Held {
+    ctx: Context,
+    buf: Weak<Buffer>,
+}
+
 #[derive(Debug, Default)]
 struct Pool {
     contexts: Vec<Arc<Context>>,
     buffers: Vec<Arc<Buffer>>,
     current: Option<Arc<Context>>,
+    held: Vec<Held>,
 }
 
 /// Byte figures of one pool.
@@ -115,8 +136,8 @@ pub struct Residency {
 
 static STATE: Mutex<Residency> = Mutex::new(Residency {
     pools: [
-        Pool { contexts: Vec::new(), buffers: Vec::new(), current: None },
-        Pool { contexts: Vec::new(), buffers: Vec::new(), current: None },
+        Pool { contexts: Vec::new(), buffers: Vec::new(), current: None, held: Vec::new() },
+        Pool { contexts: Vec::new(), buffers: Vec::new(), current: None, held: Vec::new() },
     ],
     backend: None,
     ctx_bytes: DEFAULT_CTX_BYTES,
@@ -196,6 +217,12 @@ impl Residency {
             for c in &pool.contexts {
                 c.free();
             }
+            for h in &pool.held {
+                h.ctx.free();
+                if let Some(b) = h.buf.upgrade() {
+                    b.free();
+                }
+            }
             tag::bump_generation(scope.tag());
         }
         Ok(())
@@ -232,7 +259,8 @@ impl Residency {
     }
 
     /// Upload a column-major `nrow` x `ncol` matrix into a new tensor of the
-    /// pool. The budget is checked before anything is created.
+    /// pool, which keeps it until its next reset. The budget is checked
+    /// before anything is created.
     pub fn upload_matrix(
         &mut self,
         data: &[f64],
@@ -240,6 +268,22 @@ impl Residency {
         ncol: usize,
         dtype: DType,
         scope: Scope,
+    ) -> crate::Result<Arc<Tensor>> {
+        self.upload_held(data, nrow, ncol, dtype, scope, Hold::Pool)
+    }
+
+    /// [`Residency::upload_matrix`] with the keeper of the memory chosen:
+    /// with [`Hold::Handles`] the tensor gets a context and a buffer of its
+    /// own that the pool only tracks (for its figures and resets), so
+    /// dropping the last handle frees the buffer.
+    pub fn upload_held(
+        &mut self,
+        data: &[f64],
+        nrow: usize,
+        ncol: usize,
+        dtype: DType,
+        scope: Scope,
+        hold: Hold,
     ) -> crate::Result<Arc<Tensor>> {
         ensure!(
             data.len() == nrow * ncol,
@@ -250,6 +294,9 @@ impl Residency {
         self.require_backend()?;
         let bytes = crate::base::alloc::check(nrow.saturating_mul(ncol), dtype.size(), "an autograd device tensor")?;
         crate::memory::ledger::check_budget(bytes as u64, "an autograd device tensor")?;
+        if hold == Hold::Handles {
+            return self.upload_handles(data, nrow, ncol, dtype, scope);
+        }
         let ctx = self.ctx_ensure(1, scope)?;
         let t = ctx.new_tensor(dtype, &[nrow, ncol])?;
         self.ctx_flush(&ctx, scope)?;
@@ -257,15 +304,37 @@ impl Residency {
         Ok(t)
     }
 
+    /// The [`Hold::Handles`] upload: one context and one buffer for the
+    /// tensor, the context detached from it, both tracked by the pool.
+    fn upload_handles(&mut self, data: &[f64], nrow: usize, ncol: usize, dtype: DType, scope: Scope) -> crate::Result<Arc<Tensor>> {
+        let backend = self.require_backend()?;
+        let ctx = Context::new(TENSOR_OVERHEAD, true)?;
+        ctx.set_pool(scope.tag(), generation(scope));
+        let t = ctx.new_tensor(dtype, &[nrow, ncol])?;
+        let buf = ctx
+            .alloc_tensors(&*backend, scope.tag())?
+            .ok_or_else(|| anyhow::anyhow!("internal: a new tensor of {nrow} x {ncol} got no buffer"))?;
+        buf.set_pool_generation(generation(scope));
+        ctx.detach_tensors();
+        let pool = self.pool_mut(scope);
+        pool.held.retain(|h| h.buf.strong_count() > 0);
+        pool.held.push(Held { ctx, buf: Arc::downgrade(&buf) });
+        drop(buf);
+        crate::tensor::io::set_values(&t, data, 0)?;
+        Ok(t)
+    }
+
     /// Byte figures of a pool.
     pub fn mem(&self, scope: Scope) -> PoolMem {
         let p = self.pool(scope);
+        let held: Vec<(&Held, Arc<Buffer>)> = p.held.iter().filter_map(|h| h.buf.upgrade().map(|b| (h, b))).collect();
+        let held_ctx: f64 = held.iter().map(|(h, _)| h.ctx.mem_size() as f64).sum();
         PoolMem {
-            ctx_bytes: p.contexts.iter().map(|c| c.mem_size() as f64).sum(),
-            ctx_used: p.contexts.iter().map(|c| c.used_mem() as f64).sum(),
-            buffer_bytes: p.buffers.iter().filter(|b| !b.is_freed()).map(|b| b.size() as f64).sum(),
-            n_contexts: p.contexts.len(),
-            n_buffers: p.buffers.len(),
+            ctx_bytes: p.contexts.iter().map(|c| c.mem_size() as f64).sum::<f64>() + held_ctx,
+            ctx_used: p.contexts.iter().map(|c| c.used_mem() as f64).sum::<f64>() + held_ctx,
+            buffer_bytes: p.buffers.iter().chain(held.iter().map(|(_, b)| b)).filter(|b| !b.is_freed()).map(|b| b.size() as f64).sum(),
+            n_contexts: p.contexts.len() + held.len(),
+            n_buffers: p.buffers.len() + held.len(),
         }
     }
 }
@@ -342,6 +411,34 @@ mod tests {
         ledger::set_limit(old).unwrap();
         assert!(e.unwrap_err().to_string().contains("budget exceeded"));
         assert_eq!(s.mem(Scope::Pass), before, "no context or buffer was created");
+        s.reset(&Scope::BOTH, None).unwrap();
+    }
+
+    /// A tensor uploaded with `Hold::Handles` is counted by the pool while
+    /// it lives, and dropping its last handle gives its bytes back to the
+    /// ledger; a reset still frees one that is alive (a stale-handle error).
+    #[test]
+    fn held_uploads_are_freed_with_their_last_handle() {
+        let _g = serial();
+        let mut s = fresh();
+        let base = ledger::stats().bytes_of(BufferTag::Persistent);
+        let kept = s.upload_matrix(&[1.0; 16], 4, 4, DType::F32, Scope::Persistent).unwrap();
+        let with_kept = ledger::stats().bytes_of(BufferTag::Persistent);
+        let w: Vec<Arc<Tensor>> =
+            (0..3).map(|i| s.upload_held(&[i as f64; 64], 8, 8, DType::F32, Scope::Persistent, Hold::Handles).unwrap()).collect();
+        assert_eq!(s.mem(Scope::Persistent).n_buffers, 4);
+        assert_eq!(ledger::stats().bytes_of(BufferTag::Persistent), with_kept + 3 * 256);
+        assert_eq!(crate::tensor::io::get_values(&w[2], 0, None).unwrap(), vec![2.0; 64]);
+        drop(w);
+        assert_eq!(ledger::stats().bytes_of(BufferTag::Persistent), with_kept, "the three held buffers are freed");
+        let m = s.mem(Scope::Persistent);
+        assert_eq!((m.n_buffers, m.buffer_bytes), (1, (with_kept - base) as f64));
+        assert_eq!(crate::tensor::io::get_values(&kept, 0, None).unwrap(), vec![1.0; 16], "the pool keeps its own");
+        let alive = s.upload_held(&[3.0; 4], 2, 2, DType::F32, Scope::Persistent, Hold::Handles).unwrap();
+        s.reset(&[Scope::Persistent], None).unwrap();
+        let e = crate::tensor::io::get_values(&alive, 0, None).unwrap_err().to_string();
+        assert!(e.contains("persistent pool"), "{e}");
+        assert_eq!(ledger::stats().bytes_of(BufferTag::Persistent), base);
         s.reset(&Scope::BOTH, None).unwrap();
     }
 

@@ -132,6 +132,13 @@ impl Context {
         Ok(())
     }
 
+    /// Let go of the context's tensors without freeing anything: they live
+    /// on while their handles do (the context keeps its state, so a later
+    /// [`Context::free`] still makes them unusable).
+    pub fn detach_tensors(&self) {
+        self.lock().tensors.clear();
+    }
+
     /// Free the context: its tensors become unusable and its own data is released.
     pub fn free(&self) {
         self.state().mark_freed();

@@ -276,15 +276,7 @@ impl Residency {
     /// with [`Hold::Handles`] the tensor gets a context and a buffer of its
     /// own that the pool only tracks (for its figures and resets), so
     /// dropping the last handle frees the buffer.
-    pub fn upload_held(
-        &mut self,
-        data: &[f64],
-        nrow: usize,
-        ncol: usize,
-        dtype: DType,
-        scope: Scope,
-        hold: Hold,
-    ) -> crate::Result<Arc<Tensor>> {
+    pub fn upload_held(&mut self, data: &[f64], nrow: usize, ncol: usize, dtype: DType, scope: Scope, hold: Hold) -> crate::Result<Arc<Tensor>> {
         ensure!(
             data.len() == nrow * ncol,
             "a {nrow} x {ncol} matrix needs {} values, got {}",

@@ -26,7 +26,9 @@ pub fn find(op: &str) -> Option<(Option<Lower>, Option<Fold>)> {
 const NEG_INF: f64 = f64::NEG_INFINITY;
 
 /// [B, S, heads * hd] -> [B, heads, S, hd]
+// BOUNDS-FN: rank 3 is checked first.
 fn split_heads(p: &mut Planner, x: &Dev, heads: usize) -> crate::Result<Dev> {
+    ensure!(x.shape.len() == 3, "an input to split into heads must be [batch, sequence, hidden], not {}", fmt_shape(&x.shape));
     let (b, s, hid) = (x.shape[0], x.shape[1], x.shape[2]);
     ensure!(heads > 0 && hid % heads == 0, "a hidden size of {hid} does not split into {heads} heads");
     let r = reshape(p.eb(), x, vec![b, s, heads, hid / heads])?;
@@ -34,17 +36,21 @@ fn split_heads(p: &mut Planner, x: &Dev, heads: usize) -> crate::Result<Dev> {
 }
 
 /// [B, heads, S, hd] -> [B, S, heads * hd]
+// BOUNDS-FN: rank 4 is checked first.
 fn merge_heads(p: &mut Planner, x: &Dev) -> crate::Result<Dev> {
+    ensure!(x.shape.len() == 4, "internal: merging the heads of {}", fmt_shape(&x.shape));
     let (b, h, s, d) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
     let t = permute(p.eb(), x, &[0, 2, 1, 3])?;
     reshape(p.eb(), &t, vec![b, s, h * d])
 }
 
 /// Each of the `kvh` heads of `x` [B, kvh, S, d] repeated `rep` times in place.
+// BOUNDS-FN: rank 4 is checked before the shape is read.
 fn repeat_heads(p: &mut Planner, x: &Dev, rep: usize) -> crate::Result<Dev> {
     if rep == 1 {
         return Ok(x.clone());
     }
+    ensure!(x.shape.len() == 4, "internal: repeating the heads of {}", fmt_shape(&x.shape));
     let (b, h, s, d) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
     let r = reshape(p.eb(), x, vec![b, h, 1, s, d])?;
     let e = expand(p.eb(), &r, &[b, h, rep, s, d])?;
@@ -115,6 +121,7 @@ fn attend(p: &mut Planner, q: &Dev, k: &Dev, v: &Dev, bias: Option<Dev>, scale: 
 
 /// A [q, kv] additive mask of -inf outside a causal frontier (query i sees
 /// keys j <= i + offset) and outside a sliding window (-1: unbounded).
+// BOUNDS-FN: v has q * kv entries and i * kv + j < q * kv for i < q, j < kv.
 fn structure_bias(q: usize, kv: usize, causal: bool, offset: i64, left: i64, right: i64) -> crate::Result<Option<HTensor>> {
     if !causal && left < 0 && right < 0 {
         return Ok(None);
@@ -132,6 +139,9 @@ fn structure_bias(q: usize, kv: usize, causal: bool, offset: i64, left: i64, rig
     Ok(Some(HTensor::from_f64(Elem::F32, vec![q, kv], v)?))
 }
 
+// BOUNDS-FN: Q, K, V are checked to have one rank, 3 (split into 4-D heads) or 4; past
+// tensors are checked 4-D; the mask's r >= 1 when its last size is read (an empty shape
+// takes skv); the structure bias has sq * skv values.
 fn lower_attention(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     // com.microsoft's Attention has num_heads (ONNX's: q_num_heads, kv_num_heads).
     if n.domain == "com.microsoft" || n.has("num_heads") {
@@ -156,6 +166,9 @@ fn lower_attention(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate:
         (None, None) => None,
         _ => bail!("past_key and past_value must be given together"),
     };
+    if let Some((pk, pv)) = &past {
+        ensure!(pk.shape.len() == 4 && pv.shape.len() == 4, "past_key and past_value must be 4-D, not {} and {}", fmt_shape(&pk.shape), fmt_shape(&pv.shape));
+    }
     let past_len = past.as_ref().map_or(0, |(pk, _)| pk.shape[2]);
     if let Some((pk, pv)) = &past {
         k = concat(p.eb(), &[pk.clone(), k], 2)?;
@@ -233,6 +246,8 @@ fn lower_attention(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate:
 /// com.microsoft MultiHeadAttention: query [B, S, hidden], key and value
 /// [B, Skv, hidden] (or already split into heads), bias [3 * hidden],
 /// key_padding_mask, attention_bias; num_heads, scale, unidirectional.
+// BOUNDS-FN: the query is checked 3-D, key and value 3-D (split into heads) or 4-D, so
+// q4, k4, v4 are 4-D.
 fn lower_mha(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let heads = n.int("num_heads", 0) as usize;
     ensure!(heads > 0, "MultiHeadAttention needs num_heads");
@@ -240,6 +255,13 @@ fn lower_mha(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Resul
     let mut k = p.dev(arg(ins, 1, "key")?)?;
     let mut v = p.dev(arg(ins, 2, "value")?)?;
     let elem = super::common::float_result(q.elem);
+    ensure!(q.shape.len() == 3, "MultiHeadAttention's query must be [batch, sequence, hidden], not {}", fmt_shape(&q.shape));
+    ensure!(
+        (3..=4).contains(&k.shape.len()) && (3..=4).contains(&v.shape.len()),
+        "MultiHeadAttention's key and value must be 3-D or 4-D, not {} and {}",
+        fmt_shape(&k.shape),
+        fmt_shape(&v.shape)
+    );
     let hid = q.shape[2];
     if let Some(bv) = opt(ins, 3) {
         let b = p.dev(bv)?;
@@ -290,6 +312,8 @@ fn lower_mha(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Resul
 
 /// com.microsoft Attention: input [B, S, in] times weights [in, 3 * hidden]
 /// (+ bias) split into Q, K, V; mask_index as a [B, S] 0/1 key mask.
+// BOUNDS-FN: qkv is checked 3-D; sizes has 3 entries (given as 3, or three thirds);
+// split_heads gives 4-D heads.
 fn lower_ms_attention(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let heads = n.int("num_heads", 0) as usize;
     ensure!(heads > 0, "Attention needs num_heads");
@@ -302,6 +326,7 @@ fn lower_ms_attention(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> cra
         let bd = p.dev(b)?;
         qkv = binary(p.eb(), BinFn::Add, &qkv, &bd, elem)?;
     }
+    ensure!(qkv.shape.len() == 3, "Attention's input must be [batch, sequence, input], not {}", fmt_shape(x.shape()));
     let total = qkv.shape[2];
     let sizes: Vec<usize> = match n.ints("qkv_hidden_sizes") {
         Some(s) if s.len() == 3 => s.iter().map(|&x| x as usize).collect(),

@@ -56,6 +56,8 @@ struct Spec {
     input_forget: bool,
 }
 
+// BOUNDS-FN: W's rank 3 is checked first; defaults has nacts entries (3, 2 or 1 by
+// kind) and k < nacts.
 fn spec(n: &OnnxNode, w_shape: &[usize]) -> crate::Result<Spec> {
     let (kind, gates, nacts): (&'static str, usize, usize) = match n.op.as_str() {
         "LSTM" => ("LSTM", 4, 3),
@@ -103,10 +105,17 @@ fn spec(n: &OnnxNode, w_shape: &[usize]) -> crate::Result<Spec> {
     })
 }
 
-/// Slice `d` of a [dirs, ...] constant as f32 values.
-fn slab(t: &HTensor, d: usize) -> Vec<f32> {
-    let per = t.numel() / t.shape[0].max(1);
-    t.f64s()[d * per..(d + 1) * per].iter().map(|&x| x as f32).collect()
+/// Slice `d` of a [dirs, ...] constant as f32 values (an error when `t`
+/// has no slice `d`).
+// BOUNDS-FN: d < dirs = shape[0] is checked (so the shape is not empty), and the slice
+// is taken with get.
+fn slab(t: &HTensor, d: usize) -> crate::Result<Vec<f32>> {
+    let dirs = t.shape.first().copied().unwrap_or(0);
+    ensure!(d < dirs, "a weight of shape {} has no direction {d}", fmt_shape(&t.shape));
+    let per = t.numel() / dirs;
+    let v = t.f64s();
+    let part = v.get(d * per..(d + 1) * per).ok_or_else(|| anyhow::anyhow!("internal: direction {d} of {}", fmt_shape(&t.shape)))?;
+    Ok(part.iter().map(|&x| x as f32).collect())
 }
 
 /// The activations of an LSTM or RNN step that runs as the CPU backend's
@@ -136,6 +145,8 @@ fn fusable(p: &Planner, s: &Spec, acts: &[Op], batch: usize, peeps: bool) -> Opt
 /// for row blocks of the recurrent weights `rt` [h, g*h] (x the step's
 /// input projection [1, g*h]), then the state update. Returns the new
 /// hidden state [1, h] and, for an LSTM, the cell state.
+// BOUNDS-FN: f.acts has the kind's activations: 3 for an LSTM, 1 for an RNN (fusable
+// refuses a GRU).
 fn fused_step(p: &mut Planner, f: &Fused, rt: &Arc<Tensor>, xt: &Dev, hp: &Dev, cp: &Dev, h: usize) -> crate::Result<(Dev, Option<Dev>)> {
     let elem = xt.elem;
     let es = 4;
@@ -165,6 +176,10 @@ fn fused_step(p: &mut Planner, f: &Fused, rt: &Arc<Tensor>, xt: &Dev, hp: &Dev, 
     })
 }
 
+// BOUNDS-FN: X's rank 3 and W's (spec) are checked; B is checked to hold dirs * 2gh
+// values; P to be [dirs, 3h] (slab gives 3h values); sequence_lens to have batch
+// values; wb, rb have gh entries and i < gh, GRU's gh = 3h; acts has the kind's count
+// per direction (0..2 used by an LSTM, 0..1 by a GRU); outs has seq entries.
 fn lower_rnn(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
     let xv = arg(ins, 0, "X")?.clone();
     let w = p.value_of(arg(ins, 1, "W")?, "W")?;
@@ -189,6 +204,9 @@ fn lower_rnn(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Resul
         Some(v) => Some(p.ints_of(v, "sequence_lens")?.iter().map(|&l| l.clamp(0, seq as i64) as usize).collect()),
         None => None,
     };
+    if let Some(l) = &lens {
+        ensure!(l.len() == batch, "{}: sequence_lens has {} values for a batch of {batch}", s.kind, l.len());
+    }
     let init_h = match opt(ins, 5) {
         Some(v) => Some(p.dev(v)?),
         None => None,
@@ -201,6 +219,9 @@ fn lower_rnn(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Resul
         Some(v) => Some(p.value_of(v, "P")?),
         None => None,
     };
+    if let Some(pt) = &peep {
+        ensure!(pt.shape == [s.dirs, 3 * h], "{}: P must be {}, not {}", s.kind, fmt_shape(&[s.dirs, 3 * h]), fmt_shape(&pt.shape));
+    }
     let elem = super::common::float_result(x.elem);
     let key = |tag: &str, d: usize, v: &Val| super::common::derived_key(tag, &[v]).map(|k| format!("{k}/{d}"));
     let (wval, rval) = (arg(ins, 1, "W")?.clone(), arg(ins, 2, "R")?.clone());
@@ -210,7 +231,7 @@ fn lower_rnn(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Resul
     for d in 0..s.dirs {
         let backward = s.reverse || d == 1;
         // Input projection of the whole sequence: [seq * batch, g*h].
-        let wv = slab(&w, d);
+        let wv = slab(&w, d)?;
         let wt = p.b.constant(key("rnnW", d, &wval).as_deref(), DType::F32, [input, g * h, 1, 1], || Ok(wv))?;
         let xt = crate::models::onnx::dev::shaped(p.eb(), &x, [input, seq * batch, 1, 1])?;
         let xw = p.b.op(Op::MulMat, &[wt, xt])?;
@@ -230,7 +251,7 @@ fn lower_rnn(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Resul
             let bd = p.upload_host(&bt, None, DType::F32)?;
             xw = binary(p.eb(), BinFn::Add, &xw, &bd, elem)?;
         }
-        let rv = slab(&r, d);
+        let rv = slab(&r, d)?;
         let rt = p.b.constant(key("rnnR", d, &rval).as_deref(), DType::F32, [h, g * h, 1, 1], || Ok(rv))?;
         let zero_state = |p: &mut Planner| -> crate::Result<Dev> {
             let t = p.b.data([h, batch, 1, 1], vec![0.0; h * batch])?;
@@ -252,7 +273,7 @@ fn lower_rnn(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Resul
         };
         let peeps = match &peep {
             Some(pt) => {
-                let pv = slab(pt, d);
+                let pv = slab(pt, d)?;
                 let mk = |p: &mut Planner, k: usize| -> crate::Result<Dev> {
                     let t = HTensor::from_f64(Elem::F32, vec![h], pv[k * h..(k + 1) * h].iter().map(|&v| v as f64).collect())?;
                     p.upload_host(&t, None, DType::F32)

@@ -98,45 +98,49 @@ fn roialign_refuses_an_empty_map_and_a_huge_output() {
     assert!(e.contains("too large"), "{e}");
 }
 
-/// MatMul of a [2, 3] input by a 1-D constant of 3 values: the constant is
-/// transposed as the column it is (the swap of its last two axes reached
-/// index r - 2 of rank 1), and the product drops its unit axis.
-#[test]
-fn matmul_by_a_1d_constant_is_a_matrix_vector_product() {
+/// The runner of a model of one node `op` (inputs `ins`, the first
+/// `shapes.len()` of them graph inputs of those f32 shapes, the others
+/// initializers `inits`), with attributes `attrs`.
+fn one_node(
+    op: &str,
+    ins: &[&str],
+    shapes: &[&[i64]],
+    inits: Vec<crate::models::onnx::proto::TensorProto>,
+    attrs: Vec<crate::models::onnx::proto::AttributeProto>,
+) -> crate::Result<crate::models::onnx::run::Runner> {
     use crate::models::onnx::proto::{self, type_proto};
     use prost::Message;
-    let dim = |d: i64| proto::tensor_shape_proto::Dimension {
-        value: Some(proto::tensor_shape_proto::dimension::DimensionValue::DimValue(d)),
-        ..Default::default()
-    };
-    let x = proto::ValueInfoProto {
-        name: Some("x".into()),
+    let value = |name: &str, dims: &[i64]| proto::ValueInfoProto {
+        name: Some(name.into()),
         r#type: Some(proto::TypeProto {
             value: Some(type_proto::TypeValue::TensorType(type_proto::TensorTypeProto {
                 elem_type: Some(1),
-                shape: Some(proto::TensorShapeProto { dim: vec![dim(2), dim(3)] }),
+                shape: Some(proto::TensorShapeProto {
+                    dim: dims
+                        .iter()
+                        .map(|&d| proto::tensor_shape_proto::Dimension {
+                            value: Some(proto::tensor_shape_proto::dimension::DimensionValue::DimValue(d)),
+                            ..Default::default()
+                        })
+                        .collect(),
+                }),
             })),
             ..Default::default()
         }),
         ..Default::default()
     };
     let g = proto::GraphProto {
-        name: Some("mv".into()),
+        name: Some("one".into()),
         node: vec![proto::NodeProto {
-            op_type: Some("MatMul".into()),
-            input: vec!["x".into(), "v".into()],
+            op_type: Some(op.into()),
+            input: ins.iter().map(|s| s.to_string()).collect(),
             output: vec!["y".into()],
+            attribute: attrs,
             ..Default::default()
         }],
-        input: vec![x],
+        input: ins.iter().zip(shapes).map(|(n, d)| value(n, d)).collect(),
         output: vec![proto::ValueInfoProto { name: Some("y".into()), ..Default::default() }],
-        initializer: vec![proto::TensorProto {
-            name: Some("v".into()),
-            dims: vec![3],
-            data_type: Some(1),
-            float_data: vec![1.0, 10.0, 100.0],
-            ..Default::default()
-        }],
+        initializer: inits,
         ..Default::default()
     };
     let bytes = proto::ModelProto {
@@ -146,9 +150,54 @@ fn matmul_by_a_1d_constant_is_a_matrix_vector_product() {
         ..Default::default()
     }
     .encode_to_vec();
-    let m = crate::models::onnx::model::Model::from_bytes(prost::bytes::Bytes::from(bytes), None).unwrap();
-    let mut r = crate::models::onnx::run::Runner::new(m, Arc::new(crate::backend::Backend::cpu()), false, Vec::new()).unwrap();
+    let m = crate::models::onnx::model::Model::from_bytes(prost::bytes::Bytes::from(bytes), None)?;
+    crate::models::onnx::run::Runner::new(m, Arc::new(crate::backend::Backend::cpu()), false, Vec::new())
+}
+
+fn floats(name: &str, dims: &[i64], v: &[f32]) -> crate::models::onnx::proto::TensorProto {
+    crate::models::onnx::proto::TensorProto { name: Some(name.into()), dims: dims.to_vec(), data_type: Some(1), float_data: v.to_vec(), ..Default::default() }
+}
+
+/// MatMul of a [2, 3] input by a 1-D constant of 3 values: the constant is
+/// transposed as the column it is (the swap of its last two axes reached
+/// index r - 2 of rank 1), and the product drops its unit axis.
+#[test]
+fn matmul_by_a_1d_constant_is_a_matrix_vector_product() {
+    let mut r = one_node("MatMul", &["x", "v"], &[&[2, 3]], vec![floats("v", &[3], &[1.0, 10.0, 100.0])], vec![]).unwrap();
     let out = r.run(vec![("x".into(), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], None)]).unwrap();
     assert_eq!(out[0].1, vec![2]);
     assert_eq!(out[0].2, vec![321.0, 654.0]);
+}
+
+/// An RNN whose sequence_lens has fewer values than the batch (it indexed
+/// past them), and one whose peepholes have the wrong shape (sliced past
+/// them): errors naming the input.
+#[test]
+fn rnn_inputs_of_the_wrong_length_are_errors() {
+    let (w, r) = (floats("w", &[1, 2, 1], &[1.0, 1.0]), floats("r", &[1, 2, 2], &[0.5; 4]));
+    let lens = crate::models::onnx::proto::TensorProto { name: Some("l".into()), dims: vec![1], data_type: Some(7), int64_data: vec![1], ..Default::default() };
+    let e = one_node("RNN", &["x", "w", "r", "", "l"], &[&[2, 3, 1]], vec![w.clone(), r.clone(), lens], vec![]).err().map(|e| format!("{e:#}")).unwrap_or_default();
+    assert!(e.contains("sequence_lens has 1 values for a batch of 3"), "{e}");
+    let lstm_w = floats("w", &[1, 4, 1], &[1.0; 4]);
+    let lstm_r = floats("r", &[1, 4, 1], &[0.5; 4]);
+    let p = floats("p", &[1, 2], &[0.0; 2]);
+    let e = one_node("LSTM", &["x", "w", "r", "", "", "", "", "p"], &[&[2, 1, 1]], vec![lstm_w, lstm_r, p], vec![]).err().map(|e| format!("{e:#}")).unwrap_or_default();
+    assert!(e.contains("P must be [1, 3]"), "{e}");
+}
+
+/// MultiHeadAttention with a 2-D query (its shape was indexed at 2).
+#[test]
+fn attention_of_the_wrong_rank_is_an_error() {
+    let heads = crate::models::onnx::proto::AttributeProto {
+        name: Some("num_heads".into()),
+        i: Some(1),
+        r#type: Some(crate::models::onnx::proto::attribute_proto::AttributeType::Int as i32),
+        ..Default::default()
+    };
+    let mut n = one_node("MultiHeadAttention", &["q", "k", "v"], &[&[2, 4], &[2, 4], &[2, 4]], vec![], vec![heads]);
+    let e = match n.as_mut() {
+        Ok(r) => r.run(vec![("q".into(), vec![0.0; 8], None), ("k".into(), vec![0.0; 8], None), ("v".into(), vec![0.0; 8], None)]).err().map(|e| format!("{e:#}")).unwrap_or_default(),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(e.contains("query must be [batch, sequence, hidden]"), "{e}");
 }

@@ -611,6 +611,16 @@ def int8_products():
                     case(nm + ("_states" if states else ""), m, list(zip(names, shapes)), tops)
 
 
+def padding_4d():
+    """Padding of 4-d blobs: front/behind pad the depth."""
+    V = (3, 4, 5, 6)
+    for nm, p in [("pad4d_const", "0=1 1=2 2=2 3=1 4=0 5=0.5 7=1 8=2"), ("pad4d_depth_only", "7=2 8=1 5=-1.5"),
+                  ("pad4d_hw_only", "0=1 1=1 2=1 3=1"), ("pad4d_replicate", "0=2 1=1 2=1 3=2 4=1 7=2 8=1"),
+                  ("pad4d_reflect", "0=1 1=2 2=2 3=1 4=2 7=2 8=3"), ("pad4d_reflect_hw", "0=2 1=1 2=3 3=1 4=2")]:
+        single(nm, "Padding", p, V)
+    single("pad4d_per_channel", "Padding", "0=1 1=1 2=1 3=1 6=3 7=1 8=1", V, weights=[("raw", [0.25, -0.5, 2.0])])
+
+
 def main():
     os.makedirs(nf.OUT, exist_ok=True)
     elementwise()
@@ -633,6 +643,7 @@ def main():
     einsum()
     three_d()
     int8_products()
+    padding_4d()
     with open(os.path.join(nf.OUT, "cases.tsv"), "w") as f:
         f.write("case\tinputs\toutputs\n")
         for row in nf.manifest:

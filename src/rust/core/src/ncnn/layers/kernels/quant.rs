@@ -76,7 +76,7 @@ impl Int8Scales {
 /// ncnn's x86 kernels do for most layers), else twice.
 pub fn finish_int8(out: &mut [f32], n: usize, dequant: &[f32], bias: &[f32], act: &crate::ncnn::layer::Activation, top: Option<f32>, fused: bool) {
     crate::ncnn::par::chunks_mut(out, n.max(1), |r, row| {
-        let (d, b) = (dequant[r], bias.get(r).copied().unwrap_or(0.0));
+        let (d, b) = (dequant.get(r).copied().unwrap_or(0.0), bias.get(r).copied().unwrap_or(0.0));
         let f = |v: f32| if fused { v.mul_add(d, b) } else { v * d + b };
         crate::base::simd::wide(|| match top {
             Some(t) => row.iter_mut().for_each(|v| *v = float2int8(act.apply1(f(*v)) * t)),

@@ -297,3 +297,21 @@ fn int8_storage_must_agree_with_int8_scale_term() {
         assert!(format!("{e}").contains("quantize_term"), "{e}");
     }
 }
+
+#[test]
+fn strided_convolution_of_a_row_narrower_than_the_stride() {
+    // Stride 3 over a width-1 input: two of the three column phases are
+    // empty (they once sliced past the row).
+    let mut net = Net::new(1, true).unwrap();
+    net.load_param_text("7767517\n2 2\nInput data 0 1 data\nConvolution c 1 1 data out 0=2 1=1 3=3 5=0 6=2\n").unwrap();
+    let mut b = vec![0u8; 4];
+    for v in [2.0f32, -1.0] {
+        b.extend(v.to_le_bytes());
+    }
+    net.load_model(&DataReader::from_bytes(b)).unwrap();
+    let mut ex = crate::ncnn::Extractor::new(&net).unwrap();
+    ex.input(&net, 0, Mat::from_shape(&[1, 4, 1], vec![1.0, 2.0, 3.0, 4.0]).unwrap()).unwrap();
+    let y = ex.extract(&net, 1).unwrap();
+    assert_eq!((y.w, y.h, y.c), (1, 2, 2));
+    assert_eq!(*y.data, vec![2.0, 8.0, -1.0, -4.0]);
+}

@@ -42,6 +42,7 @@ pub struct GemmLayer {
 }
 
 impl GemmLayer {
+    // BOUNDS-FN: constant is a [bool; 3] indexed by literals below 3.
     pub fn new(pd: &ParamDict) -> anyhow::Result<GemmLayer> {
         let dim = |id| -> anyhow::Result<usize> {
             let v = pd.int(id, 0);
@@ -85,6 +86,7 @@ impl GemmLayer {
     }
 
     /// `prod` (m x n) = A * B in int8, scaled back to floats.
+    // BOUNDS-FN: the fixed B scale is a [f32; 1] taken whole.
     fn int8_product(&self, av: MatView, bv: MatView, prod: &mut [f32], [m, k, n]: [usize; 3]) {
         let (qa, sa) = quantize_view(&av, m, k, true, self.a_scales.as_deref());
         let fixed_b = self.b_scale.map(|s| [s]);
@@ -139,6 +141,7 @@ impl Layer for GemmLayer {
         self.bottoms() == 1
     }
 
+    // BOUNDS-FN: constant is a [bool; 3], int8 a [bool; 2], indexed by literals.
     fn load_model(&mut self, mb: &mut ModelBin) -> anyhow::Result<()> {
         let [m, n, k] = self.mnk;
         let mut int8 = [false; 2];
@@ -182,6 +185,8 @@ impl Layer for GemmLayer {
         Ok(())
     }
 
+    // BOUNDS-FN: constant is a [bool; 3] (literals); prod holds m * n (i < m,
+    // j < n, x < n * m); C holds what its broadcast kind reads (checked).
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let need = self.bottoms();
         let with_c = !self.constant[2] && bottoms.len() == need;

@@ -80,6 +80,9 @@ impl Layer for Padding {
         Ok(())
     }
 
+    // BOUNDS-FN: src_index maps into 0..n of its extent, so planes < x.d, rows <
+    // x.h, cols < x.w; channel cq < x.c holds x.d planes of plane values; an output
+    // row has left + iw + right = w values.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, "Padding")?;
         let four = x.dims == 4;

@@ -117,6 +117,11 @@ impl Recurrent {
 
     /// One direction over `x` (T rows of `size`): writes rows of `out`
     /// (stride `ostride`, from column `col`); `h` and `c` carry the state.
+    // Bounds: forward checks d < dirs weight sets of the sizes load_model
+    // splits (wx g * hs rows of size, b nb, wh g * hs rows of no, dx and dh g *
+    // hs, wr no rows of hs), x rows of size, out x.h rows of ostride >= col +
+    // no, h no and c hs values (hs == no for RNN and GRU); gate rows k, r < g * hs.
+    // BOUNDS-FN: every index is in range as said just above.
     #[allow(clippy::too_many_arguments)]
     fn run(&self, d: usize, x: &Mat, reverse: bool, out: &mut [f32], ostride: usize, col: usize, h: &mut [f32], c: &mut [f32]) {
         let (hs, no, sz) = (self.hidden, self.num_output, self.size);
@@ -215,6 +220,8 @@ impl Layer for Recurrent {
         Ok(())
     }
 
+    // BOUNDS-FN: bottoms holds 1 or 1 + nstate blobs (checked), the state
+    // blobs no * dirs and hs * dirs values (checked); d < dirs.
     fn forward(&self, bottoms: Vec<Mat>, ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let what = self.cell.name();
         let lstm = self.cell == Cell::Lstm;
@@ -227,6 +234,10 @@ impl Layer for Recurrent {
             ncnn_bail!("{what} takes a 2-d blob of {} features per time step, got {}", self.size, x.describe());
         }
         let (no, hs, dirs) = (self.num_output, self.hidden, self.dirs);
+        let sets = [self.wx.len(), self.b.len(), self.wh.len(), self.dx.len(), self.dh.len()];
+        if sets.iter().any(|&n| n != dirs) || (lstm && hs != no && self.wr.len() != dirs) {
+            ncnn_bail!("{what}: the weights are not loaded (load_model first)");
+        }
         let mut hstate = vec![0.0f32; no * dirs];
         let mut cstate = vec![0.0f32; hs * dirs];
         if bottoms.len() > 1 {

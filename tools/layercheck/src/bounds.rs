@@ -37,7 +37,7 @@ pub const READERS: [&str; 15] = [
 /// Folders gated whole (each `.rs` file in them, not their subfolders):
 /// the engine's op rules, and each further folder once every index in it is
 /// checked or proved.
-pub const GATED: [&str; 2] = ["src/rust/core/src/op", "src/rust/core/src/models/onnx"];
+pub const GATED: [&str; 4] = ["src/rust/core/src/op", "src/rust/core/src/models/onnx", "src/rust/core/src/ncnn/layers", "src/rust/core/src/ncnn/layers/kernels"];
 
 /// The marker of a comment that proves an index in bounds.
 pub const MARKER: &str = "BOUNDS:";

@@ -315,3 +315,4 @@ fn strided_convolution_of_a_row_narrower_than_the_stride() {
     assert_eq!((y.w, y.h, y.c), (1, 2, 2));
     assert_eq!(*y.data, vec![2.0, 8.0, -1.0, -4.0]);
 }
+

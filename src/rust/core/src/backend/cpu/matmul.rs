@@ -67,6 +67,8 @@ pub(super) fn bias_act<T: Float>(col: &mut [T], bias: &[T], act: Option<UnaryOp>
     match act {
         None => each(col, bias, |z| z),
         Some(UnaryOp::Relu) => each(col, bias, |z| UnaryOp::Relu.apply(z)),
+        Some(UnaryOp::Sigmoid) => each(col, bias, |z| UnaryOp::Sigmoid.apply(z)),
+        Some(UnaryOp::Tanh) => each(col, bias, |z| UnaryOp::Tanh.apply(z)),
         Some(u) => each(col, bias, |z| u.apply(z)),
     }
 }

@@ -28,6 +28,7 @@ mod quantized;
 mod reduce;
 mod rope;
 mod rows;
+mod window;
 
 #[cfg(test)]
 mod tests;
@@ -37,6 +38,8 @@ mod tests_gemm;
 mod tests_nn;
 #[cfg(test)]
 mod tests_place;
+#[cfg(test)]
+mod tests_window;
 
 use super::Node;
 pub use par::{default_threads, CpuPool};

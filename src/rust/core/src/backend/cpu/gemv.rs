@@ -33,25 +33,38 @@ pub fn gemv(pool: &CpuPool, rows: &[f32], v: &[f32], out: &mut [f32]) {
     }
     assert!(rows.len() >= out.len() * k, "gemv operand bounds");
     split_rows(pool, out, 4 * k, |r0, o| {
-        crate::base::simd::wide(|| {
-            for (i, x) in o.iter_mut().enumerate() {
-                let r = r0 + i;
-                *x = dot(&rows[r * k..(r + 1) * k], v);
-            }
-        })
+        let rows = &rows[r0 * k..(r0 + o.len()) * k];
+        #[cfg(target_arch = "x86_64")]
+        if crate::base::simd::avx2_fma() {
+            // SAFETY: the CPU has AVX2 and FMA.
+            return unsafe { rows_fma(rows, v, o) };
+        }
+        for (x, row) in o.iter_mut().zip(rows.chunks_exact(k)) {
+            *x = dot(row, v, |a, b, c| a * b + c);
+        }
     });
 }
 
-/// Dot product in 32 lanes with fused multiply-adds (four independent
+/// The rows' dot products with fused multiply-adds.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+// SAFETY: (for callers) only called when the CPU has AVX2 and FMA.
+unsafe fn rows_fma(rows: &[f32], v: &[f32], out: &mut [f32]) {
+    for (x, row) in out.iter_mut().zip(rows.chunks_exact(v.len())) {
+        *x = dot(row, v, f32::mul_add);
+    }
+}
+
+/// Dot product in 32 lanes, `acc = madd(x, y, acc)` (four independent
 /// vector chains under AVX2, enough to keep up with memory).
 #[inline(always)]
-fn dot(x: &[f32], y: &[f32]) -> f32 {
+fn dot(x: &[f32], y: &[f32], madd: impl Fn(f32, f32, f32) -> f32) -> f32 {
     let mut acc = [0f32; 32];
     let (xc, yc) = (x.chunks_exact(32), y.chunks_exact(32));
     let (xr, yr) = (xc.remainder(), yc.remainder());
     for (p, q) in xc.zip(yc) {
         for i in 0..32 {
-            acc[i] = p[i].mul_add(q[i], acc[i]);
+            acc[i] = madd(p[i], q[i], acc[i]);
         }
     }
     let mut s = 0f32;

@@ -77,6 +77,9 @@ matvec_time <- function(type, bytes_per_row, together = TRUE) {
   x <- ggml_new_tensor_1d(ctx, GGML_TYPE_F32, K)
   ws <- lapply(seq_len(copies), function(i) ggml_new_tensor_2d(ctx, type, K, M))
   ys <- lapply(ws, function(w) ggml_mul_mat(ctx, w, x))
+  # the products summed, so that one graph holds them all (the additions
+  # of 4096 values are negligible beside the products)
+  total <- Reduce(function(a, b) ggml_add(ctx, a, b), ys)
   buf <- ggml_backend_alloc_ctx_tensors(ctx, backend)
   set.seed(1)
   values <- rnorm(K * M)
@@ -84,9 +87,7 @@ matvec_time <- function(type, bytes_per_row, together = TRUE) {
   for (w in ws) ggml_backend_tensor_set_data(w, data)
   ggml_backend_tensor_set_data(x, rnorm(K))
   if (together) {
-    # the products summed, so that one graph holds them all (the additions
-    # of 4096 values are negligible beside the products)
-    graph <- ggml_build_forward_expand(ctx, Reduce(function(a, b) ggml_add(ctx, a, b), ys))
+    graph <- ggml_build_forward_expand(ctx, total)
     s <- time_it(function() ggml_backend_graph_compute(backend, graph), min_time) / copies
   } else {
     graphs <- lapply(ys, function(y) ggml_build_forward_expand(ctx, y))

@@ -48,7 +48,7 @@ pub fn run(node: &Node, pool: &CpuPool) -> crate::Result<()> {
     let dst = &node.dst;
     // Same-type copies move bytes, so i32 and f16 values stay exact.
     if matches!(node.op, Op::Dup | Op::Cont | Op::Cpy) && node.srcs[0].layout.dtype == dst.layout.dtype {
-        if access::copy_direct(&node.srcs[0], dst)? {
+        if super::movement::copy_direct(&node.srcs[0], dst, pool)? {
             return Ok(());
         }
         let bytes = {

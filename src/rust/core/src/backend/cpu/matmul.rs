@@ -10,10 +10,10 @@
 
 use super::access::Src;
 use super::gemm_rt::{product, Strided};
+use super::gemv::gemv;
 use super::par::{par_rows, CpuPool};
 use crate::base::float::Float;
 use crate::op::UnaryOp;
-use rayon::prelude::*;
 
 /// A compute type with the products: f32 and f64 through `gemm_rt`
 /// (`matmul_f64` for f64).
@@ -122,46 +122,6 @@ pub(super) fn batched<'s, T: Float>(
             prod(&a.d[ia..], &b.d[ib..], &mut out[io * slice_out..(io + 1) * slice_out]);
         }
     }
-}
-
-/// Dot product of two equal-length slices (eight accumulators, so the
-/// compiler vectorises it).
-fn dot(x: &[f32], y: &[f32]) -> f32 {
-    let mut acc = [0f32; 8];
-    let (xc, yc) = (x.chunks_exact(8), y.chunks_exact(8));
-    let (xr, yr) = (xc.remainder(), yc.remainder());
-    for (p, q) in xc.zip(yc) {
-        for i in 0..8 {
-            acc[i] += p[i] * q[i];
-        }
-    }
-    let mut s: f32 = acc.iter().sum();
-    for (p, q) in xr.iter().zip(yr) {
-        s += p * q;
-    }
-    s
-}
-
-/// A matrix-vector product: out[i] = rows[i] . v, rows of length `v.len()`
-/// (sgemm would pack the whole matrix for one column).
-fn gemv(pool: &CpuPool, rows: &[f32], v: &[f32], out: &mut [f32]) {
-    let k = v.len();
-    if k == 0 {
-        out.fill(0.0);
-        return;
-    }
-    let run = |r0: usize, o: &mut [f32]| {
-        for (i, x) in o.iter_mut().enumerate() {
-            let r = r0 + i;
-            *x = dot(&rows[r * k..(r + 1) * k], v);
-        }
-    };
-    if pool.n_threads <= 1 || out.len() * k < (1 << 16) || out.len() < 2 {
-        run(0, out);
-        return;
-    }
-    let per = out.len().div_ceil(pool.n_threads);
-    pool.install(|| out.par_chunks_mut(per).enumerate().for_each(|(i, o)| run(i * per, o)));
 }
 
 pub fn mul_mat(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &CpuPool) {

@@ -13,6 +13,7 @@ pub mod dgemm;
 pub mod dgemm_par;
 pub mod driver;
 mod gemm_rt;
+pub(crate) mod gemv;
 mod elementwise;
 mod extended;
 mod fuse;

@@ -281,3 +281,54 @@ fn pool_region_cost() {
     });
     println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
 }
+
+/// CPU time (all threads of the process) and wall time of the f32 product
+/// in ggml's layout on one thread and split over two: equal CPU time means
+/// the split adds no work (no operand packed twice, no waiting spun away),
+/// so on two free cores the wall time halves; on a loaded machine the wall
+/// time shows how much of a core each thread got.
+/// `cargo test --release -p ggmlr-core split_cpu_time -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn split_cpu_time() {
+    #[repr(C)]
+    struct Timespec {
+        sec: i64,
+        nsec: i64,
+    }
+    extern "C" {
+        fn clock_gettime(clk: i32, ts: *mut Timespec) -> i32;
+    }
+    let cpu = || {
+        let mut t = Timespec { sec: 0, nsec: 0 };
+        // SAFETY: clock_gettime writes the struct it is given; 2 is CLOCK_PROCESS_CPUTIME_ID on Linux.
+        unsafe { clock_gettime(2, &mut t) };
+        t.sec as f64 + t.nsec as f64 * 1e-9
+    };
+    println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
+    for &n in &[256usize, 512, 1024, 2048] {
+        let a: Vec<f32> = vals(n * n, 1).iter().map(|&x| x as f32).collect();
+        let b: Vec<f32> = vals(n * n, 2).iter().map(|&x| x as f32).collect();
+        let mut c = vec![0.0f32; n * n];
+        let reps = (1usize << 31) / (n * n * n) + 2;
+        let mut line = format!("n={n:5}");
+        for threads in [1usize, 2] {
+            let pool = CpuPool::new(threads).unwrap();
+            let run = |c: &mut Vec<f32>| {
+                let av = Strided { ptr: a.as_ptr(), rs: n as isize, cs: 1 };
+                let bv = Strided { ptr: b.as_ptr(), rs: 1, cs: n as isize };
+                // SAFETY: n x n operands and result, exclusively borrowed.
+                unsafe { product(Some(&pool), n, n, n, av, bv, c.as_mut_ptr(), n as isize, 1) }
+            };
+            run(&mut c);
+            let (w0, c0) = (std::time::Instant::now(), cpu());
+            for _ in 0..reps {
+                run(&mut c);
+            }
+            let (w, t) = (w0.elapsed().as_secs_f64() / reps as f64, (cpu() - c0) / reps as f64);
+            line += &format!("  {threads} thread(s): cpu {:8.3} ms wall {:8.3} ms", t * 1e3, w * 1e3);
+        }
+        println!("{line}");
+    }
+    println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
+}

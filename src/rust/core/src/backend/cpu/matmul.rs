@@ -137,22 +137,12 @@ pub fn mul_mat(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &CpuPo
             gemv(pool, sa, &sb[..k], c);
         } else if m == 1 && b0 == 1 && b1 == k && a0 == 1 {
             gemv(pool, sb, &sa[..k], c);
-        } else if n >= m.min(4 * pool.n_threads) {
-            // C (N x M) = B (N x K) * A^T (K x M), split over N.
+        } else {
+            // C (N x M) = B (N x K) * A^T (K x M); `gemm_rt` splits the
+            // longer side over the threads.
             let bm = Mat { d: sb, rs: b1, cs: b0 };
             let am = Mat { d: sa, rs: a0, cs: a1 };
             gemm(pool, n, k, m, bm, am, c);
-        } else {
-            // Few columns: C^T (M x N) = A (M x K) * B^T (K x N), split over M.
-            let mut ct = vec![0f32; m * n];
-            let am = Mat { d: sa, rs: a1, cs: a0 };
-            let bm = Mat { d: sb, rs: b0, cs: b1 };
-            gemm(pool, m, k, n, am, bm, &mut ct);
-            for j in 0..n {
-                for i in 0..m {
-                    c[j * m + i] = ct[i * n + j];
-                }
-            }
         }
     });
 }

@@ -42,11 +42,11 @@ fn forward_sample<T: Float>(g: &PoolGeom, ow: usize, oh: usize, x: &[T], vals: &
                         continue;
                     }
                     let tv = T::from_f64(tap as f64);
+                    // Selects, not branches: the loop compiles to vector blends.
                     for ((b, ti), &r) in v.iter_mut().zip(t.iter_mut()).zip(row) {
-                        if beats(r, *b) {
-                            *b = r;
-                            *ti = tv;
-                        }
+                        let take = beats(r, *b);
+                        *b = if take { r } else { *b };
+                        *ti = if take { tv } else { *ti };
                     }
                 }
             }

@@ -24,6 +24,7 @@ mod matmul_f64;
 mod movement;
 mod mul_mat_id;
 mod optstep;
+mod pool_argmax;
 pub mod par;
 mod quantized;
 mod reduce;

@@ -12,6 +12,9 @@ rs_debug_fail <- function(kind) .Call(wrap__rs_debug_fail, kind)
 rs_ag_new <- function(data) .Call(wrap__rs_ag_new, data)
 
 #' @noRd
+rs_ag_batch <- function(x, idx, device) .Call(wrap__rs_ag_batch, x, idx, device)
+
+#' @noRd
 rs_ag_value <- function(h) .Call(wrap__rs_ag_value, h)
 
 #' Makes a tensor's value resident in the pool `scope` ("persistent" for

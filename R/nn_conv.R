@@ -2,8 +2,8 @@
 # engine's own (the autograd op "conv2d": im2col and one product, its input
 # gradient a transposed convolution; see src/rust/core/src/autograd/conv.rs),
 # on the layers' channels-first layout. Where "same" padding would need more
-# zeros after than before (an even kernel), and for max pooling, the layers
-# build the patches from autograd ops instead:
+# zeros after than before (an even kernel), the layers build the patches
+# from autograd ops instead:
 #
 # * A value [C * positions, batch] viewed as [C, positions * batch] has one
 #   column per input position and sample (R/nn_build.R).
@@ -15,8 +15,6 @@
 #   activation fused), giving [filters, outputs * batch]: the same layout, so
 #   layers stack without reordering. The gather's backward rule adds the
 #   gradients of overlapping patches back into the input.
-# * Max pooling gathers the window taps the same way and takes the maximum
-#   of the K row blocks by pairwise maxima max(a, b) = b + relu(a - b).
 
 # 0-based input positions of every tap of every output position of one
 # sample along one axis: a [k, out] matrix, -1 for padding.
@@ -55,8 +53,7 @@
   cfg <- st$config
   g <- switch(st$type,
     conv_2d = .nn_gather_index(s[1:2], cfg$kernel_size, cfg$strides, cfg$padding, n),
-    conv_1d = .nn_gather_index(c(1L, s[1L]), c(1L, cfg$kernel_size), c(1L, cfg$strides), cfg$padding, n),
-    max_pooling_2d = .nn_gather_index(s[1:2], cfg$pool_size, cfg$strides, "valid", n))
+    conv_1d = .nn_gather_index(c(1L, s[1L]), c(1L, cfg$kernel_size), c(1L, cfg$strides), cfg$padding, n))
   if (is.null(rt$gathers)) rt$gathers <- list()
   rt$gathers[[key]] <- g
   g
@@ -109,14 +106,13 @@
   if (code == 0) .nn_activate(out, act, st$out_shape, st$label) else out
 }
 
+# Max pooling is the engine's own (the autograd op "max_pool2d": one pass
+# that keeps the tap of each maximum, its backward a scatter to those taps;
+# see src/rust/core/src/autograd/pool_rules.rs), on the channels-first
+# layout: c(C, W, H, KW, KH, stride W, stride H).
 .nn_max_pool <- function(rt, st, x) {
-  c <- st$in_shapes[[1L]][3L]
-  p <- .nn_patches(rt, st, x)
-  k <- prod(st$config$pool_size)
-  m <- .nn_rows(p, 0, c)
-  for (i in seq_len(k - 1L)) {
-    b <- .nn_rows(p, i * c, (i + 1L) * c)
-    m <- ag_add(b, ag_relu(ag_sub(m, b)))
-  }
-  m
+  s <- st$in_shapes[[1L]]
+  cfg <- st$config
+  geom <- c(s[3L], s[2L], s[1L], cfg$pool_size[2L], cfg$pool_size[1L], cfg$strides[2L], cfg$strides[1L])
+  .ag_op("max_pool2d", list(x), as.numeric(geom))
 }

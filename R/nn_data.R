@@ -97,8 +97,14 @@
   .ag_pass_reset(rt$device)
   out <- list()
   for (id in names(X)) {
-    m <- X[[id]][, idx, drop = FALSE]
-    out[[id]] <- if (is.integer(m)) m else ag_tensor(m, device = rt$device, dtype = rt$dtype)
+    x <- X[[id]]
+    out[[id]] <- if (is.integer(x)) {
+      x[, idx, drop = FALSE]
+    } else {
+      # The batch's columns go from R's memory into the tensor in one pass.
+      r <- .rs(rs_ag_batch(x, as.integer(idx), rt$device))
+      .ag_make(r[[1L]], as.integer(r[[2L]]), FALSE, nrow(x), length(idx), rt$device, rt$dtype)
+    }
   }
   out
 }

@@ -564,6 +564,63 @@ def three_d():
         single(nm, "Pooling3D", p, P)
 
 
+def int8_products():
+    """Gemm and the recurrent layers with int8_scale_term: int8 weights with
+    per-row scales, dynamically quantized bottoms."""
+    M, K, N = 5, 9, 6
+    for nm, p, shape in [("gemm_int8_b_const", "3=1 5=1 6=0 8=%d 9=%d 18=1" % (N, K), (M, K)),
+                         ("gemm_int8_b_const_ab", "0=0.75 5=1 6=0 8=%d 9=%d 18=1" % (N, K), (M, K)),
+                         ("gemm_int8_b_const_out_trans", "3=1 5=1 6=0 8=%d 9=%d 14=1 18=1" % (N, K), (M, K))]:
+        m = inp(Model(), "data", shape).add("Gemm", "l", ["data"], ["out"], p)
+        int8_tagged(m, rng.integers(-127, 128, N * K))
+        m.raw([rng.uniform(40, 120)])
+        case(nm, m, [("data", shape)], ["out"])
+    for nm, p in [("gemm_int8_a_const_c", "0=1.5 1=0.5 4=1 6=1 7=%d 9=%d 10=1 18=1" % (M, K)),
+                  ("gemm_int8_a_const_trans_c_mn", "1=2.0 2=1 4=1 6=1 7=%d 8=%d 9=%d 10=3 18=1" % (M, N, K))]:
+        m = inp(Model(), "data", (K, N)).add("Gemm", "l", ["data"], ["out"], p)
+        int8_tagged(m, rng.integers(-127, 128, M * K))
+        m.tagged(rng.normal(0, 1, M if "10=1" in p else M * N))
+        m.raw(rng.uniform(40, 160, M))
+        case(nm, m, [("data", (K, N))], ["out"])
+    multi("gemm_int8_dynamic", "Gemm", "18=1", [(M, K), (K, N)])
+    multi("gemm_int8_dynamic_c", "Gemm", "0=0.5 1=2.0 2=1 18=1", [(K, M), (K, N), (M, N)])
+    T, F, no = 7, 5, 4
+    for cell, g in [("RNN", 1), ("LSTM", 4), ("GRU", 3)]:
+        for d, sfx in [(0, ""), (1, "_reverse"), (2, "_bidir")]:
+            for proj in ([0, 3] if cell == "LSTM" else [0]):
+                hs = proj or no
+                dirs = 2 if d == 2 else 1
+                rows = g * hs
+                p = "0=%d 1=%d 2=%d 8=1" % (no, dirs * F * rows, d) + (" 3=%d" % hs if proj else "")
+                nm = cell.lower() + "_int8" + sfx + ("_proj" if proj else "")
+                for states in ([False, True] if d != 1 else [False]):
+                    shapes = [(T, F)] + ([(dirs, no)] + ([(dirs, hs)] if cell == "LSTM" else []) if states else [])
+                    m = Model()
+                    names = ["in%d" % i for i in range(len(shapes))]
+                    for n_, s_ in zip(names, shapes):
+                        inp(m, n_, s_)
+                    tops = ["out%d" % i for i in range(len(shapes))]
+                    m.add(cell, "l", names, tops, p)
+                    int8_tagged(m, rng.integers(-127, 128, dirs * rows * F))
+                    m.tagged(rng.normal(0, 0.2, dirs * (4 if cell == "GRU" else g) * hs))
+                    int8_tagged(m, rng.integers(-127, 128, dirs * rows * no))
+                    if proj:
+                        m.tagged(rng.normal(0, 0.5, dirs * hs * no))
+                    m.raw(rng.uniform(40, 160, dirs * rows))
+                    m.raw(rng.uniform(40, 160, dirs * rows))
+                    case(nm + ("_states" if states else ""), m, list(zip(names, shapes)), tops)
+
+
+def padding_4d():
+    """Padding of 4-d blobs: front/behind pad the depth."""
+    V = (3, 4, 5, 6)
+    for nm, p in [("pad4d_const", "0=1 1=2 2=2 3=1 4=0 5=0.5 7=1 8=2"), ("pad4d_depth_only", "7=2 8=1 5=-1.5"),
+                  ("pad4d_hw_only", "0=1 1=1 2=1 3=1"), ("pad4d_replicate", "0=2 1=1 2=1 3=2 4=1 7=2 8=1"),
+                  ("pad4d_reflect", "0=1 1=2 2=2 3=1 4=2 7=2 8=3"), ("pad4d_reflect_hw", "0=2 1=1 2=3 3=1 4=2")]:
+        single(nm, "Padding", p, V)
+    single("pad4d_per_channel", "Padding", "0=1 1=1 2=1 3=1 6=3 7=1 8=1", V, weights=[("raw", [0.25, -0.5, 2.0])])
+
+
 def main():
     os.makedirs(nf.OUT, exist_ok=True)
     elementwise()
@@ -585,6 +642,8 @@ def main():
     sampling()
     einsum()
     three_d()
+    int8_products()
+    padding_4d()
     with open(os.path.join(nf.OUT, "cases.tsv"), "w") as f:
         f.write("case\tinputs\toutputs\n")
         for row in nf.manifest:

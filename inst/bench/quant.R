@@ -64,28 +64,39 @@ read_bandwidth_engine <- function(threads) {
 }
 
 # Seconds per matrix-vector product of `type` weights, cycling through
-# enough copies of the weights to leave the caches.
-matvec_time <- function(type, bytes_per_row) {
+# enough copies of the weights to leave the caches: `together`, one graph
+# holds a product of each copy, summed (one compute call reads them all, at least
+# 96 MB, as the reference's call reads 256 MB); else one product per call
+# (R's call and the graph's set-up then count too).
+matvec_time <- function(type, bytes_per_row, together = TRUE) {
   w_bytes <- M * bytes_per_row
   copies <- max(1, ceiling(cache_bytes / w_bytes))
   backend <- ggml_backend_cpu_init()
   ggml_backend_cpu_set_n_threads(backend, threads)
-  ctx <- ggml_init((3 * copies + 4) * ggml_tensor_overhead(), no_alloc = TRUE)
+  ctx <- ggml_init((4 * copies + 4) * ggml_tensor_overhead(), no_alloc = TRUE)
   x <- ggml_new_tensor_1d(ctx, GGML_TYPE_F32, K)
   ws <- lapply(seq_len(copies), function(i) ggml_new_tensor_2d(ctx, type, K, M))
   ys <- lapply(ws, function(w) ggml_mul_mat(ctx, w, x))
+  # the products summed, so that one graph holds them all (the additions
+  # of 4096 values are negligible beside the products)
+  total <- Reduce(function(a, b) ggml_add(ctx, a, b), ys)
   buf <- ggml_backend_alloc_ctx_tensors(ctx, backend)
   set.seed(1)
   values <- rnorm(K * M)
   data <- if (type == GGML_TYPE_F32) values else ggml_quantize_chunk(type, values, M, K)
   for (w in ws) ggml_backend_tensor_set_data(w, data)
   ggml_backend_tensor_set_data(x, rnorm(K))
-  graphs <- lapply(ys, function(y) ggml_build_forward_expand(ctx, y))
-  i <- 0
-  s <- time_it(function() {
-    i <<- i %% copies + 1
-    ggml_backend_graph_compute(backend, graphs[[i]])
-  }, min_time)
+  if (together) {
+    graph <- ggml_build_forward_expand(ctx, total)
+    s <- time_it(function() ggml_backend_graph_compute(backend, graph), min_time) / copies
+  } else {
+    graphs <- lapply(ys, function(y) ggml_build_forward_expand(ctx, y))
+    i <- 0
+    s <- time_it(function() {
+      i <<- i %% copies + 1
+      ggml_backend_graph_compute(backend, graphs[[i]])
+    }, min_time)
+  }
   ggml_free(ctx)
   ggml_backend_free(backend)
   list(seconds = s, bytes = w_bytes, copies = copies)
@@ -102,11 +113,16 @@ types <- list(f32 = GGML_TYPE_F32, q8_0 = GGML_TYPE_Q8_0, q4_0 = GGML_TYPE_Q4_0,
 res <- lapply(names(types), function(nm) {
   ty <- types[[nm]]
   info <- ggml_quant_block_info(ty)
-  m <- matvec_time(ty, K / info$block_size * info$type_size)
+  rb <- K / info$block_size * info$type_size
+  m <- matvec_time(ty, rb)
+  alone <- matvec_time(ty, rb, together = FALSE)
   data.frame(type = nm, weights_MB = round(m$bytes / 2^20, 1), copies = m$copies,
-    ms = round(1e3 * m$seconds, 3), GB_per_s = round(m$bytes / m$seconds / 1e9, 2))
+    ms = round(1e3 * m$seconds, 3), GB_per_s = round(m$bytes / m$seconds / 1e9, 2),
+    ms_one_per_call = round(1e3 * alone$seconds, 3))
 })
 res <- do.call(rbind, res)
 res$of_bandwidth <- sprintf("%.0f%%", 100 * res$GB_per_s / bw)
 res$speedup_over_f32 <- round(res$ms[res$type == "f32"] / res$ms, 2)
 print(res, row.names = FALSE)
+cat(sprintf("(ms: per product in a graph of `copies` products; ms_one_per_call: one product per compute call)\nload: %s\n",
+  paste(readLines("/proc/loadavg"), collapse = "")))

@@ -194,6 +194,18 @@ test_that("conv_2d, conv_1d and max pooling: forward against base R, and gradien
     expect_close_to(keras_forward(mp, x), refp, be, "max pooling")
     expect_keras_grads(one_layer(c(5, 6, 2), function(i) ggml_layer_dense(ggml_layer_max_pooling_2d(i, 2), 2), be),
                        x[1, , , , drop = FALSE], be, what = "max pooling")
+    # overlapping windows (stride below the window): an input can be the
+    # maximum of several windows and gets each one's gradient
+    mo <- one_layer(c(5, 6, 2), function(i) ggml_layer_max_pooling_2d(i, c(3, 2), strides = c(1, 2)), be)
+    refo <- t(sapply(1:2, function(s) {
+      o <- array(0, c(3, 3, 2))
+      for (i in 1:3) for (j in 1:3) for (c in 1:2) o[i, j, c] <- max(x[s, i + 0:2, 2 * j - 1:0, c])
+      chan_first(o)
+    }))
+    expect_close_to(keras_forward(mo, x), refo, be, "overlapping max pooling")
+    expect_keras_grads(one_layer(c(5, 6, 2), function(i) {
+      ggml_layer_dense(ggml_layer_max_pooling_2d(i, c(3, 2), strides = c(1, 2)), 2)
+    }, be), x[1, , , , drop = FALSE], be, what = "overlapping max pooling")
   }
 })
 

@@ -59,6 +59,29 @@ fn rs_ag_new(data: Robj) -> Robj {
     })
 }
 
+/// The columns `idx` (1-based) of the numeric matrix `x` as a new tensor
+/// on `device` ("cpu" or "gpu"), written from R's memory in one pass.
+/// @noRd
+#[extendr]
+fn rs_ag_batch(x: Robj, idx: Robj, device: Robj) -> Robj {
+    guard(|| {
+        let data = x.as_real_slice().ok_or_else(|| anyhow!("`x` must be a numeric matrix, not {:?}", x.rtype()))?;
+        let rows = match x.get_attrib("dim").and_then(|d| d.as_integer_vector()).as_deref() {
+            Some([r, _]) => *r as usize,
+            _ => bail!("`x` must be a matrix"),
+        };
+        let cols: Vec<usize> = match idx.as_integer_slice() {
+            Some(v) if v.iter().all(|&i| i >= 1) => v.iter().map(|&i| i as usize - 1).collect(),
+            _ => bail!("`idx` must be a vector of positive column numbers"),
+        };
+        let place = if scalar_str(&device, "device")? == "gpu" { Place::Pools } else { Place::Cpu };
+        let v = ggmlr_core::autograd::batch::columns(data, rows, &cols, place)?;
+        let t = with_tape(|tp| tp.tensor_engine(v));
+        let id = t.id as f64;
+        Ok(list!(wrap(t), id).into())
+    })
+}
+
 /// @noRd
 #[extendr]
 fn rs_ag_value(h: Robj) -> Robj {
@@ -409,6 +432,7 @@ fn rs_ag_clip(grads: Robj, max_norm: Robj) -> Robj {
 extendr_module! {
     mod autograd;
     fn rs_ag_new;
+    fn rs_ag_batch;
     fn rs_ag_value;
     fn rs_ag_to_device;
     fn rs_ag_set_value;

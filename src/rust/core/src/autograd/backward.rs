@@ -201,6 +201,11 @@ pub fn backward(
         AgOp::Conv2d(geom, a) => {
             res = super::conv_rules::backward(b, c, geom, *a, xs, out, saved, &gt, [want(0), want(1), want(2)])?;
         }
+        AgOp::MaxPool2d(geom) => {
+            if want(0) {
+                res[0] = Some(super::pool_rules::backward(b, c, geom, &xs[0], &saved[0], &gt)?);
+            }
+        }
         AgOp::SliceRows(from, to) => {
             let (r, cc) = shape(0);
             let mut t = gt;

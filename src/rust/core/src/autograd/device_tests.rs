@@ -148,6 +148,10 @@ fn every_op(be: &Backend) {
         (AgOp::ConcatRows, vec![mat(2, 3, 0.), mat(1, 3, 1.), mat(2, 3, 2.)], vec![true; 3]),
     ];
     let mut cases = cases;
+    for (g, n) in [(crate::op::max_pool::PoolGeom { c: 3, w: 6, h: 5, kw: 2, kh: 2, sw: 2, sh: 2 }, 2),
+                   (crate::op::max_pool::PoolGeom { c: 2, w: 5, h: 4, kw: 3, kh: 2, sw: 1, sh: 1 }, 3)] {
+        cases.push((AgOp::MaxPool2d(g), vec![mat(g.c * g.w * g.h, n, 0.)], vec![true]));
+    }
     for (i, (g, f, n)) in super::conv_tests::cases().into_iter().enumerate() {
         let a = [AgActivation::Relu, AgActivation::None, AgActivation::Tanh][i % 3];
         let ins = vec![mat(f, g.patch(), 0.), mat(g.sample(), n, 1.), mat(f, 1, 2.)];

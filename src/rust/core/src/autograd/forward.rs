@@ -151,6 +151,11 @@ fn build(b: &mut GraphBuilder, c: &Context, op: &AgOp, xs: &[EngineVal]) -> Resu
             let (rows, cols) = g.check(&[xs[0].shape(), xs[1].shape(), xs[2].shape()])?;
             Ok(Built { out: (out, rows, cols), saved, aux: None })
         }
+        AgOp::MaxPool2d(g) => {
+            let (out, saved) = super::pool_rules::forward(b, c, g, x0)?;
+            let (rows, cols) = op.check(&[x0.shape()])?;
+            Ok(Built { out: (out, rows, cols), saved, aux: None })
+        }
         AgOp::SliceRows(from, to) => built(rows_of(c, &x(b, 0)?, *from, *to, c0)?, to - from, c0),
         AgOp::ConcatRows => {
             let mut t = x(b, 0)?;

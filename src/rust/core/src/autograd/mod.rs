@@ -17,8 +17,9 @@
 //! - `place`: each place's backend, memory and uploads;
 //! - `graph`: building one graph in a place and computing it once;
 //! - `nodes`: the graph pieces the rules are made of;
-//! - `conv_rules`, `forward`, `backward`: the rules;
+//! - `conv_rules`, `pool_rules`, `forward`, `backward`: the rules;
 //! - `tape`: recording and the backward pass;
+//! - `batch`: mini-batches written from the caller's columns into a place;
 //! - `optim`, `clip`: optimizer updates and gradient clipping;
 //! - `pools`: resetting the residency pools after the rescue.
 //!
@@ -37,6 +38,7 @@
 //! tensor in a "gpu" op) move values between the places as needed.
 
 pub mod backward;
+pub mod batch;
 pub mod clip;
 pub mod conv;
 mod conv_rules;
@@ -46,6 +48,7 @@ pub mod nodes;
 pub mod op;
 pub mod optim;
 pub mod place;
+mod pool_rules;
 pub mod pools;
 pub mod rescue;
 pub mod tape;
@@ -62,5 +65,7 @@ pub use value::{grad_cell, set_cell, AgTensor, AgTensorRef, EngineVal, GradCell,
 mod conv_tests;
 #[cfg(test)]
 mod device_tests;
+#[cfg(test)]
+mod pool_tests;
 #[cfg(test)]
 mod tests;

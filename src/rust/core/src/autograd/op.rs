@@ -72,6 +72,10 @@ pub enum AgOp {
     /// A 2-D convolution (`super::conv`) with its activation fused: inputs
     /// kernel, x and bias.
     Conv2d(super::conv::Conv2d, AgActivation),
+    /// 2-D max pooling ("valid" windows) of a batch of channels-first
+    /// images (`crate::op::max_pool`): `[C, OW OH N]` from any matrix of
+    /// `C W H N` values.
+    MaxPool2d(crate::op::max_pool::PoolGeom),
 }
 
 /// Cross-entropy's clamp of probabilities away from 0 and 1.
@@ -109,6 +113,34 @@ fn count(v: f64, name: &str, what: &str) -> Result<usize> {
         bail!("{name}: `{what}` must be a non-negative whole number, not {v}");
     }
     Ok(v as usize)
+}
+
+const POOL_NAME: &str = "ggml_layer_max_pooling_2d";
+
+/// A max pooling's geometry from R's parameters: C, W, H, KW, KH and the
+/// strides along the width and the height.
+fn pool_geom(p: &[f64]) -> Result<crate::op::max_pool::PoolGeom> {
+    if p.len() != 7 {
+        bail!("{POOL_NAME}: expected 7 pooling parameters, got {}", p.len());
+    }
+    let n = |i: usize, what: &str| -> Result<usize> {
+        let v = p[i];
+        if !(v.is_finite() && v >= 1.0 && v.fract() == 0.0 && v <= u32::MAX as f64) {
+            bail!("{POOL_NAME}: `{what}` must be a whole number >= 1, not {v}");
+        }
+        Ok(v as usize)
+    };
+    let g = crate::op::max_pool::PoolGeom {
+        c: n(0, "channels")?,
+        w: n(1, "width")?,
+        h: n(2, "height")?,
+        kw: n(3, "pool width")?,
+        kh: n(4, "pool height")?,
+        sw: n(5, "stride")?,
+        sh: n(6, "stride")?,
+    };
+    g.out_size().map_err(|e| anyhow::anyhow!("{POOL_NAME}: {e}"))?;
+    Ok(g)
 }
 
 impl AgOp {
@@ -173,6 +205,7 @@ impl AgOp {
                 let a = act_code(param(p, 0, name, "activation")?, name)?;
                 AgOp::Conv2d(super::conv::Conv2d::parse(&p[1..])?, a)
             }
+            "max_pool2d" => AgOp::MaxPool2d(pool_geom(p)?),
             other => bail!("unknown autograd operation '{other}'"),
         })
     }
@@ -207,6 +240,7 @@ impl AgOp {
             AgOp::SliceRows(..) => "row slice",
             AgOp::ConcatRows => "row concatenation",
             AgOp::Conv2d(..) => super::conv::NAME,
+            AgOp::MaxPool2d(_) => POOL_NAME,
         }
     }
 
@@ -359,6 +393,20 @@ impl AgOp {
                 (x.iter().map(|m| m.0).sum(), cols)
             }
             AgOp::Conv2d(g, _) => g.check(x)?,
+            AgOp::MaxPool2d(g) => {
+                let (ow, oh) = g.out_size().map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+                let len = x0.0 * x0.1;
+                if len == 0 || len % g.sample() != 0 {
+                    bail!(
+                        "{name}: the input is {} ({len} values), not a whole batch of images of {}x{}x{} (height x width x channels)",
+                        shape_str(x0),
+                        g.h,
+                        g.w,
+                        g.c
+                    );
+                }
+                (g.c, ow * oh * (len / g.sample()))
+            }
         })
     }
 }

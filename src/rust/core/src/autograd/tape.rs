@@ -51,6 +51,11 @@ impl Tape {
         self.next_id += 1;
         AgTensor::new(self.next_id, m)
     }
+    /// A new leaf holding the engine value `v` (a batch written into its place).
+    pub fn tensor_engine(&mut self, v: super::value::EngineVal) -> AgTensorRef {
+        self.next_id += 1;
+        AgTensor::with_storage(self.next_id, super::value::Storage::Engine(v))
+    }
     /// Starts recording on an empty tape.
     pub fn begin(&mut self) {
         self.nodes.clear();

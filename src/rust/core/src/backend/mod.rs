@@ -234,6 +234,7 @@ impl Backend {
                             | Op::AdamStep { .. }
                             | Op::SgdStep { .. }
                             | Op::Im2ColBack { .. }
+                            | Op::MaxPool(_)
                     )
             }
         }

@@ -4,6 +4,7 @@
 //! compiled copy, so f32 code is what it would be if written for f32 alone.
 
 use crate::base::dtype::DType;
+use crate::base::vmath;
 use half::{bf16, f16};
 use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
 
@@ -43,12 +44,15 @@ pub trait Float:
     fn to_f16(self) -> f16;
     fn to_bf16(self) -> bf16;
 
+    /// e^self; for f32 the branch-free [`vmath::exp`], so that loops over
+    /// it vectorise (f64: the standard library's).
     fn exp(self) -> Self;
     fn exp_m1(self) -> Self;
     fn ln(self) -> Self;
     fn sqrt(self) -> Self;
     fn sin(self) -> Self;
     fn cos(self) -> Self;
+    /// tanh; for f32 the branch-free [`vmath::tanh`].
     fn tanh(self) -> Self;
     fn abs(self) -> Self;
     fn round(self) -> Self;
@@ -69,7 +73,7 @@ pub trait Float:
 }
 
 macro_rules! float_impl {
-    ($t:ty, $dt:expr, $f16:path, $bf16:path, $erf:path) => {
+    ($t:ty, $dt:expr, $f16:path, $bf16:path, $erf:path, $exp:path, $tanh:path) => {
         impl Float for $t {
             const DTYPE: DType = $dt;
             const ZERO: Self = 0.0;
@@ -103,7 +107,7 @@ macro_rules! float_impl {
             }
             #[inline(always)]
             fn exp(self) -> Self {
-                <$t>::exp(self)
+                $exp(self)
             }
             #[inline(always)]
             fn exp_m1(self) -> Self {
@@ -127,7 +131,7 @@ macro_rules! float_impl {
             }
             #[inline(always)]
             fn tanh(self) -> Self {
-                <$t>::tanh(self)
+                $tanh(self)
             }
             #[inline(always)]
             fn abs(self) -> Self {
@@ -181,8 +185,8 @@ macro_rules! float_impl {
     };
 }
 
-float_impl!(f32, DType::F32, f16::from_f32, bf16::from_f32, libm::erff);
-float_impl!(f64, DType::F64, f16::from_f64, bf16::from_f64, libm::erf);
+float_impl!(f32, DType::F32, f16::from_f32, bf16::from_f32, libm::erff, vmath::exp, vmath::tanh);
+float_impl!(f64, DType::F64, f16::from_f64, bf16::from_f64, libm::erf, f64::exp, f64::tanh);
 
 #[cfg(test)]
 mod tests {

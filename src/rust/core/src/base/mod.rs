@@ -2,7 +2,8 @@
 //! bytes, the runtime choice of CPU kernels, human-readable formatting,
 //! allocations sized by input,
 //! cancellation (Ctrl-C), fork-safe worker pools, the CPU's features, where
-//! messages go (logging, internal failures) and the quantized block formats.
+//! messages go (logging, internal failures), the quantized block formats
+//! and scalar functions written to vectorise (exp, ln, tanh, sigmoid, erf).
 //! Imports nothing of the crate.
 
 pub mod alloc;
@@ -18,3 +19,4 @@ pub mod log;
 pub mod quant;
 pub mod simd;
 pub mod threads;
+pub mod vmath;

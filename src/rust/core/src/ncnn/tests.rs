@@ -263,3 +263,56 @@ fn text_arrays_keep_each_element_spelling() {
     // read raw, an int written as the bits of a float is that float
     assert_eq!(pd("-23300=1,1077936128").floats_raw(0), vec![3.0]);
 }
+
+#[test]
+fn int8_storage_must_agree_with_int8_scale_term() {
+    let load = |param: &str, bin: Vec<u8>| -> anyhow::Result<()> {
+        let mut net = Net::new(1, true)?;
+        net.load_param_text(&format!("7767517\n2 2\nInput data 0 1 data\n{param}\n"))?;
+        net.load_model(&DataReader::from_bytes(bin))
+    };
+    let floats = |n: usize| vec![0u8; 4 + 4 * n];
+    let int8s = |n: usize| {
+        let mut b = modelbin::TAG_INT8.to_le_bytes().to_vec();
+        b.extend(vec![1u8; n.div_ceil(4) * 4]);
+        b
+    };
+    // an int8 RNN whose weights are stored as fp32
+    let mut bin = floats(2 * 3);
+    bin.extend(floats(2));
+    bin.extend(floats(4));
+    bin.extend(vec![0u8; 16]);
+    let e = load("RNN r 1 1 data out 0=2 1=6 8=1", bin).unwrap_err();
+    assert!(format!("{e}").contains("not stored as int8"), "{e}");
+    // int8 weights without the term
+    let mut bin = int8s(6);
+    bin.extend(floats(2));
+    bin.extend(int8s(4));
+    let e = load("GRU r 1 1 data out 0=2 1=18", bin).unwrap_err();
+    assert!(format!("{e}").contains("int8_scale_term (8) is 0"), "{e}");
+    let e = load("Gemm g 1 1 data out 3=1 5=1 6=0 8=2 9=3", int8s(6)).unwrap_err();
+    assert!(format!("{e}").contains("int8_scale_term (18) is 0"), "{e}");
+    for term in [4, 100, 801] {
+        let e = load(&format!("Gemm g 1 1 data out 18={term}"), vec![]).unwrap_err();
+        assert!(format!("{e}").contains("quantize_term"), "{e}");
+    }
+}
+
+#[test]
+fn strided_convolution_of_a_row_narrower_than_the_stride() {
+    // Stride 3 over a width-1 input: two of the three column phases are
+    // empty (they once sliced past the row).
+    let mut net = Net::new(1, true).unwrap();
+    net.load_param_text("7767517\n2 2\nInput data 0 1 data\nConvolution c 1 1 data out 0=2 1=1 3=3 5=0 6=2\n").unwrap();
+    let mut b = vec![0u8; 4];
+    for v in [2.0f32, -1.0] {
+        b.extend(v.to_le_bytes());
+    }
+    net.load_model(&DataReader::from_bytes(b)).unwrap();
+    let mut ex = crate::ncnn::Extractor::new(&net).unwrap();
+    ex.input(&net, 0, Mat::from_shape(&[1, 4, 1], vec![1.0, 2.0, 3.0, 4.0]).unwrap()).unwrap();
+    let y = ex.extract(&net, 1).unwrap();
+    assert_eq!((y.w, y.h, y.c), (1, 2, 2));
+    assert_eq!(*y.data, vec![2.0, 8.0, -1.0, -4.0]);
+}
+

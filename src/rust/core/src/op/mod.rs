@@ -15,6 +15,7 @@ pub mod attn;
 pub mod conv;
 pub mod glu;
 pub mod index;
+pub mod max_pool;
 pub mod names;
 mod names_ext;
 pub mod rope;
@@ -291,6 +292,10 @@ pub enum Op {
     Rows(rows::RowOp),
     /// Ops that place values by index ([`index`]).
     Index(index::IndexOp),
+    /// Max pooling with the taps of its maxima, and its gradient
+    /// ([`max_pool`]). Computed by the CPU backend only (elsewhere
+    /// builders compose it from get_rows and row reductions).
+    MaxPool(max_pool::MaxPool),
     /// srcs [as [K, M, E], b [K, nb1, T], ids i32 [n, T]] -> [M, n, T]:
     /// column (i, t) is as[.., .., ids[i, t]]^T b[.., i % nb1, t] (mixture of experts).
     MulMatId,
@@ -361,6 +366,7 @@ impl Op {
             Op::Conv(c) => c.name(),
             Op::Rows(r) => r.name(),
             Op::Index(i) => i.name(),
+            Op::MaxPool(m) => m.name(),
             Op::MulMatId => "MUL_MAT_ID",
         }
     }

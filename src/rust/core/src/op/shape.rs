@@ -33,6 +33,7 @@ pub fn arity(op: &Op) -> (usize, usize) {
         Op::Conv(c) => c.arity(),
         Op::Rows(r) => r.arity(),
         Op::Index(i) => i.arity(),
+        Op::MaxPool(m) => m.arity(),
         _ => (1, 1),
     }
 }
@@ -74,6 +75,7 @@ pub(super) fn infer4(op: &Op, s: &[Layout]) -> crate::Result<Out> {
         Op::Attn(t) => t.infer(s)?,
         Op::Conv(c) => c.infer(s)?,
         Op::Rows(r) => r.infer(s)?,
+        Op::MaxPool(m) => m.infer(s)?,
         Op::MulMatId => mul_mat_id(s)?,
         Op::None => bail!("a leaf tensor has no sources"),
         Op::Reshape | Op::View | Op::Transpose | Op::Permute { .. } | Op::Cpy => {

@@ -288,48 +288,6 @@ fn walk_units(l: &Layout, base: usize, rows: bool, f: impl FnMut(usize, usize)) 
     }
 }
 
-/// Copies `src`'s elements into `dst` (same type, no conversion) straight
-/// from one place to the other when their bytes do not overlap and `dst` is
-/// contiguous: one move when `src` is contiguous too, one per row when its
-/// rows are (within one buffer too). Returns false (nothing done) otherwise.
-pub fn copy_direct(src: &DataRef, dst: &DataRef) -> crate::Result<bool> {
-    let l = &src.layout;
-    if overlap(src, dst) || !dst.layout.is_contiguous() || l.dtype.quant().is_some() || l.dtype != dst.layout.dtype {
-        return Ok(false);
-    }
-    let n = l.nelements();
-    ensure!(n == dst.layout.nelements(), "internal: a copy of {n} elements into {}", dst.layout.nelements());
-    if src.buf.id() == dst.buf.id() {
-        // One buffer, disjoint spans: moves within it.
-        let mut w = dst.buf.write("the result")?;
-        let d = host_mut(&mut w, dst)?;
-        check_span(d.len(), src)?;
-        copy_runs(l, src.offset, dst.offset, |from, to, len| d.copy_within(from..from + len, to));
-        return Ok(true);
-    }
-    let g = src.buf.read("the source")?;
-    let b = host(&g, src)?;
-    let mut w = dst.buf.write("the result")?;
-    let d = host_mut(&mut w, dst)?;
-    copy_runs(l, src.offset, dst.offset, |from, to, len| d[to..to + len].copy_from_slice(&b[from..from + len]));
-    Ok(true)
-}
-
-/// Calls `mv(from, to, len)` for runs of bytes that copy the tensor of
-/// layout `l` at byte `from` into contiguous bytes at `to`: the whole tensor
-/// when contiguous, else a row or an element at a time.
-fn copy_runs(l: &Layout, from: usize, to: usize, mut mv: impl FnMut(usize, usize, usize)) {
-    let es = l.dtype.size();
-    if l.is_contiguous() {
-        mv(from, to, l.nelements() * es);
-    } else if l.nb[0] == es {
-        let row = l.ne[0] * es;
-        for_each_row(l, from, |i, o| mv(o, to + i * row, row));
-    } else {
-        for_each_offset(l, from, |i, o| mv(o, to + i * es, es));
-    }
-}
-
 /// The element bytes of a tensor, packed in ggml order (no conversion).
 pub fn gather_bytes(mem: &BufferMem, r: &DataRef) -> crate::Result<Vec<u8>> {
     let b = host(mem, r)?;

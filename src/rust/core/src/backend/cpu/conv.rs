@@ -1,9 +1,11 @@
-//! Image kernels: im2col (the unfolding under `conv_2d`) and 2-D pooling.
+//! im2col, the unfolding under `conv_2d` (2-D pooling, re-exported here,
+//! lives with the other sliding-window kernels in `window`).
 
 use super::access::Src;
 use super::par::{par_rows, CpuPool};
 use crate::base::float::Float;
-use crate::op::PoolOp;
+
+pub use super::window::pool_2d;
 
 /// Unfold patches of `b` for kernel `k`: params are [s0, s1, p0, p1, d0, d1].
 /// 2-D: b [IW, IH, IC, N] -> [IC*KH*KW, OW, OH, N]; 1-D: b [IW, IC, N] -> [IC*KW, OW, N].
@@ -55,58 +57,6 @@ pub fn im2col<T: Float>(
                         *o = if ix < 0 || ix >= iw { T::ZERO } else { src[ix as usize] };
                     }
                 }
-            }
-        }
-    });
-}
-
-/// Max or average over windows; `kp` is [k0, k1, s0, s1], `pad` [p0, p1].
-/// Windows skip padded positions; the average divides by the full window size.
-pub fn pool_2d<T: Float>(
-    a: &Src<'_, T>,
-    op: PoolOp,
-    kp: [i32; 4],
-    pad: [f32; 2],
-    out: &mut [T],
-    ne: [usize; 4],
-    pool: &CpuPool,
-) {
-    let [k0, k1, s0, s1] = kp.map(|v| v as i64);
-    let (p0, p1) = (pad[0] as i64, pad[1] as i64);
-    let (iw, ih) = (a.ne[0] as i64, a.ne[1] as i64);
-    let (ow, oh) = (ne[0], ne[1]);
-    par_rows(pool, out, ow, |r0, chunk| {
-        for (j, orow) in chunk.chunks_mut(ow.max(1)).enumerate() {
-            let r = r0 + j;
-            let y = r % oh;
-            let plane = r / oh;
-            let (c, n) = (plane % a.ne[2], plane / a.ne[2]);
-            for (x, o) in orow.iter_mut().enumerate() {
-                let mut acc = match op {
-                    PoolOp::Max => T::MIN,
-                    PoolOp::Avg => T::ZERO,
-                };
-                for ky in 0..k1 {
-                    let iy = y as i64 * s1 - p1 + ky;
-                    if iy < 0 || iy >= ih {
-                        continue;
-                    }
-                    for kx in 0..k0 {
-                        let ix = x as i64 * s0 - p0 + kx;
-                        if ix < 0 || ix >= iw {
-                            continue;
-                        }
-                        let v = a.at(ix as usize, iy as usize, c, n);
-                        match op {
-                            PoolOp::Max => acc = acc.max(v),
-                            PoolOp::Avg => acc += v,
-                        }
-                    }
-                }
-                *o = match op {
-                    PoolOp::Max => acc,
-                    PoolOp::Avg => acc / T::from_f64((k0 * k1) as f64),
-                };
             }
         }
     });

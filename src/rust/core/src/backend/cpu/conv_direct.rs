@@ -1,6 +1,6 @@
 //! Direct convolutions (transposed 1-D and 2-D, depthwise and full 2-D)
 //! and 1-D pooling. The full 2-D convolution runs as blocked products
-//! (`conv_gemm`).
+//! (`conv_gemm`), the depthwise one as row passes (`window`).
 
 use super::access::Src;
 use super::matmul::GemmFloat;
@@ -15,7 +15,7 @@ pub fn run<T: GemmFloat>(c: &Conv, s: &[Src<'_, T>], out: &mut [T], ne: [usize; 
         Conv::Pool1d { op, k0, s0, p0 } => pool_1d(&s[0], op, [k0, s0, p0], out, ne, pool),
         Conv::Transpose1d { s0, p0, d0 } => transpose_1d(&s[0], &s[1], [s0, p0, d0], out, ne, pool),
         Conv::Transpose2d { stride } => transpose_2d(&s[0], &s[1], stride as usize, out, ne, pool),
-        Conv::Depthwise2d { s0, s1, p0, p1, d0, d1 } => depthwise_2d(&s[0], &s[1], [s0, s1, p0, p1, d0, d1], out, ne, pool),
+        Conv::Depthwise2d { s0, s1, p0, p1, d0, d1 } => super::window::depthwise_2d(&s[0], &s[1], [s0, s1, p0, p1, d0, d1], out, ne, pool),
         Conv::Direct2d { s0, s1, p0, p1, d0, d1 } => T::conv_2d(&s[0], &s[1], [s0, s1, p0, p1, d0, d1], out, ne, pool)?,
     }
     Ok(())
@@ -91,37 +91,6 @@ fn transpose_2d<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, st: usize, out: &mut [
                         for ic in 0..cin {
                             acc += b.at(ix, iy, ic, n) * a.at(kx, ky, oc, ic);
                         }
-                    }
-                }
-                *v = acc;
-            }
-        }
-    });
-}
-
-/// One kernel per channel: out[x, y, c, n] = sum b[x s0 + kx d0 - p0, y s1 + ky d1 - p1, c, n] a[kx, ky, 0, c].
-fn depthwise_2d<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, p: [i32; 6], out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
-    let [s0, s1, p0, p1, d0, d1] = p.map(|v| v as i64);
-    let (kw, kh) = (a.ne[0], a.ne[1]);
-    let (iw, ih) = (b.ne[0] as i64, b.ne[1] as i64);
-    let (ow, oh, ch) = (ne[0], ne[1], ne[2]);
-    par_rows(pool, out, ow, |r0, chunk| {
-        for (j, orow) in chunk.chunks_mut(ow.max(1)).enumerate() {
-            let r = r0 + j;
-            let (y, c, n) = (r % oh, (r / oh) % ch, r / (oh * ch));
-            for (x, v) in orow.iter_mut().enumerate() {
-                let mut acc = T::ZERO;
-                for ky in 0..kh {
-                    let sy = y as i64 * s1 + ky as i64 * d1 - p1;
-                    if sy < 0 || sy >= ih {
-                        continue;
-                    }
-                    for kx in 0..kw {
-                        let sx = x as i64 * s0 + kx as i64 * d0 - p0;
-                        if sx < 0 || sx >= iw {
-                            continue;
-                        }
-                        acc += b.at(sx as usize, sy as usize, c, n) * a.at(kx, ky, 0, c);
                     }
                 }
                 *v = acc;

@@ -14,7 +14,7 @@
 use super::access::{self, Src};
 use super::matmul::GemmFloat;
 use super::par::CpuPool;
-use super::{attn, col2im, conv, conv_direct, elementwise, glu, index, movement, mul_mat_id, reduce, rope, rows};
+use super::{attn, col2im, conv, conv_direct, elementwise, glu, index, movement, mul_mat_id, pool_argmax, reduce, rope, rows};
 use crate::backend::node::{self, Node};
 use crate::tensor::DataRef;
 use crate::base::dtype::DType;
@@ -48,7 +48,7 @@ pub fn run(node: &Node, pool: &CpuPool) -> crate::Result<()> {
     let dst = &node.dst;
     // Same-type copies move bytes, so i32 and f16 values stay exact.
     if matches!(node.op, Op::Dup | Op::Cont | Op::Cpy) && node.srcs[0].layout.dtype == dst.layout.dtype {
-        if access::copy_direct(&node.srcs[0], dst)? {
+        if super::movement::copy_direct(&node.srcs[0], dst, pool)? {
             return Ok(());
         }
         let bytes = {
@@ -248,6 +248,7 @@ pub(super) fn kernel<T: GemmFloat>(op: &Op, s: &[Src<'_, T>], out: &mut [T], ne:
         Op::Conv(c) => conv_direct::run(c, s, out, ne, pool)?,
         Op::Rows(r) => rows::run(r, s, out, pool),
         Op::Index(i) => index::run(i, s, out, ne, pool)?,
+        Op::MaxPool(m) => pool_argmax::run(m, s, out, pool),
         Op::MulMatId => mul_mat_id::mul_mat_id(&s[0], &s[1], &s[2], out, ne, pool)?,
     }
     Ok(())

@@ -10,10 +10,10 @@
 
 use super::access::Src;
 use super::gemm_rt::{product, Strided};
+use super::gemv::gemv;
 use super::par::{par_rows, CpuPool};
 use crate::base::float::Float;
 use crate::op::UnaryOp;
-use rayon::prelude::*;
 
 /// A compute type with the products: f32 and f64 through `gemm_rt`
 /// (`matmul_f64` for f64).
@@ -67,6 +67,8 @@ pub(super) fn bias_act<T: Float>(col: &mut [T], bias: &[T], act: Option<UnaryOp>
     match act {
         None => each(col, bias, |z| z),
         Some(UnaryOp::Relu) => each(col, bias, |z| UnaryOp::Relu.apply(z)),
+        Some(UnaryOp::Sigmoid) => each(col, bias, |z| UnaryOp::Sigmoid.apply(z)),
+        Some(UnaryOp::Tanh) => each(col, bias, |z| UnaryOp::Tanh.apply(z)),
         Some(u) => each(col, bias, |z| u.apply(z)),
     }
 }
@@ -122,46 +124,6 @@ pub(super) fn batched<'s, T: Float>(
     }
 }
 
-/// Dot product of two equal-length slices (eight accumulators, so the
-/// compiler vectorises it).
-fn dot(x: &[f32], y: &[f32]) -> f32 {
-    let mut acc = [0f32; 8];
-    let (xc, yc) = (x.chunks_exact(8), y.chunks_exact(8));
-    let (xr, yr) = (xc.remainder(), yc.remainder());
-    for (p, q) in xc.zip(yc) {
-        for i in 0..8 {
-            acc[i] += p[i] * q[i];
-        }
-    }
-    let mut s: f32 = acc.iter().sum();
-    for (p, q) in xr.iter().zip(yr) {
-        s += p * q;
-    }
-    s
-}
-
-/// A matrix-vector product: out[i] = rows[i] . v, rows of length `v.len()`
-/// (sgemm would pack the whole matrix for one column).
-fn gemv(pool: &CpuPool, rows: &[f32], v: &[f32], out: &mut [f32]) {
-    let k = v.len();
-    if k == 0 {
-        out.fill(0.0);
-        return;
-    }
-    let run = |r0: usize, o: &mut [f32]| {
-        for (i, x) in o.iter_mut().enumerate() {
-            let r = r0 + i;
-            *x = dot(&rows[r * k..(r + 1) * k], v);
-        }
-    };
-    if pool.n_threads <= 1 || out.len() * k < (1 << 16) || out.len() < 2 {
-        run(0, out);
-        return;
-    }
-    let per = out.len().div_ceil(pool.n_threads);
-    pool.install(|| out.par_chunks_mut(per).enumerate().for_each(|(i, o)| run(i * per, o)));
-}
-
 pub fn mul_mat(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &CpuPool) {
     let (k, m, n) = (a.ne[0], a.ne[1], b.ne[1]);
     if m * n == 0 {
@@ -175,22 +137,12 @@ pub fn mul_mat(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &CpuPo
             gemv(pool, sa, &sb[..k], c);
         } else if m == 1 && b0 == 1 && b1 == k && a0 == 1 {
             gemv(pool, sb, &sa[..k], c);
-        } else if n >= m.min(4 * pool.n_threads) {
-            // C (N x M) = B (N x K) * A^T (K x M), split over N.
+        } else {
+            // C (N x M) = B (N x K) * A^T (K x M); `gemm_rt` splits the
+            // longer side over the threads.
             let bm = Mat { d: sb, rs: b1, cs: b0 };
             let am = Mat { d: sa, rs: a0, cs: a1 };
             gemm(pool, n, k, m, bm, am, c);
-        } else {
-            // Few columns: C^T (M x N) = A (M x K) * B^T (K x N), split over M.
-            let mut ct = vec![0f32; m * n];
-            let am = Mat { d: sa, rs: a1, cs: a0 };
-            let bm = Mat { d: sb, rs: b0, cs: b1 };
-            gemm(pool, m, k, n, am, bm, &mut ct);
-            for j in 0..n {
-                for i in 0..m {
-                    c[j * m + i] = ct[i * n + j];
-                }
-            }
         }
     });
 }

@@ -13,6 +13,7 @@ pub mod dgemm;
 pub mod dgemm_par;
 pub mod driver;
 mod gemm_rt;
+pub(crate) mod gemv;
 mod elementwise;
 mod extended;
 mod fuse;
@@ -23,11 +24,13 @@ mod matmul_f64;
 mod movement;
 mod mul_mat_id;
 mod optstep;
+mod pool_argmax;
 pub mod par;
 mod quantized;
 mod reduce;
 mod rope;
 mod rows;
+mod window;
 
 #[cfg(test)]
 mod tests;
@@ -37,6 +40,8 @@ mod tests_gemm;
 mod tests_nn;
 #[cfg(test)]
 mod tests_place;
+#[cfg(test)]
+mod tests_window;
 
 use super::Node;
 pub use par::{default_threads, CpuPool};

@@ -1,9 +1,12 @@
 //! Kernels that move values around: repeat, concat, get_rows, diag_mask_inf,
-//! pad and nearest-neighbour upscale.
+//! pad, nearest-neighbour upscale, and same-type copies (`dup`, `cont`,
+//! `cpy`) split across the pool.
 
-use super::access::Src;
+use super::access::{self, Src};
 use super::par::{par_rows, CpuPool};
 use crate::base::float::Float;
+use crate::layout::Layout;
+use crate::tensor::DataRef;
 use anyhow::ensure;
 
 /// out[i0, i1, i2, i3] = f(i0, i1, i2, i3) for sizes `ne`, rows split across the pool.
@@ -169,4 +172,122 @@ pub fn pad<T: Float>(a: &Src<'_, T>, out: &mut [T], ne: [usize; 4], pool: &CpuPo
 
 pub fn upscale<T: Float>(a: &Src<'_, T>, f: usize, out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
     fill(pool, out, ne, |i0, i1, i2, i3| a.at(i0 / f, i1 / f, i2, i3));
+}
+
+/// Bytes per piece of a copy between contiguous tensors (the pieces are
+/// split across the pool).
+const COPY_PIECE: usize = 1 << 16;
+
+/// The byte offset of row `r` (an index over dimensions 1..4 in ggml order)
+/// of layout `l` starting at byte `base`.
+fn row_offset(l: &Layout, base: usize, r: usize) -> usize {
+    let [_, n1, n2, n3, _] = l.ne;
+    let (i1, i2, i3, i4) = (r % n1, (r / n1) % n2, (r / (n1 * n2)) % n3, r / (n1 * n2 * n3));
+    base + i1 * l.nb[1] + i2 * l.nb[2] + i3 * l.nb[3] + i4 * l.nb[4]
+}
+
+/// Copies the elements of the tensor of layout `l` (not quantized) at byte
+/// `from` of `src` into `dst`, packed in ggml order, split across the
+/// pool: in pieces of [`COPY_PIECE`] bytes when the tensor is contiguous,
+/// else whole rows at a time (one move per row when its elements are
+/// adjacent, else one per element).
+pub fn copy_packed(pool: &CpuPool, src: &[u8], from: usize, l: &Layout, dst: &mut [u8]) {
+    let es = l.dtype.size();
+    let n = l.nelements();
+    debug_assert_eq!(dst.len(), n * es);
+    if n == 0 {
+        return;
+    }
+    if l.is_contiguous() {
+        let s = &src[from..from + n * es];
+        par_rows(pool, dst, COPY_PIECE, |p, d| d.copy_from_slice(&s[p * COPY_PIECE..p * COPY_PIECE + d.len()]));
+        return;
+    }
+    let row = l.ne[0] * es;
+    par_rows(pool, dst, row, |r0, d| {
+        for (k, out) in d.chunks_exact_mut(row).enumerate() {
+            let o = row_offset(l, from, r0 + k);
+            if l.nb[0] == es {
+                out.copy_from_slice(&src[o..o + row]);
+            } else {
+                for (i0, e) in out.chunks_exact_mut(es).enumerate() {
+                    let at = o + i0 * l.nb[0];
+                    e.copy_from_slice(&src[at..at + es]);
+                }
+            }
+        }
+    });
+}
+
+/// Copies `src`'s elements into `dst` (same type, no conversion) straight
+/// from one place to the other when their bytes do not overlap and `dst` is
+/// contiguous ([`copy_packed`], split across the pool; within one buffer
+/// too). Returns false (nothing done) otherwise.
+pub fn copy_direct(src: &DataRef, dst: &DataRef, pool: &CpuPool) -> crate::Result<bool> {
+    let l = &src.layout;
+    if access::overlap(src, dst) || !dst.layout.is_contiguous() || l.dtype.quant().is_some() || l.dtype != dst.layout.dtype {
+        return Ok(false);
+    }
+    let n = l.nelements();
+    ensure!(n == dst.layout.nelements(), "internal: a copy of {n} elements into {}", dst.layout.nelements());
+    let len = n * l.dtype.size();
+    if src.buf.id() == dst.buf.id() {
+        let mut w = dst.buf.write("the result")?;
+        let d = access::host_mut(&mut w, dst)?;
+        access::check_span(d.len(), src)?;
+        let base = d.as_mut_ptr();
+        // SAFETY: both spans lie in `d` (checked by `host_mut` and
+        // `check_span`) and do not overlap (`overlap` above), so the shared
+        // source slice never aliases the result's; `d` stays borrowed
+        // through `w` while both live.
+        let (s, out) = unsafe {
+            (
+                std::slice::from_raw_parts(base.add(src.offset) as *const u8, l.span_bytes()),
+                std::slice::from_raw_parts_mut(base.add(dst.offset), len),
+            )
+        };
+        copy_packed(pool, s, 0, l, out);
+        return Ok(true);
+    }
+    let g = src.buf.read("the source")?;
+    let b = access::host(&g, src)?;
+    let mut w = dst.buf.write("the result")?;
+    let d = access::host_mut(&mut w, dst)?;
+    copy_packed(pool, b, src.offset, l, &mut d[dst.offset..dst.offset + len]);
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::walk::for_each_offset;
+    use crate::base::dtype::DType;
+
+    /// The packed bytes of layout `l` at `from` of `src`, one element at a time.
+    fn serial(src: &[u8], from: usize, l: &Layout) -> Vec<u8> {
+        let es = l.dtype.size();
+        let mut out = vec![0u8; l.nelements() * es];
+        for_each_offset(l, from, |i, o| out[i * es..(i + 1) * es].copy_from_slice(&src[o..o + es]));
+        out
+    }
+
+    /// Large copies split across threads give the bytes of the serial walk:
+    /// contiguous, rows with gaps between them, transposed, and 5-D.
+    #[test]
+    fn parallel_copies_match_the_serial_walk() {
+        let bytes: Vec<u8> = (0..8_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let f32c = Layout::contiguous(DType::F32, [300, 700, 1, 1, 1]);
+        let gaps = Layout { nb: [4, 4 * 320, 4 * 320 * 700, 4 * 320 * 700, 4 * 320 * 700], ..f32c };
+        let tr = Layout { ne: [700, 300, 1, 1, 1], nb: [4 * 300, 4, 4 * 300 * 700, 4 * 300 * 700, 4 * 300 * 700], ..f32c };
+        let f16p = Layout { dtype: DType::F16, ne: [40, 30, 20, 5, 2], nb: [2 * 30, 2, 2 * 40 * 30, 2 * 40 * 30 * 20 * 2, 2 * 40 * 30 * 20] };
+        for (l, from) in [(f32c, 4), (gaps, 8), (tr, 0), (f16p, 6)] {
+            let want = serial(&bytes, from, &l);
+            for threads in [1, 2, 3] {
+                let pool = CpuPool::new(threads).unwrap();
+                let mut got = vec![0u8; want.len()];
+                copy_packed(&pool, &bytes, from, &l, &mut got);
+                assert!(got == want, "{:?} on {threads} threads", l.ne);
+            }
+        }
+    }
 }

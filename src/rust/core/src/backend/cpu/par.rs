@@ -54,9 +54,24 @@ pub fn default_threads() -> usize {
     }
 }
 
-/// Below this many output elements a kernel runs on the calling thread
-/// (waking the pool costs more than splitting such a map saves).
-pub const PAR_MIN: usize = 1 << 17;
+/// Below this many output elements a kernel runs on the calling thread.
+/// One parallel region costs 0.05 us while the pool's threads spin, 4 us
+/// after 1 ms idle and 11 us after 10 ms (futex wake-up; ignored test
+/// `pool_region_cost`, the caller one of the pool's threads as R's is). A map
+/// of 2^17 f32 (512 KiB) takes 15-30 us and fits one core's 1 MiB L2 with
+/// its source, where the previous kernel left it: split, half of it moves to
+/// the other core and the saving is about the wake-up. From 2^18 (1 MiB) the
+/// data streams from L3 either way, and two cores draw twice the bandwidth.
+pub const PAR_MIN: usize = 1 << 18;
+
+/// Multiply-adds below which a matrix product runs on the calling thread:
+/// 2^22 take about 70 us on one core (f32, AVX-512), so two threads save 35
+/// us against at most 11 us of waking the other (see [`PAR_MIN`]); f64
+/// products take twice as long and meet twice per depth step of 256
+/// (`dgemm_par`). The small products of the MLP steps of
+/// `inst/bench/train_step.R` (512 x 256 x 10: 2^20.3, tens of us) stay on one
+/// thread, with their operands in its cache.
+pub const PAR_PRODUCT: usize = 1 << 22;
 
 /// Run `f(first_row, rows)` over `out` split into chunks of whole rows of
 /// `row_len`, in parallel on `pool` when the work is large enough.

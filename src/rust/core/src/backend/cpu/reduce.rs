@@ -2,7 +2,7 @@
 //! Sums accumulate in f64.
 
 use super::access::Src;
-use super::par::{par_rows, CpuPool};
+use super::par::{par_rows, CpuPool, PAR_MIN};
 use crate::base::float::Float;
 use crate::op::attn::alibi_slope;
 use rayon::prelude::*;
@@ -36,46 +36,71 @@ pub fn sum<T: Float>(a: &Src<'_, T>, out: &mut [T], pool: &CpuPool) {
 }
 
 /// out[r] = sum (or mean) of row r, of a source read with its own strides.
+/// Each row is summed in order, one value after the other, whatever the
+/// strides and the number of threads (so every split gives the same sums);
+/// rows are split across the pool by the values they read.
 pub fn sum_rows<T: Float>(a: &Src<'_, T>, out: &mut [T], mean: bool, pool: &CpuPool) {
-    let [n0, n1, n2, n3] = a.ne;
+    let [n0, n1, n2, _] = a.ne;
     let st = a.st;
     let fin = |s: f64| T::from_f64(if mean { s / n0 as f64 } else { s });
-    if st[0] == 1 {
-        par_rows(pool, out, 1, |r0, chunk| {
-            for (k, o) in chunk.iter_mut().enumerate() {
-                let r = r0 + k;
-                let (i1, i2, i3) = (r % n1, (r / n1) % n2, r / (n1 * n2));
-                let base = i1 * st[1] + i2 * st[2] + i3 * st[3];
-                *o = fin(a.d[base..base + n0].iter().map(|&x| x.to_f64()).sum());
-            }
-        });
-        return;
-    }
-    // Rows that run across memory (a transposed view): every row's sum is
-    // carried along at once, one element of each row per step, in the same
-    // order as above.
-    let mut acc = vec![0f64; n1];
-    for i3 in 0..n3 {
-        for i2 in 0..n2 {
-            acc.fill(0.0);
-            for i0 in 0..n0 {
-                let base = i0 * st[0] + i2 * st[2] + i3 * st[3];
-                if st[1] == 1 {
-                    for (s, &v) in acc.iter_mut().zip(&a.d[base..base + n1]) {
-                        *s += v.to_f64();
-                    }
-                } else {
-                    for (i1, s) in acc.iter_mut().enumerate() {
-                        *s += a.d[base + i1 * st[1]].to_f64();
+    par_rows_by_work(pool, out, n0, |r0, chunk| {
+        let mut r = r0;
+        let end = r0 + chunk.len();
+        // Runs of rows within one plane (i2, i3).
+        while r < end {
+            let (i1, plane) = (r % n1, r / n1);
+            let len = (n1 - i1).min(end - r);
+            let base = (plane % n2) * st[2] + (plane / n2) * st[3];
+            let o = &mut chunk[r - r0..r - r0 + len];
+            if st[0] == 1 {
+                for (j, d) in o.iter_mut().enumerate() {
+                    let b = base + (i1 + j) * st[1];
+                    *d = fin(a.d[b..b + n0].iter().map(|&x| x.to_f64()).sum());
+                }
+            } else {
+                // Rows that run across memory (a transposed view): the
+                // run's sums are carried along at once, one element of each
+                // row per step.
+                let mut acc = vec![0f64; len];
+                for i0 in 0..n0 {
+                    let b = base + i0 * st[0] + i1 * st[1];
+                    if st[1] == 1 {
+                        for (s, &v) in acc.iter_mut().zip(&a.d[b..b + len]) {
+                            *s += v.to_f64();
+                        }
+                    } else {
+                        for (j, s) in acc.iter_mut().enumerate() {
+                            *s += a.d[b + j * st[1]].to_f64();
+                        }
                     }
                 }
+                for (d, &s) in o.iter_mut().zip(&acc) {
+                    *d = fin(s);
+                }
             }
-            let o = (i2 + n2 * i3) * n1;
-            for (d, &s) in out[o..o + n1].iter_mut().zip(&acc) {
-                *d = fin(s);
-            }
+            r += len;
         }
+    });
+}
+
+/// Runs `f(first_row, rows)` over chunks of `out`'s rows, each row costing
+/// `work` values read, in parallel on `pool` when the whole is large
+/// (by the values read, not the rows written: a few long rows split too).
+fn par_rows_by_work<T: Send>(pool: &CpuPool, out: &mut [T], work: usize, f: impl Fn(usize, &mut [T]) + Sync + Send) {
+    let rows = out.len();
+    if pool.n_threads <= 1 || rows < 2 || rows.saturating_mul(work) < PAR_MIN {
+        f(0, out);
+        return;
     }
+    // Enough chunks to balance the threads, none much under PAR_MIN / 8 values.
+    let per = rows.div_ceil(4 * pool.n_threads).max((PAR_MIN / 8).div_ceil(work.max(1))).min(rows);
+    pool.install(|| {
+        out.par_chunks_mut(per).enumerate().for_each(|(c, chunk)| {
+            if !crate::base::cancel::requested() {
+                f(c * per, chunk)
+            }
+        })
+    });
 }
 
 /// Index of the largest value of each row (the first one on ties).
@@ -208,4 +233,50 @@ pub fn norm<T: Float>(a: &Src<'_, T>, eps: f32, rms: bool, out: &mut [T], pool: 
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    /// Sums and means of rows split across threads equal the one-thread
+    /// sums exactly and a plain f64 sum of each row: a few long rows (split
+    /// although the result is small), many short rows over planes, and a
+    /// transposed view whose rows run across memory.
+    #[test]
+    fn split_row_sums_match_the_serial_ones() {
+        let vals: Vec<f32> = (0..1_200_000u32).map(|i| ((i.wrapping_mul(2_654_435_761) >> 9) % 2001) as f32 / 37.0 - 27.0).collect();
+        let cases = [
+            ([200_000, 3, 2, 1], [1, 200_000, 600_000, 1_200_000]),
+            ([50, 400, 6, 10], [1, 50, 20_000, 120_000]),
+            // a [1000 x 1200] block transposed: row r reads every 1200th value
+            ([1000, 1200, 1, 1], [1200, 1, 1_200_000, 1_200_000]),
+        ];
+        for (ne, st) in cases {
+            let a = Src { d: Cow::Borrowed(&vals[..]), ne, st };
+            let rows = ne[1] * ne[2] * ne[3];
+            let want: Vec<f32> = (0..rows)
+                .map(|r| {
+                    let (i1, i2, i3) = (r % ne[1], (r / ne[1]) % ne[2], r / (ne[1] * ne[2]));
+                    (0..ne[0]).map(|i0| vals[i0 * st[0] + i1 * st[1] + i2 * st[2] + i3 * st[3]] as f64).sum::<f64>() as f32
+                })
+                .collect();
+            for mean in [false, true] {
+                let mut outs = Vec::new();
+                for threads in [1, 2, 3] {
+                    let pool = CpuPool::new(threads).unwrap();
+                    let mut out = vec![0f32; rows];
+                    sum_rows(&a, &mut out, mean, &pool);
+                    outs.push(out);
+                }
+                assert!(outs.iter().all(|o| o == &outs[0]), "{ne:?}: thread counts differ");
+                if !mean {
+                    assert_eq!(outs[0], want, "{ne:?}");
+                } else {
+                    assert!(outs[0].iter().zip(&want).all(|(m, w)| (m * ne[0] as f32 - w).abs() <= 1e-3 * w.abs().max(1.0)));
+                }
+            }
+        }
+    }
 }

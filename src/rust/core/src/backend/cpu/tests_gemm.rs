@@ -174,3 +174,161 @@ fn products_from_several_threads_share_one_pool() {
         assert!(c.join().is_ok(), "a product on the shared pool failed");
     }
 }
+
+/// Products large enough to be split over threads, of awkward sizes (blocks
+/// of C with partial tiles, split by rows and by columns, depths crossing
+/// the copied slabs of A), equal the product on one thread and a plain sum.
+#[test]
+fn split_products_equal_the_one_thread_product() {
+    let one = CpuPool::single();
+    for threads in [2, 3] {
+        let pool = CpuPool::new(threads).unwrap();
+        for &(m, k, n) in &[(130, 600, 70), (67, 1100, 61), (600, 40, 200), (5, 900, 1000), (1000, 900, 5), (193, 521, 257)] {
+            let (a, b) = (vals(m * k, 5), vals(k * n, 6));
+            let want = naive(m, k, n, &a, &b);
+            let (a32, b32): (Vec<f32>, Vec<f32>) = (a.iter().map(|&x| x as f32).collect(), b.iter().map(|&x| x as f32).collect());
+            // A by rows (copied by columns first) and B by rows, or B stored
+            // transposed (ggml's layout); C row-major (computed as C^T) and
+            // column-major.
+            let bt: Vec<f32> = (0..k * n).map(|x| b32[(x % k) * n + x / k]).collect();
+            for (bd, brs, bcs) in [(&b32, n, 1), (&bt, 1, k)] {
+                for (crs, ccs) in [(n, 1), (1, m)] {
+                    let run = |p: &CpuPool| {
+                        let mut c = vec![f32::NAN; m * n];
+                        let av = Strided { ptr: a32.as_ptr(), rs: k as isize, cs: 1 };
+                        let bv = Strided { ptr: bd.as_ptr(), rs: brs as isize, cs: bcs as isize };
+                        // SAFETY: the views address m x k and k x n values of their vectors; C is m x n.
+                        unsafe { product(Some(p), m, k, n, av, bv, c.as_mut_ptr(), crs as isize, ccs as isize) };
+                        c
+                    };
+                    let (serial, split) = (run(&one), run(&pool));
+                    for i in 0..m {
+                        for j in 0..n {
+                            let (w, at) = (want[i * n + j], i * crs + j * ccs);
+                            let tol = 1e-4 * (1.0 + w.abs());
+                            assert!((split[at] - serial[at]).abs() as f64 <= tol, "{threads} threads {m}x{k}x{n} ({i},{j}): {} vs {}", split[at], serial[at]);
+                            assert!((split[at] as f64 - w).abs() <= tol, "{threads} threads {m}x{k}x{n} ({i},{j}): {} vs {w}", split[at]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn plans_cover_c_in_whole_granules() {
+    use super::gemm_rt::Plan;
+    for &(m, n, t, copied) in &[(1000, 5, 2, false), (5, 1000, 2, false), (256, 512, 2, true), (256, 512, 2, false), (65, 70, 3, false), (1, 1, 2, false), (130, 129, 4, true)] {
+        let p = Plan::new(m, n, t, copied);
+        let len = if p.rows { m } else { n };
+        assert_eq!(p.len, len);
+        assert!(p.parts >= 1 && p.parts <= t, "{p:?}");
+        let mut next = 0;
+        for b in 0..p.parts {
+            let (s, l) = p.block(b);
+            assert_eq!(s, next, "{p:?}");
+            assert!(l > 0 && (b + 1 == p.parts || l % 64 == 0), "{p:?} block {b}");
+            next += l;
+        }
+        assert_eq!(next, len, "{p:?}");
+    }
+    // A copied by columns splits by rows when there are enough of them.
+    assert!(Plan::new(256, 512, 2, true).rows && !Plan::new(256, 512, 2, false).rows);
+}
+
+#[test]
+fn transposed_copies_match_in_both_paths() {
+    for &(m, k, rs) in &[(8, 8, 8), (13, 29, 31), (64, 17, 17), (3, 100, 100), (40, 40, 45)] {
+        let src: Vec<f32> = (0..m * rs).map(|x| x as f32).collect();
+        let check = |path: &str| {
+            let mut dst = vec![f32::NAN; m * k];
+            // SAFETY: src holds m rows of stride rs >= k; dst holds m * k.
+            unsafe { super::gemm_rt::transpose(m, k, src.as_ptr(), rs as isize, dst.as_mut_ptr()) };
+            for i in 0..m {
+                for j in 0..k {
+                    assert_eq!(dst[i + j * m], src[i * rs + j], "{path} {m}x{k} ({i},{j})");
+                }
+            }
+        };
+        check("simd");
+        crate::base::simd::portable(|| check("portable"));
+    }
+}
+
+/// The cost of one parallel region of a 2-thread pool, called from one
+/// of the pool's own threads (as R's main thread does), back to back and
+/// after the pool has been idle.
+#[test]
+#[ignore]
+fn pool_region_cost() {
+    // `cargo test --release -p ggmlr-core pool_region_cost -- --ignored --nocapture`
+    use rayon::prelude::*;
+    println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
+    let pool = CpuPool::new(2).unwrap();
+    pool.install(|| {
+        for idle_us in [0u64, 20, 100, 1000, 10000] {
+            let mut v = Vec::new();
+            for _ in 0..400 {
+                if idle_us > 0 { std::thread::sleep(std::time::Duration::from_micros(idle_us)) }
+                let t = std::time::Instant::now();
+                (0..2).into_par_iter().for_each(|i| { std::hint::black_box(i); });
+                v.push(t.elapsed().as_secs_f64() * 1e6);
+            }
+            v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            println!("idle {idle_us:6} us before: region min {:6.2} us, p25 {:6.2}, median {:6.2}, p90 {:7.2}", v[0], v[100], v[200], v[360]);
+        }
+    });
+    println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
+}
+
+/// CPU time (all threads of the process) and wall time of the f32 product
+/// in ggml's layout on one thread and split over two: equal CPU time means
+/// the split adds no work (no operand packed twice, no waiting spun away),
+/// so on two free cores the wall time halves; on a loaded machine the wall
+/// time shows how much of a core each thread got.
+/// `cargo test --release -p ggmlr-core split_cpu_time -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn split_cpu_time() {
+    #[repr(C)]
+    struct Timespec {
+        sec: i64,
+        nsec: i64,
+    }
+    extern "C" {
+        fn clock_gettime(clk: i32, ts: *mut Timespec) -> i32;
+    }
+    let cpu = || {
+        let mut t = Timespec { sec: 0, nsec: 0 };
+        // SAFETY: clock_gettime writes the struct it is given; 2 is CLOCK_PROCESS_CPUTIME_ID on Linux.
+        unsafe { clock_gettime(2, &mut t) };
+        t.sec as f64 + t.nsec as f64 * 1e-9
+    };
+    println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
+    for &n in &[256usize, 512, 1024, 2048] {
+        let a: Vec<f32> = vals(n * n, 1).iter().map(|&x| x as f32).collect();
+        let b: Vec<f32> = vals(n * n, 2).iter().map(|&x| x as f32).collect();
+        let mut c = vec![0.0f32; n * n];
+        let reps = (1usize << 31) / (n * n * n) + 2;
+        let mut line = format!("n={n:5}");
+        for threads in [1usize, 2] {
+            let pool = CpuPool::new(threads).unwrap();
+            let run = |c: &mut Vec<f32>| {
+                let av = Strided { ptr: a.as_ptr(), rs: n as isize, cs: 1 };
+                let bv = Strided { ptr: b.as_ptr(), rs: 1, cs: n as isize };
+                // SAFETY: n x n operands and result, exclusively borrowed.
+                unsafe { product(Some(&pool), n, n, n, av, bv, c.as_mut_ptr(), n as isize, 1) }
+            };
+            run(&mut c);
+            let (w0, c0) = (std::time::Instant::now(), cpu());
+            for _ in 0..reps {
+                run(&mut c);
+            }
+            let (w, t) = (w0.elapsed().as_secs_f64() / reps as f64, (cpu() - c0) / reps as f64);
+            line += &format!("  {threads} thread(s): cpu {:8.3} ms wall {:8.3} ms", t * 1e3, w * 1e3);
+        }
+        println!("{line}");
+    }
+    println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
+}

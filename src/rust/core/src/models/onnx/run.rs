@@ -10,7 +10,7 @@ use super::plan::{NeedsData, Planner};
 use super::val::{Dev, Taint, Val};
 use crate::backend::Backend;
 use crate::base::error::Classed;
-use crate::graph::{Graph, GraphPlan};
+use crate::graph::Graph;
 use anyhow::{bail, Context as _};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -33,9 +33,6 @@ struct Plan {
     inputs: Vec<Dev>,
     outputs: Vec<Val>,
     graph: Graph,
-    /// The graph's nodes resolved to their memory, at the first run (the
-    /// plan's tensors keep their places: later runs skip resolving).
-    resolved: Option<GraphPlan>,
     /// False when the plan holds values computed from input data.
     reusable: bool,
     info: PlanInfo,
@@ -184,12 +181,9 @@ impl Runner {
             }
         }
         if p.graph.n_nodes() > 0 {
-            if p.resolved.is_none() {
-                p.resolved = Some(GraphPlan::new(&p.graph, p.b.backend.clone()).context("computing the model")?);
-            }
-            if let Some(r) = &p.resolved {
-                r.compute(&p.b.backend).context("computing the model")?;
-            }
+            // The graph keeps its nodes resolved to their memory between
+            // runs (the plan's tensors keep their places).
+            p.graph.compute(&p.b.backend).context("computing the model")?;
         }
         let mut outs = Vec::with_capacity(p.outputs.len());
         for (o, v) in self.model.graph.outputs.iter().zip(&p.outputs) {
@@ -249,7 +243,7 @@ impl Runner {
         self.info = info.clone();
         let reusable = pl.taint < Taint::Data && pl.host_ops.is_empty();
         let checks = pl.index_checks.clone();
-        let plan = Plan { shapes: shapes.to_vec(), inputs, outputs, graph: g, resolved: None, reusable, info, checks, b: pl.b };
+        let plan = Plan { shapes: shapes.to_vec(), inputs, outputs, graph: g, reusable, info, checks, b: pl.b };
         self.plans.insert(0, plan);
         self.plans.truncate(MAX_PLANS);
         Ok(())

@@ -27,6 +27,7 @@ impl BatchNorm {
 }
 
 impl Layer for BatchNorm {
+    // BOUNDS-FN: slope, mean, var and bias are read with n values each and i < n.
     fn load_model(&mut self, mb: &mut ModelBin) -> anyhow::Result<()> {
         let n = self.channels;
         let slope = mb.raw(n, "batchnorm slope")?;
@@ -42,6 +43,7 @@ impl Layer for BatchNorm {
         Ok(())
     }
 
+    // BOUNDS-FN: a and b hold channels values (load_model), c == channels (checked), q < c.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let mut x = one(bottoms, "BatchNorm")?;
         let (c, n) = channel_layout(&x);

@@ -67,13 +67,14 @@ fn apply_all(op: i32, o: &mut [f32], b: &[f32], scalar: f32) {
 }
 
 /// Outermost-first extents of `m` padded to `n` axes, aligned against `other`.
+// BOUNDS-FN: ax.len() < n here, so either end of out holds it.
 fn aligned(m: &Mat, other: &Mat, n: usize) -> Vec<usize> {
     let ax = m.axes();
     let mut out = vec![1; n];
-    if ax.len() == n {
+    if ax.len() >= n {
         return ax;
     }
-    let outer_first = !(m.dims == 1 && other.axes()[0] != m.w);
+    let outer_first = !(m.dims == 1 && other.axes().first() != Some(&m.w));
     if outer_first {
         out[..ax.len()].copy_from_slice(&ax);
     } else {
@@ -86,6 +87,11 @@ impl Layer for BinaryOp {
     fn one_blob_only(&self) -> bool {
         self.with_scalar
     }
+    // Bounds: equal shapes share their length, chunk i of out is o.len() values
+    // from i * 16384; otherwise aa and ba are a's and b's own extents padded with
+    // 1s to n (dims 1 to 4, checked), so their strides keep ia + m and ib + m inside
+    // a.data and b.data (a stride-0 side reads one value), and i < n everywhere.
+    // BOUNDS-FN: every index is in range as said just above.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let op = self.op;
         if self.with_scalar {
@@ -105,6 +111,9 @@ impl Layer for BinaryOp {
                 apply_all(op, o, &bd[i * 16384..i * 16384 + o.len()], 0.0)
             });
             return Ok(vec![out]);
+        }
+        if !(1..=4).contains(&a.dims) || !(1..=4).contains(&b.dims) {
+            ncnn_bail!("BinaryOp takes blobs of 1 to 4 dimensions, got {} and {}", a.describe(), b.describe());
         }
         let n = a.dims.max(b.dims);
         let aa = aligned(&a, &b, n);

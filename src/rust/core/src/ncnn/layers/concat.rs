@@ -26,6 +26,8 @@ impl Layer for Concat {
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
     }
+    // BOUNDS-FN: bottoms is not empty (checked); a < dims (resolve_axis) and every
+    // bottom has dims axes (checked); block o of a bottom is n values of its outer x n.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         if bottoms.is_empty() {
             ncnn_bail!("Concat needs at least one bottom blob");

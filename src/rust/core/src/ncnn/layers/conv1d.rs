@@ -26,7 +26,11 @@ pub struct OneD {
 /// The 2-d parameters of a 1-d layer's.
 fn as_2d(pd: &ParamDict, kind: Conv1dKind) -> ParamDict {
     let mut p = pd.clone();
-    let mut set = |id: usize, v: i32| p.values[id] = ParamValue::Int(v);
+    let mut set = |id: usize, v: i32| {
+        if let Some(slot) = p.values.get_mut(id) {
+            *slot = ParamValue::Int(v);
+        }
+    };
     match kind {
         Conv1dKind::Pool => {
             // kernel_h, stride_h, pad_top, pad_bottom, out_h

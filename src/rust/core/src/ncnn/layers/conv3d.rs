@@ -10,6 +10,7 @@ use super::kernels::matmul::{matmul, MatView};
 use super::kernels::volume::{self, VolConv};
 use crate::ncnn::par;
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
+use crate::ncnn_bail;
 
 pub struct Conv3d {
     c: VolConv,
@@ -32,6 +33,11 @@ impl Layer for Conv3d {
         self.c.load(mb)
     }
 
+    // Bounds: on and the window arrays are [_; 3] (literals); the weights hold
+    // num_output * icg * maxk (checked) and channels g * icg + r / maxk < inch; an
+    // output position's start plus any tap offset is inside the bordered channel
+    // (slide fits the dilated window in it); tmp and cols hold ocg * nb, rows * nb.
+    // BOUNDS-FN: every index is in range as said just above.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let c = &self.c;
         let (x, n, inch) = c.bottom(bottoms)?;
@@ -41,6 +47,9 @@ impl Layer for Conv3d {
         let outn = on.iter().product::<usize>();
         let (icg, ocg) = (inch / c.group, c.num_output / c.group);
         let offs = volume::tap_offsets(&c.win, xp.w, xp.h);
+        if c.group == 0 || inch % c.group != 0 || c.weight.len() < c.num_output * icg * offs.len() {
+            ncnn_bail!("{}: {} weights do not fit {} outputs of {inch} / {} inputs and {} taps", c.what, c.weight.len(), c.num_output, c.group, offs.len());
+        }
         // Where output position (z, y, x) starts in a padded channel.
         let start = |i: usize| {
             let (ox, oy, oz) = (i % on[0], i / on[0] % on[1], i / (on[0] * on[1]));

@@ -131,9 +131,13 @@ impl Convolution {
 
     /// The output for input `x` written to the first values of `out`
     /// (channel after channel, as `out_shape` gives).
+    // BOUNDS-FN: out holds num_output * n values (checked).
     pub fn forward_into(&self, x: &Mat, out: &mut [f32]) -> anyhow::Result<()> {
         let (outw, outh, _) = self.out_shape(x)?;
         let p = &self.p;
+        if out.len() < p.num_output * outw * outh {
+            ncnn_bail!("Convolution: the output buffer holds {} values, not {}", out.len(), p.num_output * outw * outh);
+        }
         if let Some(s) = &self.int8 {
             let q;
             let xq = if x.int8 {

@@ -40,6 +40,8 @@ impl ConvolutionDepthWise {
 }
 
 impl Layer for ConvolutionDepthWise {
+    // BOUNDS-FN: load_any reads weight_data_size weights (per * g of them) and one
+    // weight scale per group: o / ocg < g.
     fn load_model(&mut self, mb: &mut ModelBin) -> anyhow::Result<()> {
         let scales;
         (self.weight, self.bias, scales) = self.p.load_any(mb, self.p.group)?;
@@ -88,6 +90,10 @@ impl ConvolutionDepthWise {
 
     /// The convolution of `x` with parameters `p` (the layer's, or without
     /// activation) and `bias` (empty: none).
+    // Bounds: with icg = ocg = 1 the weights are kk per channel q < inch =
+    // num_output; a bias has num_output values; otherwise (ocg > 1 or icg * kk >
+    // kk) load_model packed one matrix per group gi < g; out holds g * ocg * n.
+    // BOUNDS-FN: every index is in range as said just above.
     fn run(&self, x: &Mat, p: &ConvParams, bias: &[f32]) -> anyhow::Result<Mat> {
         let inch = p.in_channels();
         if x.dims != 3 || x.c != inch || inch % p.group != 0 {

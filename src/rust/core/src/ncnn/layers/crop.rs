@@ -17,6 +17,8 @@ impl Crop {
     }
 
     /// The region the extents of `reference` give.
+    // BOUNDS-FN: o is a [i32; 4] (literals); a Mat has 1 to 4 axes, so offs, roi and
+    // axes have axes.len() entries, k < axes.len() and k - skip < raxes.len().
     fn like(&self, x: &Mat, reference: &Mat) -> anyhow::Result<Roi> {
         let axes = x.axes();
         let raxes = reference.axes();
@@ -54,6 +56,7 @@ impl Layer for Crop {
         false
     }
 
+    // BOUNDS-FN: bottoms[0] and [1] in the arm for two bottoms.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let (x, roi) = match bottoms.len() {
             1 => {

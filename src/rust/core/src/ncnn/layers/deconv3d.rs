@@ -36,6 +36,7 @@ impl Deconv3d {
     }
 
     /// The borders cut off the full output of extents `full`.
+    // BOUNDS-FN: p, full and out_size are [_; 3] (pairs [_; 2]), a < 3.
     fn cut(&self, full: [usize; 3]) -> anyhow::Result<Pads> {
         let pads = self.c.win.pad.iter().flatten().copied().collect::<Vec<i32>>();
         if pads.iter().any(|&v| v > 0) {
@@ -72,6 +73,12 @@ impl Layer for Deconv3d {
         self.c.load(mb)
     }
 
+    // Bounds: n, full, k, s, dil, out_pad are [_; 3] (a < 3, literals); x holds inch =
+    // icg * group channels and the weights num_output * icg * maxk (checked), so
+    // group g = p / ocg and output p slice inside them; cols holds maxk * zb *
+    // plane; a tap lands at depth (z0 + zi) * s + kz * dil < full[2], row and
+    // column likewise inside the full output plane.
+    // BOUNDS-FN: every index is in range as said just above.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let c = &self.c;
         let (x, n, inch) = c.bottom(bottoms)?;
@@ -85,6 +92,9 @@ impl Layer for Deconv3d {
         let plane = n[0] * n[1];
         let hw = full[0] * full[1];
         let maxk = c.win.taps();
+        if c.group == 0 || inch % c.group != 0 || ocg == 0 || c.weight.len() < c.num_output * icg * maxk || x.total() < inch * plane * n[2] {
+            ncnn_bail!("{}: {} weights and the input {} do not fit {} outputs of {inch} / {} inputs and {maxk} taps", c.what, c.weight.len(), x.describe(), c.num_output, c.group);
+        }
         let (k, s, dil) = (c.win.k, c.win.s, c.win.dil);
         // Input depths per block.
         let zb = (BLOCK / (maxk * plane).max(1)).clamp(1, n[2]);

@@ -41,6 +41,11 @@ impl Layer for DetectionOutput {
         false
     }
 
+    // Bounds: three bottoms (checked); loc holds num_prior * 4, conf num_prior *
+    // num_class and prior num_prior * 8 (4 without variances) values (checked), so
+    // box i's slices of 4 are inside them; l, p, v (the [f32; 4] variances too)
+    // and b are fours (literals below 4); nms picks indices of cls.
+    // BOUNDS-FN: every index is in range as said just above.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         if bottoms.len() < 3 {
             ncnn_bail!("DetectionOutput takes three bottoms (locations, confidences, prior boxes), got {}", bottoms.len());

@@ -20,6 +20,7 @@ pub struct Einsum {
 const LETTERS: &str = "ijkl";
 
 impl Einsum {
+    // BOUNDS-FN: LETTERS has 4 ASCII letters and 1 <= out_dims <= 4 is checked first.
     pub fn new(pd: &ParamDict) -> anyhow::Result<Einsum> {
         let codes = pd.ints(0);
         let equation: String = codes.iter().map(|&c| u32::try_from(c).ok().and_then(char::from_u32).unwrap_or('\u{fffd}')).collect();
@@ -68,6 +69,10 @@ impl Layer for Einsum {
         false
     }
 
+    // BOUNDS-FN: letters l < 4 (positions in LETTERS) index the [_; 4] size, steps
+    // and idx; b < bottoms.len() = steps.len(); p < token.len() = axes.len()
+    // (checked); out_dims <= 4; at sums idx[l] < size[l] times each letter's step,
+    // an offset inside that bottom.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         if bottoms.len() != self.lhs.len() {
             ncnn_bail!("Einsum {:?} takes {} bottoms, got {}", self.equation, self.lhs.len(), bottoms.len());

@@ -25,6 +25,7 @@ impl Layer for Eltwise {
     fn one_blob_only(&self) -> bool {
         false
     }
+    // BOUNDS-FN: bottoms is not empty (checked first).
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         if bottoms.is_empty() {
             ncnn_bail!("Eltwise needs at least one bottom blob");

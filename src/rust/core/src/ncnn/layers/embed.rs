@@ -49,6 +49,8 @@ impl Layer for Embed {
         Ok(())
     }
 
+    // BOUNDS-FN: x.w <= x.total(); load_model read input_dim rows of n weights
+    // (input_dim >= 1, checked in new) and i <= input_dim - 1.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, "Embed")?;
         let (words, n) = (x.w, self.num_output);

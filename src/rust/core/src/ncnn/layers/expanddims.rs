@@ -16,6 +16,7 @@ impl ExpandDims {
 }
 
 impl Layer for ExpandDims {
+    // BOUNDS-FN: new has odims entries and 0 <= p < odims is tested first.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, "ExpandDims")?;
         if self.axes.is_empty() {

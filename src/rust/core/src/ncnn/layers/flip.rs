@@ -16,6 +16,9 @@ impl Flip {
 }
 
 impl Layer for Flip {
+    // BOUNDS-FN: flip and stride have axes.len() >= 1 entries (resolve_axis gives one
+    // below it, i + 1 < len); src is the offset of a row of inner values inside
+    // the product of axes = x.total().
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, "Flip")?;
         let axes = x.axes();

@@ -22,6 +22,7 @@ pub struct FoldLayer {
 }
 
 impl FoldLayer {
+    // BOUNDS-FN: out is a [usize; 2] indexed by literals.
     pub fn new(pd: &ParamDict, fold: bool) -> anyhow::Result<FoldLayer> {
         let kw = pd.int(1, 0);
         let dw = pd.int(2, 1);
@@ -51,6 +52,7 @@ impl FoldLayer {
     }
 
     /// Window positions across and down an image of `w` x `h`.
+    // BOUNDS-FN: k, d, s are [usize; 2] and pad a [usize; 4], indexed by literals.
     fn grid(&self, w: usize, h: usize) -> anyhow::Result<(usize, usize)> {
         let ext = |i: usize| self.d[i] * (self.k[i] - 1) + 1;
         let (pw, ph) = (w + self.pad[0] + self.pad[1], h + self.pad[2] + self.pad[3]);
@@ -61,6 +63,7 @@ impl FoldLayer {
     }
 
     /// For every (row of the columns, window) the image offset, or None in the padding.
+    // BOUNDS-FN: k, d, s are [usize; 2] and pad a [usize; 4], indexed by literals.
     fn for_each(&self, w: usize, h: usize, c: usize, gw: usize, gh: usize, mut f: impl FnMut(usize, Option<usize>)) {
         let (kw, kh) = (self.k[0], self.k[1]);
         let mut i = 0;
@@ -83,6 +86,8 @@ impl FoldLayer {
 }
 
 impl Layer for FoldLayer {
+    // BOUNDS-FN: for_each gives offsets inside w x h x c (tested) and counts i below
+    // c * maxk * gw * gh = x.total() (Fold's shape is checked).
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let what = if self.fold { "Fold" } else { "Unfold" };
         let x = one(bottoms, what)?;

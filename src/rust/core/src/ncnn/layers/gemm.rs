@@ -6,8 +6,16 @@
 //! a constant C (-1 none, 0 scalar, 1 M, 2 M x 1, 3 M x N, 4 N). The output
 //! is N x M (w = N), or its transpose with 14=1, as a 3-d M x 1 x N column
 //! with 11=1.
+//!
+//! With 18=int8_scale_term the product runs in int8 as ncnn's does: A is
+//! quantized per row and B as a whole with `127 / absmax`, except constant
+//! operands stored as int8, which come with their own scales (after C in
+//! the file: one per row of A, one for B); the integer sums are scaled back
+//! by `1 / (scale_A[row] * scale_B)` before C and alpha apply.
 
 use super::kernels::matmul::{matmul, MatView};
+use super::kernels::quant::quantize_view;
+use crate::ncnn::modelbin::Stored;
 use crate::ncnn::mat::take_vec;
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
 use crate::ncnn_bail;
@@ -24,12 +32,17 @@ pub struct GemmLayer {
     broadcast_c: i32,
     n1m: bool,
     transpose_out: bool,
+    int8: bool,
+    /// The scales of constant A (per row) and B stored as int8.
+    a_scales: Option<Vec<f32>>,
+    b_scale: Option<f32>,
     a: Option<Mat>,
     b: Option<Mat>,
     c: Option<Mat>,
 }
 
 impl GemmLayer {
+    // BOUNDS-FN: constant is a [bool; 3] indexed by literals below 3.
     pub fn new(pd: &ParamDict) -> anyhow::Result<GemmLayer> {
         let dim = |id| -> anyhow::Result<usize> {
             let v = pd.int(id, 0);
@@ -48,6 +61,9 @@ impl GemmLayer {
             broadcast_c: pd.int(10, 0),
             n1m: pd.int(11, 0) != 0,
             transpose_out: pd.int(14, 0) != 0,
+            int8: pd.int(18, 0) != 0,
+            a_scales: None,
+            b_scale: None,
             a: None,
             b: None,
             c: None,
@@ -62,10 +78,25 @@ impl GemmLayer {
         if g.constant[2] && !(-1..=4).contains(&g.broadcast_c) {
             ncnn_bail!("Gemm constant_broadcast_type_C must be -1 to 4, got {}", g.broadcast_c);
         }
-        if pd.int(18, 0) != 0 {
-            ncnn_bail!("Gemm with quantized weights (int8_scale_term {}) is not supported", pd.int(18, 0));
+        let term = pd.int(18, 0);
+        if !(0..100).contains(&term) || (4..=6).contains(&term) {
+            ncnn_bail!("Gemm quantize_term {term} is not supported (0 for fp32, 1 to 3 for int8; block-quantized weights are not read)");
         }
         Ok(g)
+    }
+
+    /// `prod` (m x n) = A * B in int8, scaled back to floats.
+    // BOUNDS-FN: the fixed B scale is a [f32; 1] taken whole.
+    fn int8_product(&self, av: MatView, bv: MatView, prod: &mut [f32], [m, k, n]: [usize; 3]) {
+        let (qa, sa) = quantize_view(&av, m, k, true, self.a_scales.as_deref());
+        let fixed_b = self.b_scale.map(|s| [s]);
+        let (qb, sb) = quantize_view(&bv, k, n, false, fixed_b.as_ref().map(|s| &s[..]));
+        matmul(MatView::rows(&qa, k), MatView::rows(&qb, n), prod, m, k, n);
+        let sb = sb.first().copied().unwrap_or(1.0);
+        for (row, &s) in prod.chunks_mut(n.max(1)).zip(&sa) {
+            let descale = 1.0 / (s * sb);
+            row.iter_mut().for_each(|v| *v *= descale);
+        }
     }
 
     /// How many bottoms the layer takes.
@@ -110,28 +141,52 @@ impl Layer for GemmLayer {
         self.bottoms() == 1
     }
 
+    // BOUNDS-FN: constant is a [bool; 3], int8 a [bool; 2], indexed by literals.
     fn load_model(&mut self, mb: &mut ModelBin) -> anyhow::Result<()> {
         let [m, n, k] = self.mnk;
-        let mut load = |w: usize, h: usize, what: &str| -> anyhow::Result<Mat> { Mat::from_shape(&[w, h], mb.load(w * h, 0, what)?.data) };
+        let mut int8 = [false; 2];
+        let mut load = |w: usize, h: usize, what: &str| -> anyhow::Result<(Mat, bool)> {
+            let wt = mb.load(w * h, 0, what)?;
+            Ok((Mat::from_shape(&[w, h], wt.data)?, wt.stored == Stored::Int8))
+        };
         if self.constant[0] {
-            self.a = Some(if self.trans_a { load(m, k, "Gemm A")? } else { load(k, m, "Gemm A")? });
+            let (a, q) = if self.trans_a { load(m, k, "Gemm A")? } else { load(k, m, "Gemm A")? };
+            (self.a, int8[0]) = (Some(a), q);
         }
         if self.constant[1] {
-            self.b = Some(if self.trans_b { load(k, n, "Gemm B")? } else { load(n, k, "Gemm B")? });
+            let (b, q) = if self.trans_b { load(k, n, "Gemm B")? } else { load(n, k, "Gemm B")? };
+            (self.b, int8[1]) = (Some(b), q);
         }
+        let load = |w: usize, h: usize, what: &str, mb: &mut ModelBin| -> anyhow::Result<Mat> { Mat::from_shape(&[w, h], mb.load(w * h, 0, what)?.data) };
         if self.constant[2] {
             self.c = match self.broadcast_c {
                 0 => Some(Mat::from_shape(&[1], mb.load(1, 0, "Gemm C")?.data)?),
                 1 => Some(Mat::from_shape(&[m], mb.load(m, 0, "Gemm C")?.data)?),
-                2 => Some(load(1, m, "Gemm C")?),
-                3 => Some(load(n, m, "Gemm C")?),
-                4 => Some(load(n, 1, "Gemm C")?),
+                2 => Some(load(1, m, "Gemm C", mb)?),
+                3 => Some(load(n, m, "Gemm C", mb)?),
+                4 => Some(load(n, 1, "Gemm C", mb)?),
                 _ => None,
             };
+        }
+        if self.int8 {
+            // ncnn reads the scales of constant operands whatever their
+            // storage, and uses them only for int8 ones
+            if self.constant[0] {
+                let s = mb.raw(m, "Gemm A int8 scales")?;
+                self.a_scales = int8[0].then_some(s);
+            }
+            if self.constant[1] {
+                let s = mb.raw(1, "Gemm B int8 scale")?;
+                self.b_scale = if int8[1] { s.first().copied() } else { None };
+            }
+        } else if int8.contains(&true) {
+            ncnn_bail!("Gemm: a constant operand is stored as int8 but int8_scale_term (18) is 0");
         }
         Ok(())
     }
 
+    // BOUNDS-FN: constant is a [bool; 3] (literals); prod holds m * n (i < m,
+    // j < n, x < n * m); C holds what its broadcast kind reads (checked).
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let need = self.bottoms();
         let with_c = !self.constant[2] && bottoms.len() == need;
@@ -155,7 +210,11 @@ impl Layer for GemmLayer {
         let bv = if self.trans_b { MatView { data: &b.data, rs: 1, cs: bhs } } else { MatView { data: &b.data, rs: bhs, cs: 1 } };
         let mut prod = take_vec(m * n);
         prod.resize(m * n, 0.0);
-        matmul(av, bv, &mut prod, m, k, n);
+        if self.int8 {
+            self.int8_product(av, bv, &mut prod, [m, k, n]);
+        } else {
+            matmul(av, bv, &mut prod, m, k, n);
+        }
         if let Some(c) = &c {
             let kind = if self.constant[2] { self.broadcast_c } else { broadcast_kind(c, m, n)? };
             let need = [1, m, m, m * n, n].get(kind as usize).copied().unwrap_or(0);

@@ -70,6 +70,9 @@ impl Layer for GridSample {
         false
     }
 
+    // BOUNDS-FN: two 3-d bottoms (checked); the grid holds plane = ow * oh (x, y)
+    // pairs (its pair axis is 2: checked); at() tests 0 <= xi < w, 0 <= yi < h and
+    // q < x.c; out has x.c planes.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         if bottoms.len() != 2 {
             ncnn_bail!("GridSample takes a blob and a grid, got {} bottoms", bottoms.len());

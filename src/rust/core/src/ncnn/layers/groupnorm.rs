@@ -60,6 +60,8 @@ impl Layer for GroupNorm {
         Ok(())
     }
 
+    // BOUNDS-FN: gamma and beta are empty or hold channels = group * per values
+    // (load_model); group divides channels (new), so group i < group.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let mut x = one(bottoms, self.what)?;
         if self.what == "InstanceNorm" && x.dims < 3 {

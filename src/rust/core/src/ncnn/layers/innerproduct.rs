@@ -73,6 +73,7 @@ impl InnerProduct {
     }
 
     /// The output for input `x` (its values; int8 inputs as they are).
+    // BOUNDS-FN: the indexes are whole-range slices ([..]).
     pub fn apply(&self, x: &Mat) -> anyhow::Result<Mat> {
         let k = self.num_input();
         let input: std::borrow::Cow<[f32]> = match &self.int8 {

@@ -90,6 +90,8 @@ impl Interp {
 }
 
 impl Layer for Interp {
+    // BOUNDS-FN: taps clamps every source index below the extent it is given (w, h);
+    // ty has oh and tx ow entries; q < c channels.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, "Interp")?;
         if x.dims != 3 {

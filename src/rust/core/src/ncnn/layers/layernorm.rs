@@ -51,6 +51,7 @@ impl Layer for LayerNorm {
         Ok(())
     }
 
+    // BOUNDS-FN: whole-range slices ([..]).
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let mut x = one(bottoms, "LayerNorm")?;
         // The run: the innermost axes whose product is affine_size.

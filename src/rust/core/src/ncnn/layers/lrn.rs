@@ -51,6 +51,8 @@ impl Lrn {
 }
 
 impl Layer for Lrn {
+    // BOUNDS-FN: x is 3-d (checked): sq and out hold c planes of n = w * h; p < hi <= c,
+    // q < c; sy < h and sx < w are tested before each read, y < h and xx < w.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, "LRN")?;
         if x.dims != 3 {

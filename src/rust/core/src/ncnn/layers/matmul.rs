@@ -20,6 +20,8 @@ impl MatMul {
 
 /// Offsets (in matrices) of batch `i` of an operand with leading extents
 /// `own` under the broadcast extents `out` (right-aligned).
+// BOUNDS-FN: callers pass own no longer than out (its batch axes are among the
+// broadcast ones), so j < own.len().
 fn batch_index(mut i: usize, own: &[usize], out: &[usize]) -> usize {
     let (mut at, mut stride) = (0, 1);
     for (k, &e) in out.iter().enumerate().rev() {
@@ -42,6 +44,11 @@ impl Layer for MatMul {
         false
     }
 
+    // Bounds: two bottoms (checked) with 1 to 4 axes (la.len() - 2 and lb[r - 2]
+    // only with two or more); batch i reads ba[i + ba.len() - nb] when that is >= 0;
+    // batch_index picks matrix ao / (m * k) < a's batch count, so a's (b's) slices
+    // end within its data.
+    // BOUNDS-FN: every index is in range as said just above.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         if bottoms.len() != 2 {
             ncnn_bail!("MatMul takes two bottoms, got {}", bottoms.len());

@@ -71,6 +71,7 @@ impl Layer for MultiHeadAttention {
         false
     }
 
+    // BOUNDS-FN: w and b are [Vec<f32>; 4] and sizes has 4 entries (i < 4).
     fn load_model(&mut self, mb: &mut ModelBin) -> anyhow::Result<()> {
         let e = self.embed;
         let sizes = [(e * self.qdim, e), (e * self.kdim, e), (e * self.vdim, e), (self.qdim * e, self.qdim)];
@@ -81,8 +82,10 @@ impl Layer for MultiHeadAttention {
         Ok(())
     }
 
+    // BOUNDS-FN: 1 <= nb <= 3 bottoms (checked); w and b are [_; 4] (literals); qa, ka
+    // and va hold rows of e = heads * d (hh * d < e); a 3-d mask has heads channels (checked).
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
-        let nb = bottoms.len() - usize::from(self.attn_mask);
+        let nb = bottoms.len().saturating_sub(usize::from(self.attn_mask));
         if !(1..=3).contains(&nb) || bottoms.len() < 1 + usize::from(self.attn_mask) {
             ncnn_bail!("MultiHeadAttention takes q, k, v (k and v may be omitted){}, got {} bottoms", if self.attn_mask { " and a mask" } else { "" }, bottoms.len());
         }

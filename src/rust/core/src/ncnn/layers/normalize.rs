@@ -56,6 +56,7 @@ impl Layer for Normalize {
         Ok(())
     }
 
+    // BOUNDS-FN: scale holds 1 (shared) or c values (checked) and q < c.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let mut x = one(bottoms, "Normalize")?;
         let (c, size) = (x.c, x.w * x.h * x.d);

@@ -36,6 +36,8 @@ fn perm_of(order: &str, names: &str) -> Vec<usize> {
 }
 
 impl Layer for Permute {
+    // BOUNDS-FN: o is below each order table's length (match guards); perm is a
+    // permutation of the axes (perm_of).
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, "Permute")?;
         let o = self.order as usize;
@@ -43,7 +45,7 @@ impl Layer for Permute {
             1 => return Ok(vec![x]),
             2 if o < 2 => (ORDERS_2[o], "HW"),
             3 if o < 6 => (ORDERS_3[o], "CHW"),
-            4 => (ORDERS_4[o], "CDHW"),
+            4 if o < 24 => (ORDERS_4[o], "CDHW"),
             d => ncnn_bail!("order_type {o} does not apply to a {d}-d blob ({}): 2-d blobs take 0 or 1, 3-d blobs 0 to 5", x.describe()),
         };
         let perm = perm_of(spelled, names);

@@ -32,6 +32,8 @@ pub fn source_channel(mode: i32, r: usize, outc: usize, p: usize, sh: usize, sw:
 }
 
 impl Layer for PixelShuffle {
+    // BOUNDS-FN: out planes are oh = h * r rows of ow = w * r: row i * r + sh < oh,
+    // column j * r + sw < ow; src is a channel of h rows of w.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, "PixelShuffle")?;
         let r = self.r;

@@ -74,6 +74,8 @@ impl Pooling {
         Ok(p)
     }
 
+    // BOUNDS-FN: callers pass rows y0..y1 <= h and columns x0..x1 <= w of a plane of
+    // w * h values (global: the whole plane; adaptive: ceil((i + 1) * n / out) <= n).
     fn reduce(
         &self,
         x: &[f32],
@@ -107,6 +109,7 @@ impl Pooling {
 }
 
 impl Layer for Pooling {
+    // BOUNDS-FN: out chunks of 1 (o[0]) and planes of ow * oh (i < oh, j < ow).
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, "Pooling")?;
         if x.dims != 3 {
@@ -146,6 +149,10 @@ impl Layer for Pooling {
 impl Pooling {
     /// Pooling over kernel windows (not global or adaptive) of a 3-d `x`,
     /// on the AVX2 row kernels when `fast`.
+    // Bounds: spans clamp each window's rows and columns into the input; the `full`
+    // columns' windows lie inside the input, so first + kw - 1 + (len - 1) * sw < w,
+    // and acc has w + SLACK values (windows asserts its own need); q < x.c.
+    // BOUNDS-FN: every index is in range as said just above.
     pub(crate) fn windowed(&self, x: &Mat, fast: bool) -> anyhow::Result<Mat> {
         let (w, h) = (x.w, x.h);
         let (kw, kh, sw, sh) = (self.kw, self.kh, self.sw, self.sh);

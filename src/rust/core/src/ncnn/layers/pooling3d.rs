@@ -57,6 +57,8 @@ impl Pooling3d {
     /// Max or mean of `src` (a channel of extents `n`) over the box
     /// `lo..hi` per axis; `count` divides the sum (an average of no
     /// values, a window wholly in the tail pads, is NaN, as in ncnn).
+    // BOUNDS-FN: lo, hi and n are [usize; 3] (literals); callers pass lo <= hi <= n
+    // per axis of a channel of n[0] * n[1] * n[2] values.
     fn reduce(&self, src: &[f32], n: [usize; 3], lo: [usize; 3], hi: [usize; 3], count: usize) -> f32 {
         let mut acc = if self.max { f32::NEG_INFINITY } else { 0.0 };
         for z in lo[2]..hi[2] {
@@ -72,6 +74,8 @@ impl Pooling3d {
         }
     }
 
+    // BOUNDS-FN: on, n and self.out are [_; 3] (a < 3, literals); new_volume refuses
+    // an empty output, so on[a] >= 1 and each span ends within n[a]; q < x.c.
     fn adaptive(&self, x: &Mat, n: [usize; 3]) -> anyhow::Result<Mat> {
         let mut on = [0; 3];
         for a in 0..3 {
@@ -95,6 +99,7 @@ impl Pooling3d {
     }
 
     /// (borders of the padded input, of which the tail pads of mode 0).
+    // BOUNDS-FN: p, tail, all, n and the window arrays are [_; 3] (pairs [_; 2]), a < 3.
     fn pads(&self, win: &Window3, n: [usize; 3]) -> (Pads, [usize; 3]) {
         let mut tail = [0; 3];
         let p = match self.pad_mode {
@@ -116,6 +121,8 @@ impl Pooling3d {
         (all, tail)
     }
 
+    // BOUNDS-FN: pn, on, pos, lo, hi, region, given and tail are [_; 3] (pairs [_; 2]),
+    // a < 3; lo and hi are clamped into region, within pn; q < x.c.
     fn windowed(&self, win: &Window3, x: &Mat, n: [usize; 3]) -> anyhow::Result<Mat> {
         let (p, tail) = self.pads(win, n);
         let fill = if self.max { f32::NEG_INFINITY } else { 0.0 };
@@ -155,6 +162,7 @@ impl Pooling3d {
 }
 
 impl Layer for Pooling3d {
+    // BOUNDS-FN: out chunks of 1 value (o[0]).
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, WHAT)?;
         let n = volume::extents(&x, None, WHAT)?;

@@ -27,6 +27,7 @@ impl Layer for PRelu {
         self.slope = mb.raw(self.n, "prelu slopes")?;
         Ok(())
     }
+    // BOUNDS-FN: load_model read n slopes; n is 1 or c (checked) and q < c.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let mut x = one(bottoms, "PReLU")?;
         let (c, n) = channel_layout(&x);

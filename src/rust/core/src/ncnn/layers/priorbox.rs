@@ -48,6 +48,7 @@ impl PriorBox {
         Ok(p)
     }
 
+    // BOUNDS-FN: min_sizes is not empty (checked in new), ratios neither ([1.0]).
     fn mxnet(&self, w: usize, h: usize) -> anyhow::Result<Mat> {
         let step_w = if self.step_w == -233.0 { 1.0 / w as f32 } else { self.step_w };
         let step_h = if self.step_h == -233.0 { 1.0 / h as f32 } else { self.step_h };

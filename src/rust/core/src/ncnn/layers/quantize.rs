@@ -27,6 +27,7 @@ pub struct Quant {
 }
 
 impl Quant {
+    // BOUNDS-FN: sizes is a [usize; 3] indexed by literals below 3.
     pub fn new(pd: &ParamDict, kind: QuantizeKind) -> anyhow::Result<Quant> {
         let get = |id: usize, def: i32| -> anyhow::Result<usize> {
             let v = pd.int(id, def);
@@ -52,12 +53,13 @@ impl Quant {
 fn pick(v: &[f32], i: usize) -> f32 {
     match v.len() {
         0 => 0.0,
-        1 => v[0],
-        _ => v[i],
+        1 => v.first().copied().unwrap_or(0.0),
+        _ => v.get(i).copied().unwrap_or(0.0),
     }
 }
 
 impl Layer for Quant {
+    // BOUNDS-FN: sizes is a [usize; 3] indexed by literals below 3.
     fn load_model(&mut self, mb: &mut ModelBin) -> anyhow::Result<()> {
         self.scale_in = mb.raw(self.sizes[0], "quantization scales")?;
         if self.kind == QuantizeKind::Requantize {
@@ -69,6 +71,7 @@ impl Layer for Quant {
         Ok(())
     }
 
+    // BOUNDS-FN: sizes is a [usize; 3] indexed by literals below 3.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let what = match self.kind {
             QuantizeKind::Quantize => "Quantize",

@@ -47,6 +47,8 @@ impl Reduction {
 }
 
 impl Layer for Reduction {
+    // BOUNDS-FN: reduced has dims = axes.len() entries; k < dims is checked, and the
+    // other indexes run over 0..dims.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, "Reduction")?;
         let axes = x.axes();

@@ -24,6 +24,8 @@ impl Reorg {
 }
 
 impl Layer for Reorg {
+    // BOUNDS-FN: source_channel maps p < c, sh, sw < s below c * s * s = from.len(),
+    // q < c * s * s; rows i * s + sh < h and columns j * s + sw < w (w, h divide by s).
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, "Reorg")?;
         let s = self.s;

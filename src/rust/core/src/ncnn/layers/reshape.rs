@@ -38,6 +38,8 @@ impl Reshape {
 }
 
 impl Layer for Reshape {
+    // BOUNDS-FN: src and want are [_; 4] indexed by order's entries (below 4); shape
+    // has order.len() entries and infer is one of its positions k.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, "Reshape")?;
         let total = x.total();

@@ -5,8 +5,15 @@
 //! tops receive the final ones. LSTM gates are I, F, O, G, with 3=hidden_size
 //! below num_output projecting the hidden state; GRU gates are R, U, N with
 //! the reset gate applied to the recurrent part of N.
+//!
+//! With 8=int8_scale_term the input and recurrent weights are int8, with
+//! one scale per gate row each (read after the other weights); each time
+//! step's input row and the hidden state are quantized with `127 / absmax`
+//! and the integer sums scaled back per row, as ncnn's int8 cells do.
 
+use super::kernels::quant::float2int8;
 use crate::ncnn::mat::take_vec;
+use crate::ncnn::modelbin::Stored;
 use crate::ncnn::{Layer, Mat, ModelBin, Opt, ParamDict};
 use crate::ncnn_bail;
 
@@ -48,6 +55,26 @@ pub struct Recurrent {
     b: Vec<Vec<f32>>,
     wh: Vec<Vec<f32>>,
     wr: Vec<Vec<f32>>,
+    int8: bool,
+    /// Per direction and gate row: the factor back from an int8 sum of the
+    /// input and of the recurrent weights (1 in fp32).
+    dx: Vec<Vec<f32>>,
+    dh: Vec<Vec<f32>>,
+}
+
+/// `v` quantized with `127 / absmax` into `q`; returns the factor back
+/// (`1 / scale`, 1 where `v` is all zeros).
+fn quantize_dynamic(v: &[f32], q: &mut Vec<f32>) -> f32 {
+    let m = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    let s = if m == 0.0 { 1.0 } else { 127.0 / m };
+    q.clear();
+    q.extend(v.iter().map(|x| float2int8(x * s)));
+    1.0 / s
+}
+
+/// The factors back from int8 sums for weight `scales` (0 where a scale is 0).
+fn descales(scales: Vec<f32>) -> Vec<f32> {
+    scales.into_iter().map(|s| if s == 0.0 { 0.0 } else { 1.0 / s }).collect()
 }
 
 fn sigmoid(x: f32) -> f32 {
@@ -66,9 +93,6 @@ impl Recurrent {
         if n <= 0 || hidden <= 0 || hidden > n || !(0..=2).contains(&dir) {
             ncnn_bail!("{what} needs num_output > 0 (got {n}), hidden_size from 1 to num_output (got {hidden}) and direction 0, 1 or 2 (got {dir})");
         }
-        if pd.int(8, 0) != 0 {
-            ncnn_bail!("{what} with int8 weights (int8_scale_term {}) is not supported", pd.int(8, 0));
-        }
         let dirs = if dir == 2 { 2 } else { 1 };
         let per = dirs * hidden as usize * cell.gates();
         if wsize <= 0 || wsize as usize % per != 0 {
@@ -85,34 +109,53 @@ impl Recurrent {
             b: vec![],
             wh: vec![],
             wr: vec![],
+            int8: pd.int(8, 0) != 0,
+            dx: vec![],
+            dh: vec![],
         })
     }
 
     /// One direction over `x` (T rows of `size`): writes rows of `out`
     /// (stride `ostride`, from column `col`); `h` and `c` carry the state.
+    // Bounds: forward checks d < dirs weight sets of the sizes load_model
+    // splits (wx g * hs rows of size, b nb, wh g * hs rows of no, dx and dh g *
+    // hs, wr no rows of hs), x rows of size, out x.h rows of ostride >= col +
+    // no, h no and c hs values (hs == no for RNN and GRU); gate rows k, r < g * hs.
+    // BOUNDS-FN: every index is in range as said just above.
     #[allow(clippy::too_many_arguments)]
     fn run(&self, d: usize, x: &Mat, reverse: bool, out: &mut [f32], ostride: usize, col: usize, h: &mut [f32], c: &mut [f32]) {
         let (hs, no, sz) = (self.hidden, self.num_output, self.size);
         let (wx, b, wh) = (&self.wx[d], &self.b[d], &self.wh[d]);
+        let (dx, dh) = (&self.dx[d], &self.dh[d]);
         let g = self.cell.gates();
         let mut gates = vec![0.0f32; g * hs];
         let mut hcell = vec![0.0f32; hs];
+        let (mut xq, mut hq) = (Vec::new(), Vec::new());
         for step in 0..x.h {
             let t = if reverse { x.h - 1 - step } else { step };
-            let xt = &x.data[t * x.w..t * x.w + sz];
-            for (k, gv) in gates.iter_mut().enumerate() {
-                *gv = dot(&wx[k * sz..(k + 1) * sz], xt);
+            let mut xt = &x.data[t * x.w..t * x.w + sz];
+            let (mut fx, mut fh) = (1.0f32, 1.0f32);
+            if self.int8 {
+                fx = quantize_dynamic(xt, &mut xq);
+                fh = quantize_dynamic(h, &mut hq);
+                xt = &xq;
             }
+            for (k, gv) in gates.iter_mut().enumerate() {
+                *gv = dot(&wx[k * sz..(k + 1) * sz], xt) * (fx * dx[k]);
+            }
+            let hv: &[f32] = if self.int8 { &hq } else { h };
+            // the recurrent sum of gate row r
+            let rec = |r: usize| dot(&wh[r * no..(r + 1) * no], hv) * (fh * dh[r]);
             match self.cell {
                 Cell::Rnn => {
                     for q in 0..hs {
-                        hcell[q] = (gates[q] + b[q] + dot(&wh[q * no..(q + 1) * no], h)).tanh();
+                        hcell[q] = (gates[q] + b[q] + rec(q)).tanh();
                     }
                     h.copy_from_slice(&hcell);
                 }
                 Cell::Lstm => {
                     for q in 0..hs {
-                        let at = |k: usize| gates[k * hs + q] + b[k * hs + q] + dot(&wh[(k * hs + q) * no..(k * hs + q + 1) * no], h);
+                        let at = |k: usize| gates[k * hs + q] + b[k * hs + q] + rec(k * hs + q);
                         let (i, f, o, gg) = (sigmoid(at(0)), sigmoid(at(1)), sigmoid(at(2)), at(3).tanh());
                         c[q] = f * c[q] + i * gg;
                         hcell[q] = o * c[q].tanh();
@@ -128,10 +171,9 @@ impl Recurrent {
                 }
                 Cell::Gru => {
                     for q in 0..hs {
-                        let rec = |k: usize| dot(&wh[(k * hs + q) * no..(k * hs + q + 1) * no], h);
-                        let r = sigmoid(gates[q] + b[q] + rec(0));
-                        let u = sigmoid(gates[hs + q] + b[hs + q] + rec(1));
-                        let n = (gates[2 * hs + q] + b[2 * hs + q] + r * (b[3 * hs + q] + rec(2))).tanh();
+                        let r = sigmoid(gates[q] + b[q] + rec(q));
+                        let u = sigmoid(gates[hs + q] + b[hs + q] + rec(hs + q));
+                        let n = (gates[2 * hs + q] + b[2 * hs + q] + r * (b[3 * hs + q] + rec(2 * hs + q))).tanh();
                         hcell[q] = (1.0 - u) * n + u * h[q];
                     }
                     h.copy_from_slice(&hcell);
@@ -150,16 +192,36 @@ impl Layer for Recurrent {
     fn load_model(&mut self, mb: &mut ModelBin) -> anyhow::Result<()> {
         let (hs, no, g, dirs) = (self.hidden, self.num_output, self.cell.gates(), self.dirs);
         let nb = if self.cell == Cell::Gru { 4 * hs } else { g * hs };
-        let split = |v: Vec<f32>, n: usize| v.chunks(n).map(|c| c.to_vec()).collect::<Vec<_>>();
-        self.wx = split(mb.tagged(self.size * g * hs * dirs, "recurrent input weights")?, self.size * g * hs);
+        let split = |v: Vec<f32>, n: usize| v.chunks(n.max(1)).map(|c| c.to_vec()).collect::<Vec<_>>();
+        let int8 = self.int8;
+        let what = self.cell.name();
+        // weights that are int8 exactly when int8_scale_term says so
+        let weights = |mb: &mut ModelBin, n: usize, part: &str| -> anyhow::Result<Vec<f32>> {
+            let at = mb.pos;
+            let w = mb.tagged_any(n, part)?;
+            if int8 != (w.stored == Stored::Int8) {
+                ncnn_bail!("{what} {part} at byte {at}: int8_scale_term (8) is {} but the weights are {}stored as int8", i32::from(int8), if int8 { "not " } else { "" });
+            }
+            Ok(w.data)
+        };
+        self.wx = split(weights(mb, self.size * g * hs * dirs, "input weights")?, self.size * g * hs);
         self.b = split(mb.tagged(nb * dirs, "recurrent biases")?, nb);
-        self.wh = split(mb.tagged(no * g * hs * dirs, "recurrent hidden weights")?, no * g * hs);
+        self.wh = split(weights(mb, no * g * hs * dirs, "hidden weights")?, no * g * hs);
         if self.cell == Cell::Lstm && hs != no {
             self.wr = split(mb.tagged(hs * no * dirs, "LSTM projection weights")?, hs * no);
+        }
+        let rows = g * hs;
+        if int8 {
+            self.dx = split(descales(mb.raw(rows * dirs, "recurrent input weight int8 scales")?), rows);
+            self.dh = split(descales(mb.raw(rows * dirs, "recurrent hidden weight int8 scales")?), rows);
+        } else {
+            (self.dx, self.dh) = (vec![vec![1.0; rows]; dirs], vec![vec![1.0; rows]; dirs]);
         }
         Ok(())
     }
 
+    // BOUNDS-FN: bottoms holds 1 or 1 + nstate blobs (checked), the state
+    // blobs no * dirs and hs * dirs values (checked); d < dirs.
     fn forward(&self, bottoms: Vec<Mat>, ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let what = self.cell.name();
         let lstm = self.cell == Cell::Lstm;
@@ -172,6 +234,10 @@ impl Layer for Recurrent {
             ncnn_bail!("{what} takes a 2-d blob of {} features per time step, got {}", self.size, x.describe());
         }
         let (no, hs, dirs) = (self.num_output, self.hidden, self.dirs);
+        let sets = [self.wx.len(), self.b.len(), self.wh.len(), self.dx.len(), self.dh.len()];
+        if sets.iter().any(|&n| n != dirs) || (lstm && hs != no && self.wr.len() != dirs) {
+            ncnn_bail!("{what}: the weights are not loaded (load_model first)");
+        }
         let mut hstate = vec![0.0f32; no * dirs];
         let mut cstate = vec![0.0f32; hs * dirs];
         if bottoms.len() > 1 {

@@ -45,6 +45,7 @@ impl Layer for Scale {
         Ok(())
     }
 
+    // BOUNDS-FN: scale has c values (checked) and q < c.
     fn forward(&self, mut bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let scale = if self.size == -233 {
             if bottoms.len() != 2 {

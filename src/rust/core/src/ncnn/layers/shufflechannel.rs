@@ -23,6 +23,8 @@ impl ShuffleChannel {
 }
 
 impl Layer for ShuffleChannel {
+    // BOUNDS-FN: src = i * per + j and dst = j * g + i are below g * per = c channels
+    // of n values (c divides by the group: checked).
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, "ShuffleChannel")?;
         if x.dims != 3 || x.c % self.group != 0 {

@@ -25,6 +25,8 @@ impl Layer for Slice {
     fn one_blob_only(&self) -> bool {
         false
     }
+    // BOUNDS-FN: a < dims (resolve_axis); i < indices.len() is tested; the sizes are
+    // increasing ends within n (checked), so off + s <= n along the axis.
     fn forward(&self, bottoms: Vec<Mat>, ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, "Slice")?;
         let a = resolve_axis(self.axis, x.dims, "Slice")?;

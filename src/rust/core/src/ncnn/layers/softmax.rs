@@ -21,6 +21,8 @@ impl Softmax {
 
 /// Softmax over axis `a` of a blob with extents `axes` (outermost first):
 /// runs of `n` values at stride `inner`, processed `inner` at a time.
+// BOUNDS-FN: data holds the product of axes, so blocks are whole multiples of
+// inner (n >= 1 here).
 pub fn softmax_axis(data: &mut [f32], axes: &[usize], a: usize) {
     let (_, n, inner) = split_at_axis(axes, a);
     if inner == 1 {

@@ -19,10 +19,11 @@ impl Squeeze {
     }
 
     /// Whether each axis of a blob with these outermost-first `names` is named.
+    // BOUNDS-FN: v has names.len() = dims entries and 0 <= a < dims is tested.
     fn named(&self, names: &[usize]) -> Vec<bool> {
         let dims = names.len() as i32;
         if self.axes.is_empty() {
-            return names.iter().map(|&n| self.flags[n]).collect();
+            return names.iter().map(|&n| self.flags.get(n).copied().unwrap_or(false)).collect();
         }
         let mut v = vec![false; names.len()];
         for &a in &self.axes {

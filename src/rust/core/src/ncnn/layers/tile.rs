@@ -27,6 +27,8 @@ impl Tile {
     }
 
     /// Repeats of w, h, d, c for a blob with `dims` axes.
+    // BOUNDS-FN: r is a [usize; 4] (literals), v has the length its match arm names,
+    // names = axis_names(dims) has dims entries and a < dims (resolve_axis).
     fn by_name(&self, dims: usize) -> anyhow::Result<[usize; 4]> {
         let mut r = [1usize; 4];
         if self.repeats.is_empty() {
@@ -48,6 +50,8 @@ impl Tile {
 }
 
 impl Layer for Tile {
+    // BOUNDS-FN: r is a [usize; 4] (literals); q % c, z % d, y % h address a row of w
+    // inside x (no iteration when an extent is 0: its output extent is 0 too).
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, "Tile")?;
         let r = self.by_name(x.dims)?;

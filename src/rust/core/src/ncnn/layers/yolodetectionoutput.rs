@@ -43,6 +43,9 @@ impl Layer for YoloDetectionOutput {
         false
     }
 
+    // BOUNDS-FN: new checks 2 biases per box (pp < num_box); x has num_box * (5 + nc)
+    // channels (checked) of plane = w * h, at = i * w + j < plane; nms picks
+    // indices of `all`.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let nc = self.num_class;
         let mut all = Vec::new();

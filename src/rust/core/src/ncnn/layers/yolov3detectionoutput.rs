@@ -57,6 +57,9 @@ impl Layer for Yolov3DetectionOutput {
         false
     }
 
+    // BOUNDS-FN: new checks every mask entry bi has biases[bi * 2 + 1]; x has num_box
+    // * (5 + nc) channels (checked) of plane = w * h, at = i * w + j < plane; nms
+    // picks indices of `all`.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let nc = self.num_class;
         let mut all = Vec::new();

@@ -93,27 +93,48 @@ fn each_row(w: QuantRows<'_>, y: &[u8], out: &mut [f32], kernel: fn(&[u8], &[u8]
 }
 
 /// `out[r] = kernel(row r, prepared y)` for Q4_0 rows against a Q8_0 column
-/// (prepared once for all rows); false when `y` is too short.
+/// prepared once for all rows.
 #[cfg(target_arch = "x86_64")]
-fn each_row_q4_0(w: QuantRows<'_>, y: &[u8], out: &mut [f32], kernel: fn(&[u8], &Q8Prep) -> f32) -> bool {
-    let nb = w.k / w.q.block_size();
-    let Some(p) = Q8Prep::new(y, nb) else { return false };
-    let rs = nb * w.q.type_size();
+fn each_row_q4_0(w: QuantRows<'_>, p: &Q8Prep, out: &mut [f32], kernel: fn(&[u8], &Q8Prep) -> f32) {
+    let rs = w.k / w.q.block_size() * w.q.type_size();
     for (r, o) in out.iter_mut().enumerate() {
-        *o = kernel(&w.data[r * w.stride..r * w.stride + rs], &p);
+        *o = kernel(&w.data[r * w.stride..r * w.stride + rs], p);
     }
-    true
+}
+
+/// One column of activations made ready for all the rows of a product
+/// (shared by the threads that split the rows): for Q4_0 weights, the
+/// Q8_0 column prepared for the SIMD kernels.
+pub struct Column<'a> {
+    act: ColumnActs<'a>,
+    #[cfg(target_arch = "x86_64")]
+    q4_0: Option<Q8Prep>,
+}
+
+impl<'a> Column<'a> {
+    /// `act` ready for rows of `q` of `k` values.
+    pub fn new(q: QType, k: usize, act: ColumnActs<'a>) -> Column<'a> {
+        #[cfg(target_arch = "x86_64")]
+        let q4_0 = match (q, act) {
+            (QType::Q4_0, ColumnActs::Q(y)) if path() != "portable" => Q8Prep::new(y, k / q.block_size()),
+            _ => None,
+        };
+        Column {
+            act,
+            #[cfg(target_arch = "x86_64")]
+            q4_0,
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c")]
 // SAFETY: (for callers) only called when the CPU has AVX2, FMA and F16C.
-unsafe fn rows_avx2(w: QuantRows<'_>, act: ColumnActs<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
+unsafe fn rows_avx2(w: QuantRows<'_>, col: &Column<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
     use super::avx2;
-    if let (QType::Q4_0, ColumnActs::Q(y)) = (w.q, act) {
-        if each_row_q4_0(w, y, out, avx2::q4_0) {
-            return;
-        }
+    let act = col.act;
+    if let (QType::Q4_0, Some(p)) = (w.q, &col.q4_0) {
+        return each_row_q4_0(w, p, out, avx2::q4_0);
     }
     let kernel: fn(&[u8], &[u8], usize) -> f32 = match (w.q, act) {
         (QType::Q4_1, ColumnActs::Q(_)) => avx2::q4_1,
@@ -134,17 +155,16 @@ unsafe fn rows_avx2(w: QuantRows<'_>, act: ColumnActs<'_>, out: &mut [f32], scra
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
 // SAFETY: (for callers) only called when the CPU has AVX-512 F, BW and VNNI, AVX2, FMA and F16C.
-unsafe fn rows_avx512(w: QuantRows<'_>, act: ColumnActs<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
+unsafe fn rows_avx512(w: QuantRows<'_>, col: &Column<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
     use super::avx512;
-    if let (QType::Q4_0, ColumnActs::Q(y)) = (w.q, act) {
-        if each_row_q4_0(w, y, out, avx512::q4_0) {
-            return;
-        }
+    let act = col.act;
+    if let (QType::Q4_0, Some(p)) = (w.q, &col.q4_0) {
+        return each_row_q4_0(w, p, out, avx512::q4_0);
     }
     let kernel: fn(&[u8], &[u8], usize) -> f32 = match (w.q, act) {
         (QType::Q8_0, ColumnActs::Q(_)) => avx512::q8_0,
         // SAFETY: the CPU has AVX2, FMA and F16C (implied by this path).
-        _ => return unsafe { rows_avx2(w, act, out, scratch) },
+        _ => return unsafe { rows_avx2(w, col, out, scratch) },
     };
     if let ColumnActs::Q(y) = act {
         each_row(w, y, out, kernel);
@@ -189,13 +209,18 @@ fn f16c() -> bool {
 /// `out[r] = row r . act` with the kernels of this CPU (the portable ones
 /// when tests ask for them through `simd::portable`).
 pub fn dot_rows(w: QuantRows<'_>, act: ColumnActs<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
+    dot_rows_col(w, &Column::new(w.q, w.k, act), out, scratch)
+}
+
+/// As [`dot_rows`], with a column made ready once for many calls.
+pub fn dot_rows_col(w: QuantRows<'_>, col: &Column<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
     #[cfg(target_arch = "x86_64")]
     match path() {
         // SAFETY: the CPU has AVX-512 F, BW and VNNI, AVX2, FMA and F16C.
-        "avx512" => return unsafe { rows_avx512(w, act, out, scratch) },
+        "avx512" => return unsafe { rows_avx512(w, col, out, scratch) },
         // SAFETY: the CPU has AVX2, FMA and F16C.
-        "avx2" => return unsafe { rows_avx2(w, act, out, scratch) },
+        "avx2" => return unsafe { rows_avx2(w, col, out, scratch) },
         _ => {}
     }
-    rows_generic(w, act, out, scratch)
+    rows_generic(w, col.act, out, scratch)
 }

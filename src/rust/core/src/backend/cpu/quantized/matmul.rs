@@ -1,13 +1,15 @@
 //! `mul_mat(a, b)` with quantized weights `a[K, M]` and f32 activations
 //! `b[K, N]`: the columns of b are quantized once to the weights' partner
 //! format, then each thread takes a band of a's rows and computes their dot
-//! products with every column. With many columns (a matrix product rather
+//! products with every column (one column: the even split of
+//! [`split_rows`], each thread streaming its own rows). With many columns (a matrix product rather
 //! than matrix-vector work) the weights are dequantized once and the f32
 //! sgemm kernel runs instead.
 
-use super::dispatch::{dot_rows, ColumnActs, QuantRows};
+use super::dispatch::{dot_rows, dot_rows_col, Column, ColumnActs, QuantRows};
 use super::dot::{partner, Partner};
 use crate::backend::cpu::access::Src;
+use crate::backend::cpu::gemv::split_rows;
 use crate::backend::cpu::matmul;
 use crate::backend::cpu::par::CpuPool;
 use crate::base::quant::{self, QType};
@@ -83,6 +85,15 @@ fn product<'a>(w: QuantRows<'_>, m: usize, n: usize, act: &(impl Fn(usize) -> Co
         }
         res
     };
+    if n == 1 {
+        // Matrix-vector work: rows split evenly, each thread streaming its own.
+        let col = Column::new(w.q, w.k, act(0));
+        split_rows(pool, c, w.stride, |r0, o| {
+            let rows = QuantRows { data: &w.data[r0 * w.stride..], ..w };
+            dot_rows_col(rows, &col, o, &mut Vec::new());
+        });
+        return;
+    }
     let work = m * n * w.k;
     if pool.n_threads <= 1 || m < 2 * MIN_ROWS || work < 1 << 16 {
         c.copy_from_slice(&band(0, m));

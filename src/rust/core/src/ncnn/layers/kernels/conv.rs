@@ -185,8 +185,17 @@ pub fn phase_dims(w: usize, h: usize, pad: Border, sw: usize) -> (usize, usize) 
 /// Write the bordered plane split into `sw` column phases (phase `px` holds
 /// padded columns px, px + sw, ...) to `out`, as [px][row][column]; every
 /// value of the `sw * phase_dims()` product is written.
+// Bounds: out holds sw * hh * wq values (asserted on entry), cut into sw
+// planes of hh rows of wq (so spans[px] with px < sw); every written run of a
+// row ends within wq: c0 + n = ceil((w + l - px) / sw) <= wq (x0 + l is px
+// modulo sw), l / 2, c_even + pairs and c_odd + pairs are at most
+// ceil((w + l) / 2) <= wq and (w - 1 + l) / 2 < wq; source rows are chunks
+// of exactly w values (s[0], s[w - 1] with w >= 2, s[lead..] with lead <= 1),
+// and s.get(x0..) where x0 (below sw) may pass w.
+// BOUNDS-FN: every index is in range as said just above.
 pub fn phase_plane(src: &[f32], w: usize, h: usize, pad: Border, sw: usize, out: &mut [f32]) {
     let (wq, hh) = phase_dims(w, h, pad, sw);
+    assert!(sw >= 1 && out.len() >= sw * hh * wq, "phase_plane: output buffer too small");
     let v = pad.value;
     let out = &mut out[..sw * hh * wq];
     // Phase px: first source column x0 with (x0 + l) % sw == px, where it
@@ -239,7 +248,7 @@ pub fn phase_plane(src: &[f32], w: usize, h: usize, pad: Border, sw: usize, out:
         for (px, &(x0, c0, n)) in spans.iter().enumerate() {
             for (y, s) in src.chunks_exact(w.max(1)).take(h).enumerate() {
                 let at = (px * hh + y + pad.t) * wq + c0;
-                out[at..at + n].iter_mut().zip(s[x0..].iter().step_by(sw)).for_each(|(d, v)| *d = *v);
+                out[at..at + n].iter_mut().zip(s.get(x0..).unwrap_or(&[]).iter().step_by(sw)).for_each(|(d, v)| *d = *v);
             }
         }
     }
@@ -247,6 +256,10 @@ pub fn phase_plane(src: &[f32], w: usize, h: usize, pad: Border, sw: usize, out:
 
 /// Copy `m` (3-d) into a larger blob with constant borders, writing every
 /// value once.
+// BOUNDS-FN: out has planes = d * c planes of w * h = (m.w + left + right) *
+// (m.h + top + bottom) values, so plane q < planes of m holds m.w * m.h
+// values of m.data (a Mat's data is w * h * d * c); top * w and
+// (top + m.h) * w are within a plane, and each row of w has left + m.w + right.
 pub fn border(m: &Mat, top: usize, bottom: usize, left: usize, right: usize, v: f32) -> Mat {
     let (w, h) = (m.w + left + right, m.h + top + bottom);
     let planes = m.d * m.c;
@@ -269,6 +282,9 @@ pub fn border(m: &Mat, top: usize, bottom: usize, left: usize, right: usize, v: 
 /// parameters ask) with packed weights (rows = output channels, columns =
 /// (c, ky, kx)) into `out` (rows x outh*outw), adding bias and applying the
 /// activation on the way.
+// BOUNDS-FN: channels c0 + nc <= x.c (asserted on entry); the band's source rows
+// s0..s1 are clamped to x.h, so channel(c0 + c)[s0 * w..s1 * w] is inside the
+// channel; buf is grown to nc * plane before it is sliced.
 #[allow(clippy::too_many_arguments)]
 pub fn conv_gemm(
     x: &Mat,
@@ -281,6 +297,7 @@ pub fn conv_gemm(
     outh: usize,
     ep: &Epi,
 ) {
+    assert!(c0 + nc <= x.c, "conv_gemm: channels past the input");
     let kk = p.kh * p.kw;
     let (t, b, l, r) = p.pads(x.w, x.h);
     // A bordered copy of the whole input that fits in cache serves as well

@@ -76,10 +76,20 @@ impl DeconvParams {
 
     /// The transposed convolution of `x` with weights `w` (per output
     /// channel [in per group][kh][kw]) and `bias`, cut as the parameters say.
+    // Bounds: x has inch = icg * group channels of hw values (checked on
+    // entry) and w at least num_output * icg * maxk values (checked), so group
+    // gi = p / ocg < group and output channel p < num_output slice inside
+    // them; cols holds maxk rows of hw; a tap lands at row i * sh + ky * dh <=
+    // (x.h - 1) * sh + (kh - 1) * dh < outh and column kx * dw + j * sw <
+    // outw; the cut keeps t + ch <= outh rows and l + cw <= outw columns.
+    // BOUNDS-FN: every index is in range as said just above.
     pub fn forward(&self, x: &Mat, w: &[f32], bias: &[f32]) -> anyhow::Result<Mat> {
         let inch = self.in_channels();
         if x.dims != 3 || x.c != inch {
             ncnn_bail!("expects a 3-d input with {inch} channels, got a blob of shape {}", x.describe());
+        }
+        if self.group == 0 || w.len() < self.num_output * (inch / self.group) * self.kw * self.kh {
+            ncnn_bail!("has {} weights for {} outputs of {inch} / {} inputs and a {}x{} kernel", w.len(), self.num_output, self.group, self.kw, self.kh);
         }
         let (ext_w, ext_h) = (self.dw * (self.kw - 1) + 1, self.dh * (self.kh - 1) + 1);
         let outw = (x.w.max(1) - 1) * self.sw + ext_w + self.out_pad_r;

@@ -14,6 +14,12 @@ thread_local! {
 /// says, with the kernel `k` into `o` (rows of `outw`), adding `bias` and
 /// applying the activation. The bordered plane is built in a per-thread
 /// scratch buffer that stays in cache.
+// Bounds: k holds the kh * kw taps and every read of the output rows
+// (largest tap offset + (outh - 1) row steps + outw) lies inside the phase
+// plane of `size` values: both asserted on entry to the row loops, which
+// `rows`, `block`, `row` and `chunk` rely on; o is cut into groups of whole
+// rows of outw.
+// BOUNDS-FN: every index is in range as said just above.
 #[allow(clippy::too_many_arguments)]
 pub fn dw_channel(
     src: &[f32],
@@ -27,6 +33,7 @@ pub fn dw_channel(
     outw: usize,
     fast: bool,
 ) {
+    assert!(k.len() >= p.kh * p.kw, "depthwise: fewer weights than kernel taps");
     SCRATCH.with(|cell| {
         let mut plane = cell.borrow_mut();
         let (pw, ph) = phase_dims(w, h, pad, p.sw);
@@ -41,7 +48,7 @@ pub fn dw_channel(
         let sw = p.sw;
         let clamp = match p.act.kind {
             1 => Some((0.0, f32::INFINITY)),
-            3 => Some((p.act.params[0], p.act.params[1])),
+            3 => Some((p.act.params.first().copied().unwrap_or(f32::NEG_INFINITY), p.act.params.get(1).copied().unwrap_or(f32::INFINITY))),
             _ => None,
         };
         let post = !matches!(p.act.kind, 0 | 1 | 3);
@@ -56,6 +63,9 @@ pub fn dw_channel(
         let mut taps = base.clone();
         // Output rows in groups of GROUP (the last group may be smaller).
         let rstep = p.sh * pw;
+        let outh = o.len().div_ceil(outw.max(1));
+        let reach = base.iter().map(|b| b.0).max().unwrap_or(0) + outh.saturating_sub(1) * rstep + outw;
+        assert!(reach <= size, "depthwise: the output reads past the bordered plane");
         for (g, orows) in o.chunks_mut(GROUP * outw).enumerate() {
             let shift = g * GROUP * rstep;
             for (t, b) in taps.iter_mut().zip(&base) {
@@ -101,6 +111,9 @@ unsafe fn rows_avx2(t: &Taps, rstep: usize, out: &mut [f32], outw: usize) {
 /// The output rows `out` (rows of `outw`; row r reads `rstep` further into
 /// the plane than row r - 1): a whole group in blocks of all its rows,
 /// fewer rows one at a time.
+// BOUNDS-FN: out is whole rows of outw (a group of GROUP or fewer); reads
+// are inside the plane as dw_channel asserts (and `last` re-checks for the
+// block path); tmp holds GROUP rows of 8 and outw - x < 8 there.
 #[inline(always)]
 fn rows<const FMA: bool>(t: &Taps, rstep: usize, out: &mut [f32], outw: usize) {
     if out.len() != GROUP * outw {
@@ -141,6 +154,8 @@ fn rows<const FMA: bool>(t: &Taps, rstep: usize, out: &mut [f32], outw: usize) {
 
 /// Columns x..x+W of R rows; the caller checks that the reads (up to
 /// `max(s) + (R - 1) * rstep + x + W`) are in `plane`.
+// BOUNDS-FN: out holds R rows of outw and x + W <= outw (the callers' loop
+// conditions, or the 8-wide tmp with outw = 8); reads as the caller checks.
 #[inline(always)]
 fn block<const FMA: bool, const R: usize, const W: usize>(t: &Taps, rstep: usize, out: &mut [f32], outw: usize, x: usize) {
     let Taps { plane, taps, bias, clamp } = *t;
@@ -174,6 +189,8 @@ fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
 }
 
 /// out[x] = act(bias + sum over taps (s, t) of t * plane[s + off + x]).
+// BOUNDS-FN: every x + W <= n = out.len() by the loop conditions; plane reads
+// end before the largest tap + off + n, inside the plane as dw_channel asserts.
 #[inline(always)]
 fn row<const FMA: bool>(t: &Taps, off: usize, out: &mut [f32]) {
     let Taps { plane, taps, bias, clamp } = *t;
@@ -208,6 +225,8 @@ fn row<const FMA: bool>(t: &Taps, off: usize, out: &mut [f32]) {
     }
 }
 
+// BOUNDS-FN: the W values at s + x are inside the plane as dw_channel asserts
+// (a tap offset plus a row offset plus a column below outw).
 #[inline(always)]
 fn chunk<const FMA: bool, const W: usize>(t: &Taps, out: &mut [f32], x: usize) {
     let Taps { plane, taps, bias, clamp } = *t;

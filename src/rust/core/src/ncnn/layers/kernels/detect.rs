@@ -26,6 +26,8 @@ pub fn qsort_descent(v: &mut [BBox]) {
     }
 }
 
+// BOUNDS-FN: Hoare partition of left..=right: the pivot value stops both
+// scans (a NaN only stops them sooner), so i and j stay within the range.
 fn sort_range(v: &mut [BBox], left: isize, right: isize) {
     let (mut i, mut j) = (left, right);
     let p = v[((left + right) / 2) as usize].score;
@@ -62,6 +64,7 @@ pub fn intersection_area(a: &BBox, b: &BBox) -> f32 {
 /// Indices of the boxes (sorted by score) that no higher one overlaps by
 /// more than `threshold`: `ratio` compares intersection / union (SSD's
 /// DetectionOutput), otherwise intersection > threshold * union (YOLO).
+// BOUNDS-FN: picked holds indices i of boxes already visited.
 pub fn nms_sorted(boxes: &[BBox], threshold: f32, ratio: bool) -> Vec<usize> {
     let mut picked: Vec<usize> = Vec::new();
     for (i, a) in boxes.iter().enumerate() {

@@ -52,7 +52,10 @@ fn block_heights(m: usize) -> Vec<(usize, usize)> {
 
 impl PackedA {
     /// Pack a row-major m x k matrix.
+    // BOUNDS-FN: a holds m * k values (asserted); rows r0 + r < m (the block
+    // heights sum to m).
     pub fn new(a: &[f32], m: usize, k: usize) -> PackedA {
+        assert!(a.len() >= m * k, "PackedA: fewer values than m x k");
         let mut blocks = Vec::new();
         let mut data = Vec::new();
         let mut r0 = 0;
@@ -68,7 +71,10 @@ impl PackedA {
         PackedA { m, k, blocks, data }
     }
     /// y = A x (y has `m` values, x has `k`).
+    // BOUNDS-FN: each block packs k columns of mr values at `at` (so
+    // kk < k stays in data) and rows r0..r0 + rows below m <= y.len() (asserted).
     pub fn gemv(&self, x: &[f32], y: &mut [f32]) {
+        assert!(y.len() >= self.m, "PackedA::gemv: output shorter than m");
         for bl in &self.blocks {
             let mut acc = [0.0f32; MR];
             for (kk, xv) in x.iter().enumerate().take(self.k) {
@@ -80,6 +86,7 @@ impl PackedA {
             y[bl.r0..bl.r0 + bl.rows].copy_from_slice(&acc[..bl.rows]);
         }
     }
+    // BOUNDS-FN: a block packs k columns of mr values from `at` (PackedA::new).
     fn values(&self, b: &Block) -> &[f32] {
         &self.data[b.at..b.at + self.k * b.mr]
     }
@@ -111,7 +118,7 @@ impl Epi<'_> {
     fn clamp(&self) -> Option<(f32, f32)> {
         match self.act.kind {
             1 => Some((0.0, f32::INFINITY)),
-            3 => Some((self.act.params[0], self.act.params[1])),
+            3 => Some((self.act.params.first().copied().unwrap_or(f32::NEG_INFINITY), self.act.params.get(1).copied().unwrap_or(f32::INFINITY))),
             _ => None,
         }
     }
@@ -321,6 +328,8 @@ impl<'a> Rows<'a> {
     /// Columns x0..x1 of output rows y0..y1 (the activation after the
     /// product, when it is not fused, needs whole rows: x0..x1 = 0..outw
     /// unless there is one row).
+    // BOUNDS-FN: chunks_of yields ranges c0 < c1 <= blocks.len(), and there is
+    // one bias array per block (`biases`).
     #[inline(always)]
     fn run(&self, y0: usize, y1: usize, x0: usize, x1: usize, fast: bool) {
         let (a, b, outw, n, cp) = (self.a, self.b, self.outw, self.n, self.out);
@@ -381,6 +390,8 @@ unsafe fn copy_tile(tmp: &[[f32; NR]; MR], dst: *mut f32, ldc: usize, rows: usiz
     }
 }
 
+// BOUNDS-FN: acc and bias have MR rows (r < MR); w <= NR; B reads end inside
+// base (Rows::new asserts the last one); ab packs offs.len() = k columns of mr.
 #[allow(clippy::too_many_arguments)]
 fn kernel_generic(
     mr: usize,
@@ -463,6 +474,7 @@ unsafe fn kernel_avx2(mr: usize, masked: bool, t: &Tile) {
 
 /// # Safety
 /// As for `kernel_avx2`, on a CPU with AVX2 and FMA.
+// BOUNDS-FN: acc has R rows, bias MR >= R (R is 4 or 6), indexed by r < R.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn tile_avx2<const R: usize, const MASKED: bool>(t: &Tile) {
@@ -555,6 +567,7 @@ pub fn set_avx512(on: bool) {
 ///
 /// # Safety
 /// As for `kernel_avx2`, on a CPU with AVX-512F.
+// BOUNDS-FN: acc has R rows, bias MR >= R (R is 4 or 6), indexed by r < R.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn tile_avx512<const R: usize, const MASKED: bool>(t: &Tile) {

@@ -47,6 +47,7 @@ pub fn gemv(w: WeightRows, x: &[f32], k: usize, y: &mut [f32]) {
     });
 }
 
+// BOUNDS-FN: gemv asserts w holds m * k values and x k: rows r0 + i < m.
 fn rows_portable(w: WeightRows, x: &[f32], k: usize, r0: usize, y: &mut [f32]) {
     for (i, v) in y.iter_mut().enumerate() {
         let o = (r0 + i) * k;
@@ -60,6 +61,8 @@ fn rows_portable(w: WeightRows, x: &[f32], k: usize, r0: usize, y: &mut [f32]) {
 /// # Safety
 /// The CPU must have AVX2 and FMA; rows r0.. of `w` hold `k` values each
 /// for every value of `y`, and `x` holds `k`.
+// BOUNDS-FN: gemv asserts w holds m * k values and x k: rows r0 + i < m,
+// columns below k, y[i + j] with i + 3 < y.len().
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn rows_avx2(w: WeightRows, x: &[f32], k: usize, r0: usize, y: &mut [f32]) {

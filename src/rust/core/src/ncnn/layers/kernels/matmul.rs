@@ -28,6 +28,8 @@ impl<'a> MatView<'a> {
 }
 
 /// c (row-major, n columns) = a * b.
+// BOUNDS-FN: c.len() >= m * n and the views covering m x k and k x n are
+// asserted on entry; r0 = i * rows < m for each chunk of c[..m * n].
 pub fn matmul(a: MatView, b: MatView, c: &mut [f32], m: usize, k: usize, n: usize) {
     assert!(a.covers(m, k) && b.covers(k, n) && c.len() >= m * n, "matrix operands too small");
     if m == 0 || n == 0 {

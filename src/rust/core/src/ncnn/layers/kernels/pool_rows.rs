@@ -24,6 +24,7 @@ pub const SLACK: usize = 16;
 /// (rows of `acc.len()`) of `row[x]`, in one pass for up to three rows;
 /// -inf (or 0) when there are no rows.
 pub fn reduce_rows(src: &[f32], ys: Range<usize>, acc: &mut [f32], is_max: bool, fast: bool) {
+    assert!(ys.end.saturating_mul(acc.len()) <= src.len(), "reduce_rows: rows past the plane");
     if fast {
         // SAFETY: `fast` is set only when the CPU has AVX2.
         unsafe { reduce_rows_avx2(src, ys, acc, is_max) }
@@ -39,6 +40,8 @@ unsafe fn reduce_rows_avx2(src: &[f32], ys: Range<usize>, acc: &mut [f32], is_ma
     reduce_rows_in(src, ys, acc, is_max)
 }
 
+// BOUNDS-FN: reduce_rows asserts rows ys lie in src (rows of w = acc.len());
+// r0, r1, r2 are rows of w and x < w.
 #[inline(always)]
 fn reduce_rows_in(src: &[f32], ys: Range<usize>, acc: &mut [f32], is_max: bool) {
     let w = acc.len();
@@ -113,6 +116,7 @@ fn windows_in<const AVX: bool>(a: &[f32], out: &mut [f32], kw: usize, sw: usize,
 }
 
 /// One window starting at `w[0]` (its first K values).
+// BOUNDS-FN: w holds K values (K is 2 or 3; w[2] only when K is 3).
 #[inline(always)]
 fn one<const K: usize, const MAX: bool>(w: &[f32], div: f32) -> f32 {
     if MAX {
@@ -129,6 +133,7 @@ fn one<const K: usize, const MAX: bool>(w: &[f32], div: f32) -> f32 {
 }
 
 /// Stride 1: shifted slices, which the compiler vectorises.
+// BOUNDS-FN: windows asserts a holds n + kw - 1 + SLACK >= n + 2 values; j < n.
 #[inline(always)]
 fn step1<const K: usize, const MAX: bool>(a: &[f32], out: &mut [f32], div: f32) {
     let n = out.len();
@@ -140,6 +145,7 @@ fn step1<const K: usize, const MAX: bool>(a: &[f32], out: &mut [f32], div: f32) 
 
 /// Stride 2: with AVX2, eight outputs at a time from the even and odd
 /// columns of sixteen loaded values; otherwise one at a time.
+// BOUNDS-FN: windows asserts a holds (n - 1) * 2 + K + SLACK values: 2j + K <= that.
 #[inline(always)]
 fn step2<const AVX: bool, const K: usize, const MAX: bool>(a: &[f32], out: &mut [f32], div: f32) {
     #[allow(unused_mut)]

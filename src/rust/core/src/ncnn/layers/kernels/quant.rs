@@ -76,11 +76,33 @@ impl Int8Scales {
 /// ncnn's x86 kernels do for most layers), else twice.
 pub fn finish_int8(out: &mut [f32], n: usize, dequant: &[f32], bias: &[f32], act: &crate::ncnn::layer::Activation, top: Option<f32>, fused: bool) {
     crate::ncnn::par::chunks_mut(out, n.max(1), |r, row| {
-        let (d, b) = (dequant[r], bias.get(r).copied().unwrap_or(0.0));
+        let (d, b) = (dequant.get(r).copied().unwrap_or(0.0), bias.get(r).copied().unwrap_or(0.0));
         let f = |v: f32| if fused { v.mul_add(d, b) } else { v * d + b };
         crate::base::simd::wide(|| match top {
             Some(t) => row.iter_mut().for_each(|v| *v = float2int8(act.apply1(f(*v)) * t)),
             None => row.iter_mut().for_each(|v| *v = act.apply1(f(*v))),
         })
     });
+}
+
+/// The `rows` x `cols` matrix `v` quantized as ncnn's dynamic int8 products
+/// do, row-major: with `fixed` scales (values already int8: copied as they
+/// are, one scale per row or one for all), else `127 / absmax` per row
+/// (`per_row`) or over the whole matrix, 1 where the values are all zero.
+/// Returns the whole numbers and the scales (one per row, or one).
+pub fn quantize_view(v: &super::matmul::MatView, rows: usize, cols: usize, per_row: bool, fixed: Option<&[f32]>) -> (Vec<f32>, Vec<f32>) {
+    let at = |r: usize, c: usize| v.data.get(r * v.rs + c * v.cs).copied().unwrap_or(0.0);
+    let mut q = crate::ncnn::mat::take_vec(rows * cols);
+    if let Some(s) = fixed {
+        q.extend((0..rows).flat_map(|r| (0..cols).map(move |c| (r, c))).map(|(r, c)| at(r, c)));
+        return (q, s.to_vec());
+    }
+    let absmax = |r0: usize, r1: usize| (r0..r1).flat_map(|r| (0..cols).map(move |c| (r, c))).fold(0.0f32, |m, (r, c)| m.max(at(r, c).abs()));
+    let scale = |m: f32| if m == 0.0 { 1.0 } else { 127.0 / m };
+    let scales: Vec<f32> = if per_row { (0..rows).map(|r| scale(absmax(r, r + 1))).collect() } else { vec![scale(absmax(0, rows))] };
+    for r in 0..rows {
+        let s = if per_row { scales.get(r).copied().unwrap_or(1.0) } else { scales.first().copied().unwrap_or(1.0) };
+        q.extend((0..cols).map(|c| float2int8(at(r, c) * s)));
+    }
+    (q, scales)
 }

@@ -48,8 +48,14 @@ impl RoiParams {
     }
 
     /// The region of a blob with extents `axes` (outermost first).
+    // BOUNDS-FN: 1 <= dims <= 4 (checked): off, ext and axes have dims entries
+    // and k < dims, the param arrays four (p <= 3); self.axes[i] with i < n =
+    // self.axes.len(), starts and ends hold n (checked), axes[a] after a < dims.
     pub fn resolve(&self, axes: &[usize], what: &str) -> anyhow::Result<Roi> {
         let dims = axes.len();
+        if !(1..=4).contains(&dims) {
+            ncnn_bail!("{what}: a blob has 1 to 4 axes, got {dims}");
+        }
         let mut off = vec![0i64; dims];
         let mut ext: Vec<i64> = axes.iter().map(|&v| v as i64).collect();
         if self.numpy() {
@@ -105,8 +111,15 @@ impl RoiParams {
 
 /// Copy the region `roi` of `src` (extents `axes`) into `out`, or the
 /// whole of `src` into region `roi` of `out` when `into` is set.
+// BOUNDS-FN: asserted on entry: roi has dims >= 1 axes, each inside axes,
+// the full blob holds the product of axes and the region side the product
+// of the extents; a row's offset is then inside the full blob.
 pub fn copy_region(src: &[f32], axes: &[usize], roi: &Roi, out: &mut [f32], into: bool) {
     let dims = axes.len();
+    let inside = dims >= 1 && roi.off.len() == dims && roi.ext.len() == dims && (0..dims).all(|k| roi.off[k] + roi.ext[k] <= axes[k]);
+    let (total, region): (usize, usize) = (axes.iter().product(), roi.ext.iter().product());
+    let (full, part) = if into { (out.len(), src.len()) } else { (src.len(), out.len()) };
+    assert!(inside && full >= total && part >= region, "copy_region: the region is not inside the blobs");
     let inner = roi.ext[dims - 1];
     let rows: usize = roi.ext[..dims - 1].iter().product();
     for r in 0..rows {

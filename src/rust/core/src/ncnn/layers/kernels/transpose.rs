@@ -5,9 +5,14 @@ use crate::ncnn::par;
 
 /// The values of `src` (extents `axes`, outermost first) with its axes
 /// permuted, into `out` (same length).
+// BOUNDS-FN: perm is a permutation of 0..n and src and out hold the product
+// of axes (asserted), so every offset of a row is below src.len().
 pub fn permute(src: &[f32], axes: &[usize], perm: &[usize], out: &mut [f32]) {
     let n = axes.len();
-    debug_assert_eq!(perm.len(), n);
+    let mut seen = vec![false; n];
+    let is_perm = perm.len() == n && perm.iter().all(|&p| p < n && !std::mem::replace(&mut seen[p], true));
+    let total: usize = axes.iter().product();
+    assert!(is_perm && src.len() >= total && out.len() == total, "permute: not a permutation of the axes, or buffers of the wrong size");
     // Strides of the input, outermost first.
     let mut stride = vec![1usize; n];
     for k in (0..n.saturating_sub(1)).rev() {

@@ -41,6 +41,8 @@ impl Window3 {
     /// The window at `keys`, with ncnn's defaults: h and d take w's
     /// kernel, dilation and stride; the right, top and front pads the left
     /// one's, the bottom pad the top one's and the behind pad the front one's.
+    // BOUNDS-FN: ids, v, out and NAMES have 3 entries (a < 3), keys.pads 6
+    // (literals below 6).
     pub fn read(pd: &ParamDict, keys: &Keys, what: &str) -> anyhow::Result<Window3> {
         let axis = |ids: [usize; 3], def: i32, name: &str| -> anyhow::Result<[usize; 3]> {
             let w = pd.int(ids[0], def);
@@ -72,6 +74,7 @@ impl Window3 {
     }
 
     /// The dilated kernel extent along axis `a`.
+    // BOUNDS-FN: a is an axis below 3 at every caller (loops over 0..3, literals).
     pub fn extent(&self, a: usize) -> usize {
         self.dil[a] * (self.k[a] - 1) + 1
     }
@@ -81,6 +84,7 @@ impl Window3 {
         self.pad.map(|p| p.map(|v| v.max(0) as usize))
     }
 
+    // BOUNDS-FN: each pad pair is a [i32; 2], indexed by 0 and 1.
     fn all(&self, v: i32) -> bool {
         self.pad.iter().all(|p| p[0] == v && p[1] == v)
     }
@@ -88,6 +92,7 @@ impl Window3 {
     /// SAME padding of extents `n`: the total per axis split with the
     /// smaller half before (upper) or after (lower). ncnn's 3-d layers
     /// split the depth as for SAME_UPPER in both modes.
+    // BOUNDS-FN: n, out and the window arrays have 3 entries and a < 3.
     pub fn same(&self, n: [usize; 3], lower: bool) -> Pads {
         let mut out = [[0; 2]; 3];
         for a in 0..3 {
@@ -112,6 +117,7 @@ impl Window3 {
 
     /// Output extents of a window sliding over padded extents `n`, or an
     /// error when the kernel does not fit.
+    // BOUNDS-FN: n, out and the window arrays have 3 entries: a < 3 and literals.
     pub fn slide(&self, n: [usize; 3], what: &str) -> anyhow::Result<[usize; 3]> {
         let mut out = [0; 3];
         for a in 0..3 {
@@ -141,6 +147,7 @@ pub fn extents(x: &Mat, channels: Option<usize>, what: &str) -> anyhow::Result<[
 
 /// A zero-filled 4-d blob, or an error when it would be larger than 2^30
 /// values (a size the parameters ask for, not one to allocate blindly).
+// BOUNDS-FN: n is a [usize; 3] indexed by literals below 3.
 pub fn new_volume(n: [usize; 3], c: usize, what: &str) -> anyhow::Result<Mat> {
     let size = n.iter().chain([c].iter()).try_fold(1usize, |a, &v| a.checked_mul(v)).filter(|&v| v <= 1 << 30);
     if size.is_none() || size == Some(0) {
@@ -150,6 +157,9 @@ pub fn new_volume(n: [usize; 3], c: usize, what: &str) -> anyhow::Result<Mat> {
 }
 
 /// `x` inside borders `p` of `value` (shared, not copied, without borders).
+// BOUNDS-FN: out has x.c channels (q < x.c) of the padded n extents: input
+// row (z, y) lands at column p[0][0] of padded row (z + p[2][0], y + p[1][0]),
+// inside them; the source rows are inside a channel of w * h * d.
 pub fn border(x: &Mat, p: Pads, value: f32, what: &str) -> anyhow::Result<Mat> {
     if p == [[0; 2]; 3] {
         return Ok(x.clone());
@@ -171,6 +181,8 @@ pub fn border(x: &Mat, p: Pads, value: f32, what: &str) -> anyhow::Result<Mat> {
 }
 
 /// `x` with borders `p` cut off; an error when nothing would be left.
+// BOUNDS-FN: p, full and n have 3 entries (a < 3); out has x.c channels;
+// the kept rows start at p[a][0] with n[a] + p[a][0] < full[a] (checked).
 pub fn cut(x: Mat, p: Pads, what: &str) -> anyhow::Result<Mat> {
     if p == [[0; 2]; 3] {
         return Ok(x);
@@ -202,6 +214,7 @@ pub fn cut(x: Mat, p: Pads, what: &str) -> anyhow::Result<Mat> {
 
 /// Offsets of the kernel taps (d, h, w order, w fastest) in a plane of
 /// `w` x `h` per depth.
+// BOUNDS-FN: the window arrays have 3 entries, indexed by literals below 3.
 pub fn tap_offsets(win: &Window3, w: usize, h: usize) -> Vec<usize> {
     let mut v = Vec::with_capacity(win.taps());
     for kz in 0..win.k[2] {

@@ -45,6 +45,8 @@ thread_local! {
 
 impl Winograd {
     /// Transform weights stored [out][in][3][3].
+    // BOUNDS-FN: w holds m * c * 9 (asserted), o < m and i < c; gg is 4 x 3
+    // (col < 3), u 16 rows of m * c (4 * r + col < 16).
     pub fn new(w: &[f32], m: usize, c: usize) -> Winograd {
         assert_eq!(w.len(), m * c * 9, "Winograd weights");
         // u[xi][o][i], xi = 4 * row + column of the 4x4 transformed kernel.
@@ -108,6 +110,7 @@ impl Winograd {
     /// # Safety
     /// `out` must address `self.m` planes of `outw` x `outh` values, whose
     /// rows 2*ty0..2*ty1 nobody else touches meanwhile.
+    // BOUNDS-FN: v and prod are grown to the lengths they are sliced to.
     #[allow(clippy::too_many_arguments)]
     unsafe fn band(&self, xp: &Mat, ty0: usize, ty1: usize, tw: usize, bias: &[f32], act: &Activation, out: super::gemm::SendPtr, outw: usize, outh: usize) {
         let (m, c) = (self.m, self.c);
@@ -142,6 +145,10 @@ impl Winograd {
 /// `v[(xi * c + ch) * nt + t] = (B^T d B)[xi]` for every channel and tile
 /// t of tile rows ty0..ty1 (`eo` holds 8 rows of `tw + 1`: the even and
 /// odd columns of the 4 input rows of a tile row).
+// Bounds: xp is bordered to 2 * th + 2 rows of wp (forward) and ty < ty1 <= th,
+// so rows 2ty..2ty + 4 exist; ch < xp.c; eo holds 8 rows of n and v 16 * c
+// rows of nt (asserted) with xi < 16, t0 < nt.
+// BOUNDS-FN: every index is in range as said just above.
 #[inline(always)]
 fn input_transform(xp: &Mat, ty0: usize, ty1: usize, tw: usize, v: &mut [f32], eo: &mut [f32]) {
     let (c, wp) = (xp.c, xp.w);
@@ -180,6 +187,7 @@ fn input_transform(xp: &Mat, ty0: usize, ty1: usize, tw: usize, v: &mut [f32], e
 ///
 /// # Safety
 /// Every `src` must be readable and every `dst` writable for `tw` values.
+// BOUNDS-FN: src and dst are [_; 16] arrays indexed by ij, xi < 16.
 unsafe fn in_tiles(src: &[*const f32; 16], dst: &[*mut f32; 16], tw: usize) {
     let mut tx = 0;
     #[cfg(target_arch = "x86_64")]
@@ -197,6 +205,7 @@ unsafe fn in_tiles(src: &[*const f32; 16], dst: &[*mut f32; 16], tw: usize) {
 
 /// `B^T d B` of one tile (or of one lane of several), with the given sum
 /// and difference.
+// BOUNDS-FN: d is a [T; 16] indexed by j + 12 < 16 (j < 4); r is 4 x 4 (xi < 16).
 #[inline(always)]
 fn in_tile<T: Copy>(d: &[T; 16], add: impl Fn(T, T) -> T, sub: impl Fn(T, T) -> T) -> [T; 16] {
     // B^T d: rows r0 = d0 - d2, r1 = d1 + d2, r2 = d2 - d1, r3 = d1 - d3;
@@ -222,6 +231,7 @@ fn in_tile<T: Copy>(d: &[T; 16], add: impl Fn(T, T) -> T, sub: impl Fn(T, T) -> 
 ///
 /// # Safety
 /// As for `in_tiles`, on a CPU with AVX2 and FMA.
+// BOUNDS-FN: src and dst are [_; 16] arrays indexed by ij, xi < 16.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn in_tiles_avx2(src: &[*const f32; 16], dst: &[*mut f32; 16], tw: usize) -> usize {
@@ -243,6 +253,10 @@ unsafe fn in_tiles_avx2(src: &[*const f32; 16], dst: &[*mut f32; 16], tw: usize)
 /// # Safety
 /// `out` must address `m` planes of `outw` x `outh` values whose rows
 /// 2*ty0..2*ty1 nobody else touches meanwhile.
+// Bounds: prod holds 16 * m * nt (asserted), xi < 16, o < m, t0 < nt; y
+// holds 4 rows of tw; the row has outw values and ya[pairs] is read only
+// when outw is odd, where tw = pairs + 1.
+// BOUNDS-FN: every index is in range as said just above.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 unsafe fn output_transform(prod: &[f32], m: usize, ty0: usize, ty1: usize, tw: usize, bias: &[f32], act: &Activation, out: super::gemm::SendPtr, outw: usize, outh: usize) {
@@ -284,6 +298,7 @@ unsafe fn output_transform(prod: &[f32], m: usize, ty0: usize, ty1: usize, tw: u
 ///
 /// # Safety
 /// Every `src` must be readable for `tw` values, `y` writable for 4 * tw.
+// BOUNDS-FN: src is a [_; 16] array indexed by xi < 16.
 unsafe fn out_tiles(src: &[*const f32; 16], y: *mut f32, tw: usize, bias: f32) {
     let mut tx = 0;
     #[cfg(target_arch = "x86_64")]
@@ -300,6 +315,7 @@ unsafe fn out_tiles(src: &[*const f32; 16], y: *mut f32, tw: usize, bias: f32) {
 }
 
 /// `A^T M A + bias` of one tile (or lane): y00, y01, y10, y11.
+// BOUNDS-FN: q is a [T; 16] indexed by j + 12 < 16 (j < 4); s0, s1 have 4.
 #[inline(always)]
 fn out_tile<T: Copy>(q: &[T; 16], bias: T, add: impl Fn(T, T) -> T, sub: impl Fn(T, T) -> T) -> [T; 4] {
     // A^T M: two rows of 4, then (.) A.
@@ -317,6 +333,7 @@ fn out_tile<T: Copy>(q: &[T; 16], bias: T, add: impl Fn(T, T) -> T, sub: impl Fn
 ///
 /// # Safety
 /// As for `out_tiles`, on a CPU with AVX2 and FMA.
+// BOUNDS-FN: src is a [_; 16] array indexed by xi < 16.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn out_tiles_avx2(src: &[*const f32; 16], y: *mut f32, tw: usize, bias: f32) -> usize {

@@ -19,4 +19,5 @@ pub mod log;
 pub mod quant;
 pub mod simd;
 pub mod threads;
+pub mod vdot;
 pub mod vmath;

@@ -50,10 +50,12 @@ impl Layout {
     pub fn contiguous(dtype: DType, ne: impl IntoDims) -> Layout {
         let ne = ne.into_dims();
         let es = dtype.size();
-        let row = es * (ne[0] / dtype.block_size());
+        let row = es.saturating_mul(ne[0] / dtype.block_size());
         let mut nb = [es, row, 0, 0, 0];
         for i in 2..MAX_DIMS {
-            nb[i] = nb[i - 1] * ne[i - 1];
+            // Saturates: a size that overflows is refused by the byte checks of
+            // whoever allocates it, rather than wrapping to a small stride.
+            nb[i] = nb[i - 1].saturating_mul(ne[i - 1]);
         }
         Layout { dtype, ne, nb }
     }

@@ -94,8 +94,17 @@ impl Conv {
                     sh(k),
                     sh(b)
                 );
+                ensure!(
+                    b.ne[0] > 0 && b.ne[1] > 0,
+                    "conv_transpose_2d_p0: the input ({}) needs a width and a height of at least 1",
+                    sh(b)
+                );
                 let st = stride as usize;
-                Ok(Out { dtype, ne: [(b.ne[0] - 1) * st + k.ne[0], (b.ne[1] - 1) * st + k.ne[1], k.ne[2], b.ne[3]] })
+                let side = |n: usize, kn: usize| (n - 1).checked_mul(st).and_then(|v| v.checked_add(kn));
+                let (Some(w), Some(h)) = (side(b.ne[0], k.ne[0]), side(b.ne[1], k.ne[1])) else {
+                    anyhow::bail!("conv_transpose_2d_p0: the output of input {} at stride {stride} is too large", sh(b));
+                };
+                Ok(Out { dtype, ne: [w, h, k.ne[2], b.ne[3]] })
             }
             Conv::Depthwise2d { s0, s1, p0, p1, d0, d1 } | Conv::Direct2d { s0, s1, p0, p1, d0, d1 } => {
                 let b = src(s, 1)?;

@@ -12,6 +12,7 @@
 //! (one task per thread, no nested splitting).
 
 use super::par::CpuPool;
+use crate::base::vdot::{self, WeightRows};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -32,49 +33,7 @@ pub fn gemv(pool: &CpuPool, rows: &[f32], v: &[f32], out: &mut [f32]) {
         return;
     }
     assert!(rows.len() >= out.len() * k, "gemv operand bounds");
-    split_rows(pool, out, 4 * k, |r0, o| {
-        let rows = &rows[r0 * k..(r0 + o.len()) * k];
-        #[cfg(target_arch = "x86_64")]
-        if crate::base::simd::avx2_fma() {
-            // SAFETY: the CPU has AVX2 and FMA.
-            return unsafe { rows_fma(rows, v, o) };
-        }
-        for (x, row) in o.iter_mut().zip(rows.chunks_exact(k)) {
-            *x = dot(row, v, |a, b, c| a * b + c);
-        }
-    });
-}
-
-/// The rows' dot products with fused multiply-adds.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-// SAFETY: (for callers) only called when the CPU has AVX2 and FMA.
-unsafe fn rows_fma(rows: &[f32], v: &[f32], out: &mut [f32]) {
-    for (x, row) in out.iter_mut().zip(rows.chunks_exact(v.len())) {
-        *x = dot(row, v, f32::mul_add);
-    }
-}
-
-/// Dot product in 32 lanes, `acc = madd(x, y, acc)` (four independent
-/// vector chains under AVX2, enough to keep up with memory).
-#[inline(always)]
-fn dot(x: &[f32], y: &[f32], madd: impl Fn(f32, f32, f32) -> f32) -> f32 {
-    let mut acc = [0f32; 32];
-    let (xc, yc) = (x.chunks_exact(32), y.chunks_exact(32));
-    let (xr, yr) = (xc.remainder(), yc.remainder());
-    for (p, q) in xc.zip(yc) {
-        for i in 0..32 {
-            acc[i] = madd(p[i], q[i], acc[i]);
-        }
-    }
-    let mut s = 0f32;
-    for h in acc.chunks_exact(8) {
-        s += h.iter().sum::<f32>();
-    }
-    for (p, q) in xr.iter().zip(yr) {
-        s += p * q;
-    }
-    s
+    split_rows(pool, out, 4 * k, |r0, o| vdot::rows(WeightRows::F32(rows), v, k, r0, o));
 }
 
 /// The two ends (front in the low half, back in the high half) of the

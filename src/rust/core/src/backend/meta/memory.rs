@@ -164,9 +164,11 @@ impl MetaMemory {
         };
         let whole = lo == e.offset && hi == e.offset + e.bytes();
         let mut slices = self.slices(e, whole)?;
-        let skip = e.offset - base;
+        // `b` counts from the entry's start; `data` starts at `base` (at or
+        // before `lo`), so `e.offset + b - base` is never negative.
         Self::runs(e, *dim, sizes, lo, hi, |j, at, b, n| {
-            slices[j][at..at + n].copy_from_slice(&data[b + skip..b + skip + n]);
+            let d = e.offset + b - base;
+            slices[j][at..at + n].copy_from_slice(&data[d..d + n]);
         });
         for (j, p) in self.parts.iter().enumerate() {
             p.write_bytes(e.part_offsets[j], &slices[j], what)?;
@@ -181,9 +183,9 @@ impl MetaMemory {
             return self.parts[0].read_bytes(at, &mut out[lo - base..hi - base], "a meta buffer");
         };
         let slices = self.slices(e, false)?;
-        let skip = e.offset - base;
         Self::runs(e, *dim, sizes, lo, hi, |j, at, b, n| {
-            out[b + skip..b + skip + n].copy_from_slice(&slices[j][at..at + n]);
+            let d = e.offset + b - base;
+            out[d..d + n].copy_from_slice(&slices[j][at..at + n]);
         });
         Ok(())
     }

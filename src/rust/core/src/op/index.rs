@@ -113,7 +113,7 @@ impl IndexOp {
                     "pad_reflect_1d: the paddings ({p0}, {p1}) must be >= 0 and smaller than the rows of a ({})",
                     sh(a)
                 );
-                Out { dtype: a.dtype, ne: [a.ne[0] + (p0 + p1) as usize, a.ne[1], a.ne[2], a.ne[3]] }
+                Out { dtype: a.dtype, ne: [a.ne[0] + p0 as usize + p1 as usize, a.ne[1], a.ne[2], a.ne[3]] }
             }
             IndexOp::WinPart { w } => {
                 float(a, "a")?;
@@ -138,11 +138,11 @@ impl IndexOp {
                 float(a, "a")?;
                 ensure!(qh > 0 && kh > 0, "get_rel_pos: qh and kh must be positive (got {qh}, {kh})");
                 ensure!(qh == kh, "get_rel_pos: qh ({qh}) and kh ({kh}) must be equal");
+                let rows = 2 * qh as usize - 1;
                 ensure!(
-                    a.ne[1] == 2 * qh.max(kh) as usize - 1 && a.ne[2] * a.ne[3] == 1,
-                    "get_rel_pos: a ({}) must be [C, {}] for qh = kh = {qh}",
-                    sh(a),
-                    2 * qh.max(kh) - 1
+                    a.ne[1] == rows && a.ne[2] == 1 && a.ne[3] == 1,
+                    "get_rel_pos: a ({}) must be [C, {rows}] for qh = kh = {qh}",
+                    sh(a)
                 );
                 Out { dtype: a.dtype, ne: [a.ne[0], kh as usize, qh as usize, 1] }
             }
@@ -216,13 +216,16 @@ impl IndexOp {
                 float(a, "a")?;
                 ensure!(factor >= 1, "upscale: the factor must be at least 1, not {factor}");
                 let f = factor as usize;
-                Out { dtype: a.dtype, ne: [a.ne[0] * f, a.ne[1] * f, a.ne[2], a.ne[3]] }
+                let (Some(w), Some(h)) = (a.ne[0].checked_mul(f), a.ne[1].checked_mul(f)) else {
+                    anyhow::bail!("upscale: a ({}) by a factor of {factor} is too large", sh(a));
+                };
+                Out { dtype: a.dtype, ne: [w, h, a.ne[2], a.ne[3]] }
             }
             IndexOp::TimestepEmbedding { dim, max_period } => {
                 float(a, "the timesteps")?;
                 ensure!(dim > 0 && max_period > 0, "timestep_embedding: dim and max_period must be positive (got {dim}, {max_period})");
-                ensure!(a.ne[1] * a.ne[2] * a.ne[3] == 1, "timestep_embedding: the timesteps ({}) must be a vector", sh(a));
-                let d = (dim + dim % 2) as usize;
+                ensure!(a.ne[1] == 1 && a.ne[2] == 1 && a.ne[3] == 1, "timestep_embedding: the timesteps ({}) must be a vector", sh(a));
+                let d = dim as usize + (dim % 2) as usize;
                 Out { dtype: f32_or_f64(&[a]), ne: [d, a.ne[0], 1, 1] }
             }
         })

@@ -11,8 +11,16 @@ rs_debug_fail <- function(kind) .Call(wrap__rs_debug_fail, kind)
 #' @noRd
 rs_ag_new <- function(data) .Call(wrap__rs_ag_new, data)
 
+#' The columns `idx` (1-based) of the numeric matrix `x` as a new tensor
+#' on `device` ("cpu" or "gpu"), written from R's memory in one pass.
 #' @noRd
 rs_ag_batch <- function(x, idx, device) .Call(wrap__rs_ag_batch, x, idx, device)
+
+#' Opens (`open = TRUE`) or closes a scratch scope of the tape: closing
+#' releases the memory of every tensor made in it (see `Tape::scratch_end`).
+#' Returns how many tensors were released.
+#' @noRd
+rs_ag_scratch <- function(open) .Call(wrap__rs_ag_scratch, open)
 
 #' @noRd
 rs_ag_value <- function(h) .Call(wrap__rs_ag_value, h)

@@ -221,7 +221,13 @@ ggml_fit.default <- function(model, ...) {
 }
 
 # One training step: loss and number of correct predictions of the batch.
+# The step's intermediates (batch, activations, loss: tensors nothing
+# outside this function sees) are released as soon as they have been read,
+# not when R's garbage collector gets to them, so the next step reuses their
+# memory (see .nn_scratch()).
 .nn_train_step <- function(rt, tg, opt, d, idx) {
+  .nn_scratch(TRUE)
+  on.exit(.nn_scratch(FALSE))
   xb <- .nn_batch(rt, d$x, idx)
   yb <- d$y[, idx, drop = FALSE]
   wb <- if (!is.null(d$w)) d$w[idx]
@@ -230,23 +236,36 @@ ggml_fit.default <- function(model, ...) {
     vals <- .nn_run(rt, xb, training = TRUE, logits = if (tg$fused) tg$id)
     out <- vals[[tg$id]]
     l <- .nn_loss_value(tg$kind, out, yb, wb, tg$fused)
+    grads <- NULL
   } else {
     with_grad_tape({
       vals <- .nn_run(rt, xb, training = TRUE, logits = if (tg$fused) tg$id)
       out <- vals[[tg$id]]
       l <- .nn_loss_value(tg$kind, out, yb, wb, tg$fused)
     })
-    opt$step(backward(l))
+    grads <- backward(l)
+  }
+  r <- c(sum(.ag_data(l)), .nn_correct(tg$kind, .ag_data(out), yb, tg$fused))
+  .nn_scratch(FALSE)
+  if (!is.null(grads)) {
+    opt$step(grads)
     opt$zero_grad()
   }
-  c(sum(.ag_data(l)), .nn_correct(tg$kind, .ag_data(out), yb, tg$fused))
+  r
 }
+
+# Opens (TRUE) or closes (FALSE) the engine's scratch scope: closing it frees
+# the memory of every tensor made since it opened (reading one afterwards is
+# an error), so a loop over batches reuses the same buffers step after step.
+.nn_scratch <- function(open) invisible(.rs(rs_ag_scratch(open)))
 
 # Loss and accuracy of data `d` in evaluation mode.
 .nn_eval <- function(rt, tg, d, batch_size) {
   tot_l <- 0
   tot_c <- 0
+  on.exit(.nn_scratch(FALSE))
   for (s in seq(1L, d$n, by = batch_size)) {
+    .nn_scratch(TRUE)
     idx <- s:min(s + batch_size - 1L, d$n)
     vals <- .nn_run(rt, .nn_batch(rt, d$x, idx), training = FALSE, logits = if (tg$fused) tg$id)
     out <- vals[[tg$id]]
@@ -319,7 +338,9 @@ ggml_predict.default <- function(model, x, batch_size = 32L, verbose = 0L, ...) 
   px <- .nn_prepare_x(rt, x, "ggml_predict")
   outs <- rt$plan$outputs
   res <- lapply(outs, function(id) matrix(0, px$n, prod(.nn_step(rt$plan, id)$out_shape)))
+  on.exit(.nn_scratch(FALSE))
   for (s in seq(1L, px$n, by = batch_size)) {
+    .nn_scratch(TRUE)
     idx <- s:min(s + batch_size - 1L, px$n)
     vals <- .nn_run(rt, .nn_batch(rt, px$x, idx), training = FALSE)
     for (i in seq_along(outs)) res[[i]][idx, ] <- t(.ag_data(vals[[outs[i]]]))

@@ -82,6 +82,19 @@ fn rs_ag_batch(x: Robj, idx: Robj, device: Robj) -> Robj {
     })
 }
 
+/// Opens (`open = TRUE`) or closes a scratch scope of the tape: closing
+/// releases the memory of every tensor made in it (see `Tape::scratch_end`).
+/// Returns how many tensors were released.
+/// @noRd
+#[extendr]
+fn rs_ag_scratch(open: Robj) -> Robj {
+    guard(|| {
+        let open = open.as_bool().ok_or_else(|| anyhow!("`open` must be TRUE or FALSE"))?;
+        let n = with_tape(|tp| if open { tp.scratch_begin() } else { tp.scratch_end() })?;
+        Ok(Robj::from(n as f64))
+    })
+}
+
 /// @noRd
 #[extendr]
 fn rs_ag_value(h: Robj) -> Robj {
@@ -433,6 +446,7 @@ extendr_module! {
     mod autograd;
     fn rs_ag_new;
     fn rs_ag_batch;
+    fn rs_ag_scratch;
     fn rs_ag_value;
     fn rs_ag_to_device;
     fn rs_ag_set_value;

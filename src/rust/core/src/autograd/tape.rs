@@ -15,6 +15,7 @@ use crate::op::Op as G;
 use crate::tensor::Tensor as ETensor;
 use anyhow::{bail, Result};
 use std::collections::{HashMap, HashSet};
+use std::rc::{Rc, Weak};
 use std::sync::Arc;
 
 struct Node {
@@ -40,6 +41,9 @@ pub struct Tape {
     enabled: bool,
     nodes: Vec<Node>,
     next_id: u64,
+    /// While a scratch scope is open: the tensors made in it (weakly; the
+    /// caller's objects hold them), released when it closes.
+    scratch: Option<Vec<Weak<AgTensor>>>,
 }
 
 impl Tape {
@@ -49,12 +53,47 @@ impl Tape {
     /// A new tensor holding `m`, with a fresh id.
     pub fn tensor(&mut self, m: HostMat) -> AgTensorRef {
         self.next_id += 1;
-        AgTensor::new(self.next_id, m)
+        self.track(AgTensor::new(self.next_id, m))
     }
     /// A new leaf holding the engine value `v` (a batch written into its place).
     pub fn tensor_engine(&mut self, v: super::value::EngineVal) -> AgTensorRef {
         self.next_id += 1;
-        AgTensor::with_storage(self.next_id, super::value::Storage::Engine(v))
+        self.track(AgTensor::with_storage(self.next_id, super::value::Storage::Engine(v)))
+    }
+
+    fn track(&mut self, t: AgTensorRef) -> AgTensorRef {
+        if let Some(s) = &mut self.scratch {
+            s.push(Rc::downgrade(&t));
+        }
+        t
+    }
+
+    /// Opens a scratch scope (closing one that is open first): the tensors
+    /// made from now on (op results, batches, values given as inputs) are
+    /// the caller's intermediates, released by [`Tape::scratch_end`].
+    pub fn scratch_begin(&mut self) -> Result<usize> {
+        let n = self.scratch_end()?;
+        self.scratch = Some(Vec::new());
+        Ok(n)
+    }
+
+    /// Closes the scratch scope: every tensor made in it that something
+    /// still holds (an object the caller's garbage collector has not freed
+    /// yet) loses its value and gradient at once, so that its memory goes
+    /// back for reuse now: the next training step takes the same buffers
+    /// instead of faulting in new pages. Reading such a tensor afterwards is
+    /// an error, never a stale value. Returns how many were released.
+    pub fn scratch_end(&mut self) -> Result<usize> {
+        let Some(list) = self.scratch.take() else { return Ok(0) };
+        let live: Vec<AgTensorRef> = list.iter().filter_map(Weak::upgrade).collect();
+        if live.is_empty() {
+            return Ok(0);
+        }
+        let c = crate::tensor::Context::new(live.len() * crate::tensor::TENSOR_OVERHEAD, true)?;
+        for t in &live {
+            t.release(&c)?;
+        }
+        Ok(live.len())
     }
     /// Starts recording on an empty tape.
     pub fn begin(&mut self) {
@@ -107,7 +146,7 @@ impl Tape {
         let f = forward(&op, &xs, at)?;
         let requires_grad = rg.iter().any(|&b| b);
         self.next_id += 1;
-        let tensor = AgTensor::with_storage(self.next_id, Storage::Engine(f.out.clone()));
+        let tensor = self.track(AgTensor::with_storage(self.next_id, Storage::Engine(f.out.clone())));
         if self.enabled && requires_grad {
             let targets = inputs.iter().zip(rg).map(|(t, &r)| r.then(|| t.clone())).collect();
             self.nodes.push(Node { op, inputs: xs, targets, out_id: tensor.id, out: f.out, saved: f.saved });

@@ -325,3 +325,37 @@ fn op_overhead() {
     }
     println!("two ops: forward {:.2} us, backward {:.2} us", f / n as f64 / 1e3, b / n as f64 / 1e3);
 }
+
+/// A scratch scope releases the tensors made in it that something still
+/// holds (as R's objects do until its garbage collector runs): their values
+/// become errors that name the release, their buffers are held by nothing
+/// but the spare list (so the next step reuses them), and the tensors made
+/// before the scope (a parameter and its gradient) are untouched.
+#[test]
+fn scratch_scope_releases_a_steps_tensors() {
+    let mut tape = Tape::new();
+    let xv = rnd(7, 13, 2, -1.0, 1.0);
+    let w = tape.tensor(rnd(7, 13, 1, -1.0, 1.0));
+    let wv = host(&w.value());
+    assert_eq!(tape.scratch_begin().unwrap(), 0);
+    let x = tape.tensor(xv.clone());
+    tape.begin();
+    let y = tape.apply(AgOp::Mul, &[w.clone(), x.clone()], &[true, false]).unwrap().tensor;
+    let l = tape.apply(AgOp::Sum(Axis::All), &[y.clone()], &[true]).unwrap().tensor;
+    tape.backward(&l).unwrap();
+    tape.end();
+    let buf = y.value().engine().unwrap().t.resolve().unwrap().buf;
+    assert!(std::sync::Arc::strong_count(&buf) >= 3, "held by the tensor, the spare list and here");
+    assert_eq!(tape.scratch_end().unwrap(), 3, "x, y and the loss");
+    assert_eq!(std::sync::Arc::strong_count(&buf), 2, "only the spare list and here");
+    assert_eq!(y.shape(), (7, 13));
+    let e = y.value().to_host().unwrap_err().to_string();
+    assert!(e.contains("released at the end of its training step"), "{e}");
+    assert!(x.value().to_host().is_err() && l.value().to_host().is_err());
+    assert_eq!(host(&w.value()), wv);
+    assert_eq!(w.grad().unwrap().unwrap(), xv, "d sum(w * x) / dw = x");
+    assert_eq!(tape.scratch_end().unwrap(), 0, "no scope is open");
+    let later = tape.tensor(xv.clone());
+    assert_eq!(tape.scratch_end().unwrap(), 0);
+    assert_eq!(host(&later.value()), xv, "tensors made outside a scope are kept");
+}

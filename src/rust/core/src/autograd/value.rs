@@ -254,4 +254,16 @@ impl AgTensor {
     pub fn set_grad_storage(&self, g: Option<Storage>) {
         *self.grad.borrow_mut() = g.map(grad_cell);
     }
+    /// Drops the value (and the gradient), keeping the shape: the value
+    /// becomes a tensor of context `c` without memory, so that a later read
+    /// or op fails with an error naming it instead of reading anything.
+    pub fn release(&self, c: &crate::tensor::Context) -> Result<()> {
+        let (rows, cols) = self.shape();
+        let place = self.value.borrow().engine().map_or(Place::Cpu, |v| v.place);
+        let t = c.new_tensor(crate::base::dtype::DType::F32, &[rows, cols])?;
+        t.set_name("a value released at the end of its training step");
+        self.set_storage(Storage::Engine(EngineVal::new(t, rows, cols, place)));
+        *self.grad.borrow_mut() = None;
+        Ok(())
+    }
 }

@@ -34,6 +34,16 @@ pub fn im2col_back<T: Float>(a: &Src<'_, T>, p: [i32; 8], out: &mut [T], ne: [us
                                 continue;
                             }
                             let base = (c * h as usize + y as usize) * w as usize;
+                            if d0 == 1 && x0 >= 0 && x0 + kw <= w {
+                                // The whole kernel row is inside the image.
+                                let at = base + x0 as usize;
+                                let k = kw as usize;
+                                for (d, &v) in dst[at..at + k].iter_mut().zip(&col[e..e + k]) {
+                                    *d += v;
+                                }
+                                e += k;
+                                continue;
+                            }
                             for kx in 0..kw {
                                 let x = x0 + kx * d0;
                                 if x >= 0 && x < w {

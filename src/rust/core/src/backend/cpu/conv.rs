@@ -49,7 +49,14 @@ pub fn im2col<T: Float>(
                     let rbase = cbase + iy as usize * iw as usize;
                     let src = &b.d[rbase..rbase + iw as usize];
                     if d0 == 1 && ix0 >= 0 && ix0 + kw as i64 <= iw {
-                        seg.copy_from_slice(&src[ix0 as usize..ix0 as usize + kw]);
+                        let from = &src[ix0 as usize..ix0 as usize + kw];
+                        // A 3-wide kernel's segment as three moves: a call
+                        // to memcpy per segment would cost more than the copy.
+                        if let ([o0, o1, o2], [v0, v1, v2]) = (&mut *seg, from) {
+                            (*o0, *o1, *o2) = (*v0, *v1, *v2);
+                        } else {
+                            seg.copy_from_slice(from);
+                        }
                         continue;
                     }
                     for (kx, o) in seg.iter_mut().enumerate() {

@@ -43,7 +43,7 @@ pub fn sum_rows<T: Float>(a: &Src<'_, T>, out: &mut [T], mean: bool, pool: &CpuP
     let [n0, n1, n2, _] = a.ne;
     let st = a.st;
     let fin = |s: f64| T::from_f64(if mean { s / n0 as f64 } else { s });
-    par_rows_by_work(pool, out, n0, |r0, chunk| {
+    let body = |r0: usize, chunk: &mut [T]| {
         let mut r = r0;
         let end = r0 + chunk.len();
         // Runs of rows within one plane (i2, i3).
@@ -80,7 +80,16 @@ pub fn sum_rows<T: Float>(a: &Src<'_, T>, out: &mut [T], mean: bool, pool: &CpuP
             }
             r += len;
         }
-    });
+    };
+    // A few rows that run across memory (a transposed view, as the bias
+    // gradient [F, positions] of a convolution): their values share cache
+    // lines, so rows split among threads would each read the whole source;
+    // one pass reads it once.
+    if st[0] != 1 && st[1] == 1 && out.len() <= 64 {
+        body(0, out);
+    } else {
+        par_rows_by_work(pool, out, n0, body);
+    }
 }
 
 /// Runs `f(first_row, rows)` over chunks of `out`'s rows, each row costing

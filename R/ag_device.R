@@ -71,7 +71,9 @@ ag_device <- function(device) {
 # Installs the best backend for the residency pools unless a live one is.
 .ag_device_ready <- function(call = sys.call(-1L)) {
   be <- .ag_device_state$backend
-  if (!is.null(be) && !isTRUE(tryCatch(.rs(rs_backend_is_freed(be)), error = function(e) TRUE))) {
+  # FALSE from a live backend; TRUE, or the error value of a handle that is
+  # not a backend, makes a new one (no tryCatch: this runs per op on "gpu").
+  if (!is.null(be) && identical(rs_backend_is_freed(be), FALSE)) {
     return(invisible(be))
   }
   init <- get0("ggml_backend_init_best", envir = topenv(), inherits = FALSE)

@@ -18,13 +18,16 @@
   rg <- logical(n)
   device <- NULL
   dtype <- NULL
+  # Fields are read with .subset2(): `$` on a classed environment first looks
+  # for a method, which costs more than the read (this loop runs per op).
   for (i in seq_len(n)) {
     x <- inputs[[i]]
     if (inherits(x, "ag_tensor")) {
-      hs[[i]] <- x$.h
-      rg[i] <- isTRUE(x$requires_grad)
-      if (is.null(device) || identical(x$device, "gpu")) device <- x$device
-      if (is.null(dtype)) dtype <- x$dtype
+      hs[[i]] <- .subset2(x, ".h")
+      rg[i] <- isTRUE(.subset2(x, "requires_grad"))
+      dev <- .subset2(x, "device")
+      if (is.null(device) || identical(dev, "gpu")) device <- dev
+      if (is.null(dtype)) dtype <- .subset2(x, "dtype")
     } else {
       hs[[i]] <- .ag_num(x, paste("input", i), call = call)
     }
@@ -36,8 +39,8 @@
     for (i in seq_len(n)) {
       x <- inputs[[i]]
       # parameters (leaves that want a gradient) become resident once
-      if (inherits(x, "ag_tensor") && identical(x$device, "gpu") && rg[i] &&
-          is.null(x$grad_fn) && !.ag_ptr_is_live(x)) .ag_make_resident(x)
+      if (rg[i] && inherits(x, "ag_tensor") && identical(.subset2(x, "device"), "gpu") &&
+          is.null(.subset2(x, "grad_fn")) && !.ag_ptr_is_live(x)) .ag_make_resident(x)
     }
   }
   r <- .rs(rs_ag_op(name, hs, rg, params, idx, on_device), call = call)

@@ -175,10 +175,13 @@ print.ag_handle <- function(x, ...) {
 
 .ag_tensor_scope <- function(t) t$ctx_scope %||% "pass"
 
+# (Checked per parameter per op on "gpu": fields read without `$`'s method
+# lookup; a scope the engine does not know is not live.)
 .ag_ptr_is_live <- function(t) {
-  !is.null(t$ptr) &&
-    identical(t$ctx_gen, .ag_scope_gen(.ag_tensor_scope(t))) &&
-    isTRUE(.rs(rs_tensor_is_live(t$ptr)))
+  p <- .subset2(t, "ptr")
+  !is.null(p) &&
+    identical(.subset2(t, "ctx_gen"), rs_res_gen(.subset2(t, "ctx_scope") %||% "pass")) &&
+    isTRUE(rs_tensor_is_live(p))
 }
 
 # The value of a resident tensor, downloaded; an error naming the reset when

@@ -2,6 +2,10 @@
 # to R's %*% (double, whatever BLAS R links) and, when importable, numpy's
 # float32 matmul, in the same run. Also the per-node cost of graph dispatch.
 # Run with `make bench` or `Rscript inst/bench/matmul.R`.
+# On a machine shared with other work, real-time scheduling (as root:
+# `chrt -f 1 Rscript ...`, inherited by the Python reference) keeps the
+# other processes off the cores while it runs, so that two threads get two
+# cores; the ratios are then those of a quiet machine.
 suppressPackageStartupMessages(library(ggmlR))
 options(width = 200)
 

@@ -3,6 +3,10 @@
 # `python3 -c "import torch"` works. Prints milliseconds per step and the
 # ratio PyTorch / ggmlR (> 1: ggmlR is faster). Each figure is the median
 # of 5 timed rounds; on a busy machine, run it twice.
+# On a machine shared with other work, real-time scheduling (as root:
+# `chrt -f 1 Rscript ...`, inherited by the Python reference) keeps the
+# other processes off the cores while it runs, so that two threads get two
+# cores; the ratios are then those of a quiet machine.
 suppressPackageStartupMessages(library(ggmlR))
 
 sizes <- list(

@@ -4,6 +4,27 @@
 //! the logistic sigmoid; and the error function and its complement (a
 //! Chebyshev fit with fractional error below 1.2e-7, evaluated in f64).
 
+/// `f()`, compiled for AVX2 and FMA when the CPU has them: a loop over
+/// these functions inside `f` (inlined into the wrapper) then runs 8 lanes
+/// wide instead of the baseline's 4. The results are the same either way
+/// (Rust fuses no multiply-add on its own, and the lanes are the loop's).
+#[inline(always)]
+pub fn wide<R, F: FnOnce() -> R>(f: F) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            #[target_feature(enable = "avx2,fma")]
+            unsafe fn avx2<R, F: FnOnce() -> R>(f: F) -> R {
+                f()
+            }
+            // SAFETY: the CPU has AVX2 and FMA (detected just above), the
+            // only requirement of a target_feature function.
+            return unsafe { avx2(f) };
+        }
+    }
+    f()
+}
+
 /// e^x over the whole f32 range: 2^n times a degree-6 polynomial in the
 /// remainder r = x - n ln 2 (|r| <= ln 2 / 2), with n rounded by adding
 /// 1.5 * 2^23. Relative error below 3e-7 where the result is a normal

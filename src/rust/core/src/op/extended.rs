@@ -168,27 +168,29 @@ pub fn pow(x: f32, y: f32) -> f32 {
 
 /// The error function to f32 precision: its Maclaurin series below 1,
 /// Abramowitz and Stegun's 7.1.26 (absolute error under 1.5e-7) above.
+/// Both forms are computed and one chosen, with the branch-free
+/// exponential, so that a loop over values vectorises.
+#[inline(always)]
 pub fn erf(x: f32) -> f32 {
     let t = x.abs();
-    if t < 1.0 {
-        let z = x * x;
-        // 2/sqrt(pi) * (x - x^3/3 + x^5/10 - x^7/42 + x^9/216 - x^11/1320 + ...)
-        let p = 1.128_379_2
-            + z * (-0.376_126_4
-                + z * (0.112_837_92
-                    + z * (-0.026_866_17
-                        + z * (0.005_223_977
-                            + z * (-0.000_854_832 + z * (0.000_120_549_3 + z * (-1.492_16e-5 + z * 1.646_e-6)))))));
-        return x * p;
-    }
+    let z = x * x;
+    // 2/sqrt(pi) * (x - x^3/3 + x^5/10 - x^7/42 + x^9/216 - x^11/1320 + ...)
+    let p = 1.128_379_2
+        + z * (-0.376_126_4
+            + z * (0.112_837_92
+                + z * (-0.026_866_17
+                    + z * (0.005_223_977
+                        + z * (-0.000_854_832 + z * (0.000_120_549_3 + z * (-1.492_16e-5 + z * 1.646_e-6)))))));
+    let small = x * p;
     let k = 1.0 / (1.0 + 0.327_591_1 * t);
     let y = 1.0
         - k * (0.254_829_6 + k * (-0.284_496_74 + k * (1.421_413_7 + k * (-1.453_152_1 + k * 1.061_405_4))))
-            * (-t * t).exp();
-    if x < 0.0 {
-        -y
+            * crate::base::vmath::exp(-z);
+    let big = y.copysign(x);
+    if t < 1.0 {
+        small
     } else {
-        y
+        big
     }
 }
 

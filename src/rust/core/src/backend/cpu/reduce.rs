@@ -15,17 +15,7 @@ const SUM_CHUNK: usize = 1 << 16;
 /// 32 lanes (independent additions, so a streaming read at memory speed),
 /// split across the pool, their sums added in order.
 pub fn sum<T: Float>(a: &Src<'_, T>, out: &mut [T], pool: &CpuPool) {
-    let chunk_sum = |c: &[T]| -> f64 {
-        let mut acc = [0f64; 32];
-        let lanes = c.chunks_exact(32);
-        let rest: f64 = lanes.remainder().iter().map(|&x| x.to_f64()).sum();
-        for v in lanes {
-            for (s, &x) in acc.iter_mut().zip(v) {
-                *s += x.to_f64();
-            }
-        }
-        acc.iter().sum::<f64>() + rest
-    };
+    let chunk_sum = lane_sum::<T>;
     let d = &a.d[..];
     let parts: Vec<f64> = if pool.n_threads > 1 && d.len() >= 2 * SUM_CHUNK {
         pool.install(|| d.par_chunks(SUM_CHUNK).map(chunk_sum).collect())
@@ -33,6 +23,36 @@ pub fn sum<T: Float>(a: &Src<'_, T>, out: &mut [T], pool: &CpuPool) {
         d.chunks(SUM_CHUNK).map(chunk_sum).collect()
     };
     out[0] = T::from_f64(parts.iter().sum::<f64>());
+}
+
+/// The sum of `c` in f64, in 32 lanes (independent additions, so that the
+/// loop vectorises and streams at memory speed), the lanes added in order.
+#[inline(always)]
+fn lane_sum<T: Float>(c: &[T]) -> f64 {
+    let mut acc = [0f64; 32];
+    let lanes = c.chunks_exact(32);
+    let rest: f64 = lanes.remainder().iter().map(|&x| x.to_f64()).sum();
+    for v in lanes {
+        for (s, &x) in acc.iter_mut().zip(v) {
+            *s += x.to_f64();
+        }
+    }
+    acc.iter().sum::<f64>() + rest
+}
+
+/// The largest value of `c` (NaN ignored unless all are NaN, as
+/// `Float::max`), in 16 lanes so that the loop vectorises.
+#[inline(always)]
+fn lane_max<T: Float>(c: &[T]) -> T {
+    let mut acc = [T::NEG_INFINITY; 16];
+    let lanes = c.chunks_exact(16);
+    let rest = lanes.remainder().iter().cloned().fold(T::NEG_INFINITY, T::max);
+    for v in lanes {
+        for (m, &x) in acc.iter_mut().zip(v) {
+            *m = m.max(x);
+        }
+    }
+    acc.iter().cloned().fold(rest, T::max)
 }
 
 /// out[r] = sum (or mean) of row r, of a source read with its own strides.
@@ -138,7 +158,10 @@ pub fn soft_max<T: Float>(
 ) {
     let [n0, n1, n2, _] = a.ne;
     let scale = T::from_f32(scale);
-    par_rows(pool, out, n0, |r0, chunk| {
+    // Each row's max, exponentials and their sum as loops of their own,
+    // compiled wide: each vectorises (one loop with an f64 sum in order
+    // would not).
+    let rows = |r0: usize, chunk: &mut [T]| {
         for (k, orow) in chunk.chunks_mut(n0.max(1)).enumerate() {
             let r = r0 + k;
             let (i1, i2, i3) = (r % n1, (r / n1) % n2, r / (n1 * n2));
@@ -158,18 +181,17 @@ pub fn soft_max<T: Float>(
                     }
                 }
             }
-            let mx = orow.iter().cloned().fold(T::NEG_INFINITY, T::max);
-            let mut s = 0f64;
+            let mx = lane_max(orow);
             for o in orow.iter_mut() {
                 *o = (*o - mx).exp();
-                s += o.to_f64();
             }
-            let inv = T::from_f64(1.0 / s);
+            let inv = T::from_f64(1.0 / lane_sum(orow));
             for o in orow.iter_mut() {
                 *o *= inv;
             }
         }
-    });
+    };
+    par_rows(pool, out, n0, |r0, chunk| crate::base::vmath::wide(|| rows(r0, chunk)));
 }
 
 /// Per row of `a`: its log-sum-exp (in f64), and `sum(t)`, `sum(t * a)`.

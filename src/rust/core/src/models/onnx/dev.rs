@@ -417,7 +417,8 @@ pub fn from_rows(b: &mut Builder, t: T, x: &Dev, perm: Option<Vec<usize>>, elem:
 /// A view of `x` keeping `[start, start + len)` of `axis` (step 1).
 // BOUNDS-FN: axis < rank is checked; st has r entries: r - 1 - k for 1 <= k < r,
 // st[0] and x.shape[0] only when k >= r >= 1 (r = 0 takes no index: axis < 0
-// is impossible), st[axis] with axis < r.
+// is impossible), st[axis] with axis < r; ne and nb are [usize; 4] read at k - 1
+// and k for 1 <= k < 4.
 pub fn narrow(b: &mut Builder, x: &Dev, axis: usize, start: usize, len: usize) -> crate::Result<Dev> {
     let mut shape = x.shape.clone();
     ensure!(axis < shape.len(), "internal: narrow along axis {axis} of rank {}", shape.len());
@@ -439,6 +440,14 @@ pub fn narrow(b: &mut Builder, x: &Dev, axis: usize, start: usize, len: usize) -
         let mut nb = [es; 4];
         for (k, n) in nb.iter_mut().enumerate().skip(1) {
             *n = if k < r { st[r - 1 - k] * es } else { st[0] * x.shape[0] * es };
+        }
+        // A dimension of size 1 takes the stride a packed tensor would
+        // have (its stride is never used), so that a range of whole inner
+        // rows counts as contiguous and is used without a copy.
+        for k in 1..4 {
+            if ne[k] == 1 {
+                nb[k] = nb[k - 1] * ne[k - 1];
+            }
         }
         return Ok(Dev { t: b.view(&c.t, ne, nb, start * st[axis] * es)?, shape, elem: x.elem });
     }

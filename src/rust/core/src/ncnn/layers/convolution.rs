@@ -6,6 +6,7 @@
 //! int8 when int8_scale_term > 100).
 
 use super::kernels::conv::{conv_gemm, ConvParams};
+use super::kernels::conv_int8::{self, Finish, Int8Conv};
 use super::kernels::gemm::{Epi, PackedA};
 use super::kernels::quant::{dequant_scales, finish_int8, quantize, Int8Scales};
 use super::kernels::winograd::{self, Winograd};
@@ -21,6 +22,9 @@ pub struct Convolution {
     wino: Option<Winograd>,
     bias: Vec<f32>,
     int8: Option<Int8Scales>,
+    /// The int8 weights packed for the integer dot-product kernel, where
+    /// the CPU has it (then `packed` serves only 1-d inputs).
+    i8conv: Option<Int8Conv>,
     /// Per output channel: the factor back from an int8 sum.
     dequant: Vec<f32>,
 }
@@ -33,6 +37,7 @@ impl Convolution {
             wino: None,
             bias: vec![],
             int8: None,
+            i8conv: None,
             dequant: vec![],
         })
     }
@@ -51,6 +56,7 @@ impl Layer for Convolution {
             self.wino = None;
             self.packed = PackedA::new(&w, self.p.num_output, k);
         }
+        self.i8conv = (scales.is_some() && conv_int8::available()).then(|| Int8Conv::new(&w, self.p.num_output, inch, self.p.kh, self.p.kw));
         self.bias = b;
         self.dequant = scales.as_ref().map(|s| dequant_scales(s.bottom, &s.weight)).unwrap_or_default();
         self.int8 = scales;
@@ -137,6 +143,14 @@ impl Convolution {
         let p = &self.p;
         if out.len() < p.num_output * outw * outh {
             ncnn_bail!("Convolution: the output buffer holds {} values, not {}", out.len(), p.num_output * outw * outh);
+        }
+        if let (Some(s), Some(k)) = (&self.int8, &self.i8conv) {
+            let (t, b, l, r) = p.pads(x.w, x.h);
+            let fin = Finish { dequant: &self.dequant, bias: &self.bias, act: &p.act, top: s.top };
+            if !k.forward(x, s.bottom, p, t, l, x.h + t + b, x.w + l + r, out, outw, outh, Some(fin)) {
+                finish_int8(&mut out[..p.num_output * outw * outh], outw * outh, &self.dequant, &self.bias, &p.act, s.top, true);
+            }
+            return Ok(());
         }
         if let Some(s) = &self.int8 {
             let q;

@@ -3,6 +3,7 @@
 //! the convolution parameters and padding helpers.
 
 pub mod conv;
+pub mod conv_int8;
 pub mod deconv;
 pub mod depthwise;
 pub mod detect;

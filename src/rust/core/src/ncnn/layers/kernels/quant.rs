@@ -2,16 +2,26 @@
 //! -127..127; the values stay in f32 (whole numbers), so the products of
 //! int8 layers run on the f32 kernels and sum exactly while below 2^24.
 
-/// ncnn's float2int8, as a float.
+/// ncnn's float2int8 (round half away from zero, clamp to +-127), as a
+/// float; NaN stays NaN. Written with truncation, which vectorises (the
+/// library's `round` is a call per value).
 #[inline]
 pub fn float2int8(v: f32) -> f32 {
-    v.round().clamp(-127.0, 127.0)
+    let a = v.abs();
+    let r = a.trunc();
+    let r = if a - r >= 0.5 { r + 1.0 } else { r };
+    let q = r.min(127.0).copysign(v);
+    if v.is_nan() {
+        v
+    } else {
+        q
+    }
 }
 
 /// `x * scale` quantized, into a new vector.
 pub fn quantize(x: &[f32], scale: f32) -> Vec<f32> {
     let mut out = crate::ncnn::mat::take_vec(x.len());
-    out.extend(x.iter().map(|v| float2int8(v * scale)));
+    crate::base::simd::wide(|| out.extend(x.iter().map(|v| float2int8(v * scale))));
     out
 }
 
@@ -75,12 +85,30 @@ impl Int8Scales {
 /// scale when there is one. With `fused` the multiply-add rounds once (as
 /// ncnn's x86 kernels do for most layers), else twice.
 pub fn finish_int8(out: &mut [f32], n: usize, dequant: &[f32], bias: &[f32], act: &crate::ncnn::layer::Activation, top: Option<f32>, fused: bool) {
+    let p = |i: usize, d: f32| act.params.get(i).copied().unwrap_or(d);
+    match act.kind {
+        0 => finish_rows(out, n, dequant, bias, top, fused, |v| v),
+        1 => finish_rows(out, n, dequant, bias, top, fused, |v| v.max(0.0)),
+        2 => {
+            let s = p(0, 0.0);
+            finish_rows(out, n, dequant, bias, top, fused, move |v| if v < 0.0 { v * s } else { v })
+        }
+        3 => {
+            let (lo, hi) = (p(0, f32::NEG_INFINITY), p(1, f32::INFINITY));
+            finish_rows(out, n, dequant, bias, top, fused, move |v| v.max(lo).min(hi))
+        }
+        _ => finish_rows(out, n, dequant, bias, top, fused, |v| act.apply1(v)),
+    }
+}
+
+/// [`finish_int8`] with the activation `g` inlined into the loops.
+fn finish_rows(out: &mut [f32], n: usize, dequant: &[f32], bias: &[f32], top: Option<f32>, fused: bool, g: impl Fn(f32) -> f32 + Sync + Send + Copy) {
     crate::ncnn::par::chunks_mut(out, n.max(1), |r, row| {
         let (d, b) = (dequant.get(r).copied().unwrap_or(0.0), bias.get(r).copied().unwrap_or(0.0));
         let f = |v: f32| if fused { v.mul_add(d, b) } else { v * d + b };
         crate::base::simd::wide(|| match top {
-            Some(t) => row.iter_mut().for_each(|v| *v = float2int8(act.apply1(f(*v)) * t)),
-            None => row.iter_mut().for_each(|v| *v = act.apply1(f(*v))),
+            Some(t) => row.iter_mut().for_each(|v| *v = float2int8(g(f(*v)) * t)),
+            None => row.iter_mut().for_each(|v| *v = g(f(*v))),
         })
     });
 }

@@ -1,0 +1,92 @@
+//! AVX-512 (BW, VNNI) dot products of Q4_K weights with a Q8_K column laid
+//! out for them ([`Q8KWin`]), several rows a pass sharing each loaded block
+//! of activations. Per row and block: the twelve bytes of 6-bit scales and
+//! mins unpacked four at a time in general registers, the 128 bytes of
+//! nibbles read as two 64-byte registers and masked, `maddubs` of the
+//! nibbles by the activations (pairs summed to i16) and `vpdpwssd` of those
+//! by each sub-block's scale (spread to its words by one in-lane shuffle)
+//! into one i32 accumulator; the mins' term from the column's sub-block sums.
+
+#![cfg(target_arch = "x86_64")]
+
+use super::prep::Q8KWin;
+use core::arch::x86_64::*;
+
+/// `pshufb` indices that spread scale `a` over the words of 128-bit lanes
+/// 0 and 1 and scale `b` over lanes 2 and 3 (high bytes zeroed).
+const fn spread(a: u8, b: u8) -> [u8; 64] {
+    let mut v = [0x80u8; 64];
+    let mut i = 0;
+    while i < 32 {
+        v[2 * i] = if i < 16 { a } else { b };
+        i += 1;
+    }
+    v
+}
+
+/// The scales of the four nibble registers: A low (sub-blocks 0, 2), A high
+/// (1, 3), B low (4, 6), B high (5, 7).
+const SPREAD: [[u8; 64]; 4] = [spread(0, 2), spread(1, 3), spread(4, 6), spread(5, 7)];
+
+/// The eight 6-bit scales and the eight mins of a Q4_K block from its
+/// twelve bytes `s`, one byte each, four at a time: scales and mins 0..3
+/// are the low six bits of bytes 0..3 and 4..7; 4..7 take their low four
+/// bits from the nibbles of bytes 8..11 and their top two from the top two
+/// bits of bytes 0..3 (scales) and 4..7 (mins).
+#[inline(always)]
+pub fn k4_scales(s: &[u8; 12]) -> (u64, u64) {
+    let w = |i: usize| u32::from_le_bytes([s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]]);
+    let (a, b, c) = (w(0), w(1), w(2));
+    let (six, four, two) = (0x3F3F_3F3Fu32, 0x0F0F_0F0Fu32, 0x0303_0303u32);
+    let sc_hi = (c & four) | ((a >> 6) & two) << 4;
+    let m_hi = ((c >> 4) & four) | ((b >> 6) & two) << 4;
+    (u64::from(a & six) | u64::from(sc_hi) << 32, u64::from(b & six) | u64::from(m_hi) << 32)
+}
+
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
+fn hsum128(v: __m128) -> f32 {
+    let s = _mm_add_ps(v, _mm_movehl_ps(v, v));
+    _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
+}
+
+/// `R` Q4_K rows against the column `p`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
+pub fn q4_k_rows<const R: usize>(x: [&[u8]; R], p: &Q8KWin) -> [f32; R] {
+    if !x.iter().all(|r| p.fits(r)) {
+        return [f32::NAN; R];
+    }
+    let mask = _mm512_set1_epi8(0x0F);
+    // SAFETY: each SPREAD entry is 64 bytes.
+    let idx = SPREAD.map(|s| unsafe { _mm512_loadu_si512(s.as_ptr() as *const _) });
+    let (mut acc, mut accm) = ([_mm512_setzero_ps(); R], [_mm_setzero_ps(); R]);
+    for (b, yb) in p.blocks.iter().enumerate() {
+        // SAFETY: each row of yb.y is 64 bytes, msum 16.
+        let (ys, msum) = unsafe { (yb.y.map(|v| _mm512_loadu_si512(v.as_ptr() as *const _)), _mm_loadu_si128(yb.msum.as_ptr() as *const _)) };
+        let dy = _mm_set1_ps(yb.d);
+        for r in 0..R {
+            let xb = &x[r][144 * b..144 * b + 144];
+            let (sc, m) = k4_scales(xb[4..16].try_into().unwrap_or(&[0; 12]));
+            let sv = _mm_set_epi64x(m as i64, sc as i64);
+            let s4 = _mm512_broadcast_i32x4(sv);
+            // SAFETY: bytes 16..80 and 80..144 of the block lie inside xb (144 bytes).
+            let (qa, qb) = unsafe { (_mm512_loadu_si512(xb.as_ptr().add(16) as *const _), _mm512_loadu_si512(xb.as_ptr().add(80) as *const _)) };
+            let nib = [
+                _mm512_and_si512(qa, mask),
+                _mm512_and_si512(_mm512_srli_epi16::<4>(qa), mask),
+                _mm512_and_si512(qb, mask),
+                _mm512_and_si512(_mm512_srli_epi16::<4>(qb), mask),
+            ];
+            let mut s = _mm512_setzero_si512();
+            for h in 0..4 {
+                s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(nib[h], ys[h]), _mm512_shuffle_epi8(s4, idx[h]));
+            }
+            // [d * dy, dmin * dy, 0, 0]
+            let dd = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from_le_bytes([xb[0], xb[1], xb[2], xb[3]]))), dy);
+            acc[r] = _mm512_fmadd_ps(_mm512_broadcastss_ps(dd), _mm512_cvtepi32_ps(s), acc[r]);
+            let mi = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_srli_si128::<8>(sv)), msum);
+            accm[r] = _mm_fmadd_ps(_mm_shuffle_ps::<0x55>(dd, dd), _mm_cvtepi32_ps(mi), accm[r]);
+        }
+    }
+    std::array::from_fn(|r| _mm512_reduce_add_ps(acc[r]) - hsum128(accm[r]))
+}

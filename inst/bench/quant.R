@@ -1,13 +1,17 @@
 # Speed of quantized matrix-vector products (ggml_mul_mat of 4096 x 4096
 # weights with one column) on the CPU backend, in GB/s of weights read,
 # beside the machine's memory bandwidth and the f32 product, in the same run.
-# The bandwidth is that of a plain streaming read of memory, in two ways:
-# from one stream, identical() of two distinct raw vectors (one memcmp,
-# reading both), and with the benchmark's threads inside this process, the
-# engine's ggml_sum() of a 256 MB f32 tensor on the same CPU backend (chunks
-# summed in parallel, a pure read), timed as bytes read. A matrix-vector
-# product also only reads its weights, so the percentages are of the latter.
-# An R-level copy is not used: it allocates a fresh vector each time and
+# The bandwidth is measured with the benchmark's threads inside this
+# process, on the same CPU backend, in two ways: a plain copy, the engine's
+# ggml_cpy() of a 128 MB f32 tensor into another (a parallel memcpy),
+# counted as bytes read plus bytes written (STREAM's "Copy"); and a plain
+# read, the engine's ggml_sum() of a 256 MB f32 tensor (chunks summed in
+# parallel), counted as bytes read. A matrix-vector product only reads its
+# weights, so the share of the read figure is the stricter measure (a read
+# runs at least as fast as a copy's traffic); both shares are printed, and
+# the read one is the target's. One stream's read (identical() of two
+# distinct raw vectors: one memcmp, reading both) is printed too. An
+# R-level copy is not used: it allocates a fresh vector each time and
 # measures page faults rather than memory. Each type cycles through enough
 # copies of the weights to exceed the last-level cache, so the weights come
 # from memory.
@@ -63,6 +67,26 @@ read_bandwidth_engine <- function(threads) {
   4 * n / secs / 1e9
 }
 
+# GB/s moved (read plus written) by the engine's ggml_cpy() of a 128 MB f32
+# tensor into another on a CPU backend with `threads` threads.
+copy_bandwidth_engine <- function(threads) {
+  n <- 2^25
+  backend <- ggml_backend_cpu_init()
+  ggml_backend_cpu_set_n_threads(backend, threads)
+  ctx <- ggml_init(4 * ggml_tensor_overhead(), no_alloc = TRUE)
+  a <- ggml_new_tensor_1d(ctx, GGML_TYPE_F32, n)
+  b <- ggml_new_tensor_1d(ctx, GGML_TYPE_F32, n)
+  y <- ggml_cpy(ctx, a, b)
+  buf <- ggml_backend_alloc_ctx_tensors(ctx, backend)
+  ggml_backend_tensor_set_data(a, rep_len(c(0.5, -0.25, 1, 2), n))
+  graph <- ggml_build_forward_expand(ctx, y)
+  secs <- time_it(function() ggml_backend_graph_compute(backend, graph), min_time)
+  stopifnot(identical(ggml_backend_tensor_get_data(b)[n - 3:0], c(0.5, -0.25, 1, 2)))
+  ggml_free(ctx)
+  ggml_backend_free(backend)
+  2 * 4 * n / secs / 1e9
+}
+
 # Seconds per matrix-vector product of `type` weights, cycling through
 # enough copies of the weights to leave the caches: `together`, one graph
 # holds a product of each copy, summed (one compute call reads them all, at least
@@ -106,9 +130,10 @@ cat(sprintf("quantized matrix-vector products, %d x %d weights, %d thread(s)\n",
 cat(sprintf("CPU: %s\n", sub(".*: ", "", grep("^model name", readLines("/proc/cpuinfo"), value = TRUE)[1])))
 bw1 <- read_bandwidth_1()
 bw <- read_bandwidth_engine(threads)
-cat(sprintf("memory bandwidth (bytes read): %.1f GB/s from one stream (memcmp, 256 MB a pass), %.1f GB/s from %d thread(s) in this process (the engine's ggml_sum of 256 MB of f32)\n",
-  bw1, bw, threads))
-cat(sprintf("of_bandwidth: %% of the %d-thread figure\n\n", threads))
+cp <- copy_bandwidth_engine(threads)
+cat(sprintf("memory bandwidth, %d thread(s) in this process: plain copy %.1f GB/s (the engine's ggml_cpy of 128 MB of f32, bytes read + written), plain read %.1f GB/s (its ggml_sum of 256 MB of f32, bytes read); one stream's read %.1f GB/s (memcmp, 256 MB a pass)\n",
+  threads, cp, bw, bw1))
+cat("of_read: % of the plain read (the target's measure); of_copy: % of the plain copy\n\n")
 types <- list(f32 = GGML_TYPE_F32, q8_0 = GGML_TYPE_Q8_0, q4_0 = GGML_TYPE_Q4_0, q4_K = GGML_TYPE_Q4_K)
 res <- lapply(names(types), function(nm) {
   ty <- types[[nm]]
@@ -121,7 +146,8 @@ res <- lapply(names(types), function(nm) {
     ms_one_per_call = round(1e3 * alone$seconds, 3))
 })
 res <- do.call(rbind, res)
-res$of_bandwidth <- sprintf("%.0f%%", 100 * res$GB_per_s / bw)
+res$of_read <- sprintf("%.0f%%", 100 * res$GB_per_s / bw)
+res$of_copy <- sprintf("%.0f%%", 100 * res$GB_per_s / cp)
 res$speedup_over_f32 <- round(res$ms[res$type == "f32"] / res$ms, 2)
 print(res, row.names = FALSE)
 cat(sprintf("(ms: per product in a graph of `copies` products; ms_one_per_call: one product per compute call)\nload: %s\n",

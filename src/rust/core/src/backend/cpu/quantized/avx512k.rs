@@ -90,3 +90,92 @@ pub fn q4_k_rows<const R: usize>(x: [&[u8]; R], p: &Q8KWin) -> [f32; R] {
     }
     std::array::from_fn(|r| _mm512_reduce_add_ps(acc[r]) - hsum128(accm[r]))
 }
+
+/// The scales and mins of one block of four rows, unpacked together from
+/// `h`, whose 128-bit lane r holds the first 16 bytes of row r's block
+/// (dwords: the f16 pair d, dmin, then the twelve bytes of scales as
+/// dwords a, b, c): lane r of the result holds row r's eight scales then
+/// its eight mins, one byte each (as [`k4_scales`] computes them).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
+fn k4_scales4(h: __m512i) -> __m512i {
+    let (six, four, two) = (0x3F3F_3F3F, 0x0F0F_0F0F, 0x0303_0303);
+    // dwords [a, c, b, c >> 4], masked: [scales 0..3, low bits of scales
+    // 4..7, mins 0..3, low bits of mins 4..7]
+    let t = _mm512_srlv_epi32(_mm512_shuffle_epi32::<0b11_10_11_01>(h), _mm512_set4_epi32(4, 0, 0, 0));
+    let lo = _mm512_and_si512(t, _mm512_set4_epi32(four, six, four, six));
+    // the top two bits of a (for scales 4..7) and b (mins 4..7)
+    let top = _mm512_srli_epi32::<6>(_mm512_shuffle_epi32::<0b10_10_01_01>(h));
+    let hi = _mm512_slli_epi32::<4>(_mm512_and_si512(top, _mm512_set4_epi32(two, 0, two, 0)));
+    _mm512_or_si512(lo, hi)
+}
+
+/// Four Q4_K rows against the column `p`, their scales, mins and block
+/// scales unpacked and converted together (one register for the four).
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
+pub fn q4_k_rows4(x: [&[u8]; 4], p: &Q8KWin) -> [f32; 4] {
+    if !x.iter().all(|r| p.fits(r)) {
+        return [f32::NAN; 4];
+    }
+    let mask = _mm512_set1_epi8(0x0F);
+    // SAFETY: each SPREAD entry is 64 bytes.
+    let idx = SPREAD.map(|s| unsafe { _mm512_loadu_si512(s.as_ptr() as *const _) });
+    // dword 0 of each lane (the rows' f16 pairs), and the lanes of each row's dmin
+    let pairs = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    let dmins = _mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7);
+    let (mut acc, mut accm) = ([_mm512_setzero_ps(); 4], _mm512_setzero_ps());
+    for (b, yb) in p.blocks.iter().enumerate() {
+        let xb = x.map(|r| &r[144 * b..144 * b + 144]);
+        // SAFETY: each row of yb.y is 64 bytes, msum 16; each xb is 144
+        // bytes, so its first 16 and bytes 16..144 are inside it.
+        let (ys, msum, h) = unsafe {
+            let head = |r: usize| _mm_loadu_si128(xb[r].as_ptr() as *const __m128i);
+            let h = _mm512_inserti32x4::<3>(
+                _mm512_inserti32x4::<2>(_mm512_inserti32x4::<1>(_mm512_castsi128_si512(head(0)), head(1)), head(2)),
+                head(3),
+            );
+            (yb.y.map(|v| _mm512_loadu_si512(v.as_ptr() as *const _)), _mm_loadu_si128(yb.msum.as_ptr() as *const _), h)
+        };
+        let sv = k4_scales4(h);
+        // [d0, dmin0, d1, dmin1, ...] * dy
+        let dd = _mm512_castps256_ps512(_mm256_mul_ps(
+            _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutexvar_epi32(pairs, h))),
+            _mm256_set1_ps(yb.d),
+        ));
+        // the mins of the four rows against the column's sub-block sums
+        let mi = _mm512_madd_epi16(_mm512_unpackhi_epi8(sv, _mm512_setzero_si512()), _mm512_broadcast_i32x4(msum));
+        accm = _mm512_fmadd_ps(_mm512_permutexvar_ps(dmins, dd), _mm512_cvtepi32_ps(mi), accm);
+        macro_rules! row {
+            ($r:literal) => {{
+                let s4 = _mm512_shuffle_i32x4::<{ $r * 0x55 }>(sv, sv);
+                // SAFETY: bytes 16..80 and 80..144 lie inside xb[$r] (144 bytes).
+                let (qa, qb) = unsafe {
+                    (_mm512_loadu_si512(xb[$r].as_ptr().add(16) as *const _), _mm512_loadu_si512(xb[$r].as_ptr().add(80) as *const _))
+                };
+                let nib = [
+                    _mm512_and_si512(qa, mask),
+                    _mm512_and_si512(_mm512_srli_epi16::<4>(qa), mask),
+                    _mm512_and_si512(qb, mask),
+                    _mm512_and_si512(_mm512_srli_epi16::<4>(qb), mask),
+                ];
+                let mut s = _mm512_setzero_si512();
+                for h in 0..4 {
+                    s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(nib[h], ys[h]), _mm512_shuffle_epi8(s4, idx[h]));
+                }
+                let d = _mm512_permutexvar_ps(_mm512_set1_epi32(2 * $r), dd);
+                acc[$r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc[$r]);
+            }};
+        }
+        row!(0);
+        row!(1);
+        row!(2);
+        row!(3);
+    }
+    let mins = [
+        hsum128(_mm512_extractf32x4_ps::<0>(accm)),
+        hsum128(_mm512_extractf32x4_ps::<1>(accm)),
+        hsum128(_mm512_extractf32x4_ps::<2>(accm)),
+        hsum128(_mm512_extractf32x4_ps::<3>(accm)),
+    ];
+    std::array::from_fn(|r| _mm512_reduce_add_ps(acc[r]) - mins[r])
+}

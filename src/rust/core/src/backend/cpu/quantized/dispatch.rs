@@ -199,7 +199,7 @@ unsafe fn rows_avx512(w: QuantRows<'_>, col: &Column<'_>, out: &mut [f32], scrat
         return by_fours(w, out, |x| avx512::q4_0_rows(x, p), |x| avx512::q4_0_rows(x, p));
     }
     if let (QType::Q4_K, Some(p)) = (w.q, &col.q4_k_win) {
-        return by_fours(w, out, |x| avx512k::q4_k_rows(x, p), |x| avx512k::q4_k_rows(x, p));
+        return by_fours(w, out, |x| avx512k::q4_k_rows4(x, p), |x| avx512k::q4_k_rows(x, p));
     }
     let kernel: fn(&[u8], &[u8], usize) -> f32 = match (w.q, act) {
         (QType::Q8_0, ColumnActs::Q(_)) => avx512::q8_0,

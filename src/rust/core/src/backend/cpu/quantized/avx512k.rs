@@ -50,13 +50,39 @@ fn hsum128(v: __m128) -> f32 {
     _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
 }
 
+/// The integer sum of one Q4_K block `xb` (144 bytes) against a column
+/// block's activations `ys`, each sub-block's products times its scale
+/// (`s4`: the block's scales in every 128-bit lane, spread by `idx`), in
+/// 16 i32 lanes.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
+fn block_sum(xb: &[u8], ys: &[__m512i; 4], idx: &[__m512i; 4], s4: __m512i) -> __m512i {
+    let mask = _mm512_set1_epi8(0x0F);
+    let xb: &[u8; 144] = match xb.try_into() {
+        Ok(b) => b,
+        Err(_) => return _mm512_setzero_si512(),
+    };
+    // SAFETY: bytes 16..80 and 80..144 lie inside xb (144 bytes).
+    let (qa, qb) = unsafe { (_mm512_loadu_si512(xb.as_ptr().add(16) as *const _), _mm512_loadu_si512(xb.as_ptr().add(80) as *const _)) };
+    let nib = [
+        _mm512_and_si512(qa, mask),
+        _mm512_and_si512(_mm512_srli_epi16::<4>(qa), mask),
+        _mm512_and_si512(qb, mask),
+        _mm512_and_si512(_mm512_srli_epi16::<4>(qb), mask),
+    ];
+    let mut s = _mm512_setzero_si512();
+    for h in 0..4 {
+        s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(nib[h], ys[h]), _mm512_shuffle_epi8(s4, idx[h]));
+    }
+    s
+}
+
 /// `R` Q4_K rows against the column `p`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
 pub fn q4_k_rows<const R: usize>(x: [&[u8]; R], p: &Q8KWin) -> [f32; R] {
     if !x.iter().all(|r| p.fits(r)) {
         return [f32::NAN; R];
     }
-    let mask = _mm512_set1_epi8(0x0F);
     // SAFETY: each SPREAD entry is 64 bytes.
     let idx = SPREAD.map(|s| unsafe { _mm512_loadu_si512(s.as_ptr() as *const _) });
     let (mut acc, mut accm) = ([_mm512_setzero_ps(); R], [_mm_setzero_ps(); R]);
@@ -69,18 +95,7 @@ pub fn q4_k_rows<const R: usize>(x: [&[u8]; R], p: &Q8KWin) -> [f32; R] {
             let (sc, m) = k4_scales(xb[4..16].try_into().unwrap_or(&[0; 12]));
             let sv = _mm_set_epi64x(m as i64, sc as i64);
             let s4 = _mm512_broadcast_i32x4(sv);
-            // SAFETY: bytes 16..80 and 80..144 of the block lie inside xb (144 bytes).
-            let (qa, qb) = unsafe { (_mm512_loadu_si512(xb.as_ptr().add(16) as *const _), _mm512_loadu_si512(xb.as_ptr().add(80) as *const _)) };
-            let nib = [
-                _mm512_and_si512(qa, mask),
-                _mm512_and_si512(_mm512_srli_epi16::<4>(qa), mask),
-                _mm512_and_si512(qb, mask),
-                _mm512_and_si512(_mm512_srli_epi16::<4>(qb), mask),
-            ];
-            let mut s = _mm512_setzero_si512();
-            for h in 0..4 {
-                s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(nib[h], ys[h]), _mm512_shuffle_epi8(s4, idx[h]));
-            }
+            let s = block_sum(xb, &ys, &idx, s4);
             // [d * dy, dmin * dy, 0, 0]
             let dd = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from_le_bytes([xb[0], xb[1], xb[2], xb[3]]))), dy);
             acc[r] = _mm512_fmadd_ps(_mm512_broadcastss_ps(dd), _mm512_cvtepi32_ps(s), acc[r]);
@@ -117,7 +132,6 @@ pub fn q4_k_rows4(x: [&[u8]; 4], p: &Q8KWin) -> [f32; 4] {
     if !x.iter().all(|r| p.fits(r)) {
         return [f32::NAN; 4];
     }
-    let mask = _mm512_set1_epi8(0x0F);
     // SAFETY: each SPREAD entry is 64 bytes.
     let idx = SPREAD.map(|s| unsafe { _mm512_loadu_si512(s.as_ptr() as *const _) });
     // dword 0 of each lane (the rows' f16 pairs), and the lanes of each row's dmin
@@ -148,20 +162,7 @@ pub fn q4_k_rows4(x: [&[u8]; 4], p: &Q8KWin) -> [f32; 4] {
         macro_rules! row {
             ($r:literal) => {{
                 let s4 = _mm512_shuffle_i32x4::<{ $r * 0x55 }>(sv, sv);
-                // SAFETY: bytes 16..80 and 80..144 lie inside xb[$r] (144 bytes).
-                let (qa, qb) = unsafe {
-                    (_mm512_loadu_si512(xb[$r].as_ptr().add(16) as *const _), _mm512_loadu_si512(xb[$r].as_ptr().add(80) as *const _))
-                };
-                let nib = [
-                    _mm512_and_si512(qa, mask),
-                    _mm512_and_si512(_mm512_srli_epi16::<4>(qa), mask),
-                    _mm512_and_si512(qb, mask),
-                    _mm512_and_si512(_mm512_srli_epi16::<4>(qb), mask),
-                ];
-                let mut s = _mm512_setzero_si512();
-                for h in 0..4 {
-                    s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(nib[h], ys[h]), _mm512_shuffle_epi8(s4, idx[h]));
-                }
+                let s = block_sum(xb[$r], &ys, &idx, s4);
                 let d = _mm512_permutexvar_ps(_mm512_set1_epi32(2 * $r), dd);
                 acc[$r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc[$r]);
             }};

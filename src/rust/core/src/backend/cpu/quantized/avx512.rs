@@ -2,12 +2,12 @@
 //! blocks per 64-byte register: `vpdpbusd` sums four products of unsigned
 //! by signed bytes into each i32 lane in one instruction (1.4x the AVX2
 //! kernel in cache). An odd last block goes through the AVX2 kernel. Q4_0
-//! against a prepared Q8_0 column (`super::prep`): two blocks per register,
-//! eight scales converted together.
+//! against a windowed Q8_0 column (`super::prep::Q4Win`): three blocks per
+//! register, read as they lie, several rows a pass.
 
 #![cfg(target_arch = "x86_64")]
 
-use super::prep::Q8Prep;
+use super::prep::{Q4Win, WIN_BYTES};
 use core::arch::x86_64::*;
 
 #[inline]
@@ -78,49 +78,70 @@ pub fn q8_0(x: &[u8], y: &[u8], nb: usize) -> f32 {
     s
 }
 
-/// Q4_0 weights against a prepared Q8_0 column: per pair of blocks, the
-/// nibbles spread to [low 0, high 0, low 1, high 1] (unsigned, 0..15) meet
-/// 64 contiguous activations in one `vpdpbusd`; the offset of 8 is taken
-/// off per block from `p.c`.
+/// The word of a window that holds the scale of each 4-byte lane's block
+/// (words 0, 9 and 18: bytes 0, 18 and 36), for `vpermw`; lanes 14 and 15
+/// (past the third block) are masked off.
+const DX_WORDS: [i16; 32] = [0, 0, 0, 0, 0, 9, 9, 9, 9, 18, 18, 18, 18, 18, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+
+/// One window of a Q4_0 row (`v`, the 64 bytes from the window's start)
+/// against window `w` of the column, added to `acc`: per lane
+/// `dx * (dy * i - c)`, with `i` the lane's integer sum.
+#[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
-pub fn q4_0(x: &[u8], p: &Q8Prep) -> f32 {
-    let nb = p.nb;
-    if !p.fits(x) {
-        return f32::NAN;
-    }
-    let groups = nb / 8;
+fn q4_0_window(v: __m512i, p: &Q4Win, w: usize, idx: __m512i, acc: __m512) -> __m512 {
     let mask = _mm512_set1_epi8(0x0F);
-    // 64-bit lanes [q0, q0, q1, q1] of a register holding [q0, q1]
-    let spread = _mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0);
-    let halves = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-    let (mut a0, mut a1, mut corr) = (_mm512_setzero_ps(), _mm512_setzero_ps(), _mm256_setzero_ps());
-    for g in 0..groups {
-        let dx = super::avx2::q4_0_scales(x, g);
-        // SAFETY: p.d and p.c hold 8 * groups values at least (p.fits above).
-        let (dy, c) = unsafe { (_mm256_loadu_ps(p.d.as_ptr().add(8 * g)), _mm256_loadu_ps(p.c.as_ptr().add(8 * g))) };
-        let d8 = _mm512_castps256_ps512(_mm256_mul_ps(dx, dy));
-        corr = _mm256_fmadd_ps(dx, c, corr);
-        for pr in 0..4 {
-            let b = 8 * g + 2 * pr;
-            // SAFETY: blocks b and b + 1 are < nb: their quant bytes lie inside
-            // x and their 64 activations inside p.qs (p.fits above).
-            let (q0, q1, y) = unsafe {
-                (
-                    _mm_loadu_si128(x.as_ptr().add(18 * b + 2) as *const __m128i),
-                    _mm_loadu_si128(x.as_ptr().add(18 * b + 20) as *const __m128i),
-                    _mm512_loadu_si512(p.qs.as_ptr().add(32 * b) as *const _),
-                )
-            };
-            let t = _mm512_permutexvar_epi64(spread, _mm512_castsi256_si512(_mm256_set_m128i(q1, q0)));
-            let xu = _mm512_and_si512(_mm512_mask_srli_epi16::<4>(t, 0xFF00_FF00, t), mask);
-            let i = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), xu, y));
-            let s = _mm512_permutexvar_ps(_mm512_add_epi32(halves, _mm512_set1_epi32(2 * pr as i32)), d8);
-            if pr % 2 == 0 {
-                a0 = _mm512_fmadd_ps(s, i, a0);
-            } else {
-                a1 = _mm512_fmadd_ps(s, i, a1);
-            }
+    // SAFETY: w < p.lo.len() == p.hi.len() == p.d.len() == p.c.len() (the
+    // callers' loops and p.fits); each entry is 64 bytes.
+    let (yl, yh, dy, c) = unsafe {
+        (
+            _mm512_loadu_si512(p.lo.as_ptr().add(w) as *const _),
+            _mm512_loadu_si512(p.hi.as_ptr().add(w) as *const _),
+            _mm512_loadu_ps(p.d.as_ptr().add(w) as *const f32),
+            _mm512_loadu_ps(p.c.as_ptr().add(w) as *const f32),
+        )
+    };
+    let lo = _mm512_and_si512(v, mask);
+    let hi = _mm512_and_si512(_mm512_srli_epi16::<4>(v), mask);
+    let i = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, yl), hi, yh);
+    let dx = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_maskz_permutexvar_epi16(0x3FFF, idx, v)));
+    _mm512_fmadd_ps(dx, _mm512_fmsub_ps(_mm512_cvtepi32_ps(i), dy, c), acc)
+}
+
+/// `R` Q4_0 rows against a windowed Q8_0 column ([`Q4Win`]), the rows
+/// sharing each window of activations loaded: per row and window one
+/// 64-byte load of the row as it lies in memory, its nibbles masked, two
+/// `vpdpbusd`, the weights' scales moved to their blocks' lanes by one
+/// `vpermw` and converted together. The windows near the row's end are
+/// read with masked loads (nothing past the row).
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
+pub fn q4_0_rows<const R: usize>(x: [&[u8]; R], p: &Q4Win) -> [f32; R] {
+    if !x.iter().all(|r| p.fits(r)) {
+        return [f32::NAN; R];
+    }
+    let len = 18 * p.nb;
+    let wins = p.lo.len();
+    // windows whose 64 bytes all lie inside the row
+    let full = if len >= 64 { ((len - 64) / WIN_BYTES + 1).min(wins) } else { 0 };
+    // SAFETY: DX_WORDS is 64 bytes.
+    let idx = unsafe { _mm512_loadu_si512(DX_WORDS.as_ptr() as *const _) };
+    let mut acc = [_mm512_setzero_ps(); R];
+    for w in 0..full {
+        for r in 0..R {
+            // SAFETY: 54 w + 64 <= len <= x[r].len() (w < full; p.fits).
+            let v = unsafe { _mm512_loadu_si512(x[r].as_ptr().add(WIN_BYTES * w) as *const _) };
+            acc[r] = q4_0_window(v, p, w, idx, acc[r]);
         }
     }
-    _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) - super::avx2::hsum(corr) + p.q4_0_tail(x, 8 * groups)
+    for w in full..wins {
+        // 0 < len - 54 w < 64: w < wins = ceil(nb / 3), and the window is not full
+        let n = len - WIN_BYTES * w;
+        let k: __mmask64 = (1u64 << n) - 1;
+        for r in 0..R {
+            // SAFETY: only the n bytes from 54 w, which lie inside x[r]
+            // (p.fits), are read: masked-off bytes are not accessed.
+            let v = unsafe { _mm512_maskz_loadu_epi8(k, x[r].as_ptr().add(WIN_BYTES * w) as *const i8) };
+            acc[r] = q4_0_window(v, p, w, idx, acc[r]);
+        }
+    }
+    acc.map(|a| _mm512_reduce_add_ps(a))
 }

@@ -1,12 +1,14 @@
 //! The row loops of the quantized dot products, chosen at run time: the
-//! AVX-512 VNNI kernels of [`super::avx512`] for Q8_0 and Q4_0 where the CPU
-//! has them, the AVX2 kernels of [`super::avx2`] (with the portable ones
-//! compiled for AVX2 for the other types) where it has AVX2 and FMA, the
-//! portable kernels of [`super::dot`] elsewhere.
+//! AVX-512 VNNI kernels of [`super::avx512`] for Q8_0 and Q4_0 and of
+//! [`super::avx512k`] for Q4_K where the CPU has them (Q4_0 and Q4_K four
+//! rows a pass, against a column laid out for them once per product), the
+//! AVX2 kernels of [`super::avx2`] (with the portable ones compiled for
+//! AVX2 for the other types) where it has AVX2 and FMA, the portable
+//! kernels of [`super::dot`] elsewhere.
 
 use super::dot;
 #[cfg(target_arch = "x86_64")]
-use super::prep::Q8Prep;
+use super::prep::{Q4Win, Q8KWin, Q8Prep};
 use crate::base::quant::{self, QType};
 use crate::base::simd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -102,27 +104,61 @@ fn each_row_q4_0(w: QuantRows<'_>, p: &Q8Prep, out: &mut [f32], kernel: fn(&[u8]
     }
 }
 
+/// `out[r]` for every row, four rows a pass through `four` (given the rows'
+/// bytes), the rest one at a time through `one`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn by_fours(w: QuantRows<'_>, out: &mut [f32], four: impl Fn([&[u8]; 4]) -> [f32; 4], one: impl Fn([&[u8]; 1]) -> [f32; 1]) {
+    let rs = w.k / w.q.block_size() * w.q.type_size();
+    let row = |r: usize| &w.data[r * w.stride..r * w.stride + rs];
+    let mut quads = out.chunks_exact_mut(4);
+    let mut r = 0;
+    for o in &mut quads {
+        o.copy_from_slice(&four([row(r), row(r + 1), row(r + 2), row(r + 3)]));
+        r += 4;
+    }
+    for o in quads.into_remainder() {
+        *o = one([row(r)])[0];
+        r += 1;
+    }
+}
+
 /// One column of activations made ready for all the rows of a product
 /// (shared by the threads that split the rows): for Q4_0 weights, the
-/// Q8_0 column prepared for the SIMD kernels.
+/// Q8_0 column prepared for the SIMD kernels (windowed for the AVX-512
+/// ones).
 pub struct Column<'a> {
     act: ColumnActs<'a>,
     #[cfg(target_arch = "x86_64")]
     q4_0: Option<Q8Prep>,
+    #[cfg(target_arch = "x86_64")]
+    q4_0_win: Option<Q4Win>,
+    #[cfg(target_arch = "x86_64")]
+    q4_k_win: Option<Q8KWin>,
 }
 
 impl<'a> Column<'a> {
     /// `act` ready for rows of `q` of `k` values.
     pub fn new(q: QType, k: usize, act: ColumnActs<'a>) -> Column<'a> {
         #[cfg(target_arch = "x86_64")]
-        let q4_0 = match (q, act) {
-            (QType::Q4_0, ColumnActs::Q(y)) if path() != "portable" => Q8Prep::new(y, k / q.block_size()),
+        let (q4_0, q4_0_win) = match (q, act, path()) {
+            (QType::Q4_0, ColumnActs::Q(y), "avx512") => (None, Q4Win::new(y, k / q.block_size())),
+            (QType::Q4_0, ColumnActs::Q(y), "avx2") => (Q8Prep::new(y, k / q.block_size()), None),
+            _ => (None, None),
+        };
+        #[cfg(target_arch = "x86_64")]
+        let q4_k_win = match (q, act, path()) {
+            (QType::Q4_K, ColumnActs::Q(y), "avx512") => Q8KWin::new(y, k / q.block_size()),
             _ => None,
         };
         Column {
             act,
             #[cfg(target_arch = "x86_64")]
             q4_0,
+            #[cfg(target_arch = "x86_64")]
+            q4_0_win,
+            #[cfg(target_arch = "x86_64")]
+            q4_k_win,
         }
     }
 }
@@ -158,8 +194,12 @@ unsafe fn rows_avx2(w: QuantRows<'_>, col: &Column<'_>, out: &mut [f32], scratch
 unsafe fn rows_avx512(w: QuantRows<'_>, col: &Column<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
     use super::avx512;
     let act = col.act;
-    if let (QType::Q4_0, Some(p)) = (w.q, &col.q4_0) {
-        return each_row_q4_0(w, p, out, avx512::q4_0);
+    use super::avx512k;
+    if let (QType::Q4_0, Some(p)) = (w.q, &col.q4_0_win) {
+        return by_fours(w, out, |x| avx512::q4_0_rows(x, p), |x| avx512::q4_0_rows(x, p));
+    }
+    if let (QType::Q4_K, Some(p)) = (w.q, &col.q4_k_win) {
+        return by_fours(w, out, |x| avx512k::q4_k_rows4(x, p), |x| avx512k::q4_k_rows(x, p));
     }
     let kernel: fn(&[u8], &[u8], usize) -> f32 = match (w.q, act) {
         (QType::Q8_0, ColumnActs::Q(_)) => avx512::q8_0,

@@ -6,6 +6,7 @@
 
 mod avx2;
 mod avx512;
+mod avx512k;
 mod dispatch;
 mod dot;
 mod matmul;

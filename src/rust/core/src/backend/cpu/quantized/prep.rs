@@ -62,3 +62,102 @@ impl Q8Prep {
         s
     }
 }
+
+/// Bytes of weights that one 64-byte register of a [`Q4Win`] kernel
+/// covers: three Q4_0 blocks (18 bytes each).
+pub const WIN_BYTES: usize = 54;
+
+/// A Q8_0 column laid out for Q4_0 rows read as they lie in memory, three
+/// blocks (54 bytes) per 64-byte register, nothing moved: for byte `p` of a
+/// window, `lo[p]` is the activation that the low nibble there multiplies
+/// and `hi[p]` the one the high nibble multiplies (0 at the blocks' scale
+/// bytes and past the third block), so that `vpdpbusd` of the masked
+/// nibbles by `lo` and `hi` leaves in each 4-byte lane a sum from one
+/// block alone (lanes 0..5: block 0, 5..9: block 1, 9..14: block 2; the
+/// two-byte scales fill the gaps). Per lane, `d` is the activation block's
+/// scale and `c` the block's correction for the weights' offset of 8
+/// (`8 * d * sum of its quants`, on the block's first lane only).
+pub struct Q4Win {
+    pub lo: Vec<[i8; 64]>,
+    pub hi: Vec<[i8; 64]>,
+    pub d: Vec<[f32; 16]>,
+    pub c: Vec<[f32; 16]>,
+    /// Number of blocks.
+    pub nb: usize,
+}
+
+/// The first lane of each of a window's three blocks, and the end of the last.
+pub const WIN_LANES: [usize; 4] = [0, 5, 9, 14];
+
+impl Q4Win {
+    /// The first `nb` blocks of `y` (Q8_0), or None when `y` holds fewer.
+    pub fn new(y: &[u8], nb: usize) -> Option<Q4Win> {
+        let y = y.get(..nb * Q8_0_BYTES)?;
+        let wins = nb.div_ceil(3);
+        let mut p = Q4Win { lo: vec![[0; 64]; wins], hi: vec![[0; 64]; wins], d: vec![[0.0; 16]; wins], c: vec![[0.0; 16]; wins], nb };
+        for (b, blk) in y.chunks_exact(Q8_0_BYTES).enumerate() {
+            let (w, j) = (b / 3, b % 3);
+            let d = f16_bits_to_f32(u16::from_le_bytes([blk[0], blk[1]]));
+            let q = |t: usize| blk[2 + t] as i8;
+            for t in 0..16 {
+                p.lo[w][18 * j + 2 + t] = q(t);
+                p.hi[w][18 * j + 2 + t] = q(t + 16);
+            }
+            p.d[w][WIN_LANES[j]..WIN_LANES[j + 1]].fill(d);
+            p.c[w][WIN_LANES[j]] = 8.0 * d * (0..32).map(|t| i32::from(q(t))).sum::<i32>() as f32;
+        }
+        Some(p)
+    }
+
+    /// Whether the Q4_0 row `x` holds the blocks of this column.
+    pub fn fits(&self, x: &[u8]) -> bool {
+        let w = self.nb.div_ceil(3);
+        x.len() >= 18 * self.nb && self.lo.len() == w && self.hi.len() == w && self.d.len() == w && self.c.len() == w
+    }
+}
+
+/// Bytes of a Q8_K block (an f32 scale, 256 signed bytes, 16 i16 sums).
+const Q8_K_BYTES: usize = 292;
+
+/// One Q8_K block laid out for a Q4_K block read as it lies: the block's
+/// 128 bytes of nibbles are two 64-byte registers, A (groups 0 and 1) and
+/// B (groups 2 and 3); the low nibbles of A are the values of sub-blocks 0
+/// and 2, its high nibbles those of 1 and 3 (B: 4, 6 and 5, 7). `y` holds
+/// the activations in that order (A low, A high, B low, B high), `msum`
+/// the sum of each sub-block's 32 activations (for the mins), `d` the scale.
+#[repr(C, align(64))]
+#[derive(Clone)]
+pub struct KWin {
+    pub y: [[i8; 64]; 4],
+    pub msum: [i16; 8],
+    pub d: f32,
+}
+
+/// A Q8_K column laid out for Q4_K rows (see [`KWin`]), one entry a block.
+pub struct Q8KWin {
+    pub blocks: Vec<KWin>,
+}
+
+impl Q8KWin {
+    /// The first `nb` blocks of `y` (Q8_K), or None when `y` holds fewer.
+    pub fn new(y: &[u8], nb: usize) -> Option<Q8KWin> {
+        let y = y.get(..nb * Q8_K_BYTES)?;
+        let blocks = y
+            .chunks_exact(Q8_K_BYTES)
+            .map(|b| {
+                let q = |v: usize| b[4 + v] as i8;
+                // sub-blocks of each half-register, in register order
+                const SUBS: [[usize; 2]; 4] = [[0, 2], [1, 3], [4, 6], [5, 7]];
+                let y = SUBS.map(|s| std::array::from_fn(|t| q(32 * s[t / 32] + t % 32)));
+                let msum = std::array::from_fn(|j| (0..32).map(|t| i16::from(q(32 * j + t))).sum());
+                KWin { y, msum, d: f32::from_le_bytes([b[0], b[1], b[2], b[3]]) }
+            })
+            .collect();
+        Some(Q8KWin { blocks })
+    }
+
+    /// Whether the Q4_K row `x` holds the blocks of this column.
+    pub fn fits(&self, x: &[u8]) -> bool {
+        x.len() >= 144 * self.blocks.len()
+    }
+}

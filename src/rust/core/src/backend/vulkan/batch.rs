@@ -26,7 +26,12 @@ pub const UNTIMED_BATCH: usize = 16;
 /// more (where dispatches can be split): that piece ends its batch and
 /// times the shader, so even the first huge dispatch of a fresh context
 /// answers Ctrl-C after a small part of it.
-pub const PROBE_GROUPS: u64 = 16;
+pub const PROBE_GROUPS: u64 = 8;
+
+/// An untimed dispatch is probed only when it is also larger than this many
+/// units of work (workgroups times weight): short graphs of small
+/// dispatches stay one submission on a fresh context.
+pub const PROBE_UNITS: u64 = 1 << 16;
 
 /// Where a batch starts: dispatch `at`, from its workgroup `group` (in the
 /// dispatch's linear order: x fastest, then y, then z).
@@ -112,7 +117,8 @@ impl Speeds {
 /// shader not yet timed. With `split` (the device runs dispatches from a
 /// base workgroup), a batch may end inside a dispatch: where the budget
 /// runs out, or after the first [`PROBE_GROUPS`] workgroups of an untimed
-/// shader's larger dispatch; without it, dispatches are whole.
+/// shader's dispatch of more than [`PROBE_UNITS`]; without it, dispatches
+/// are whole.
 pub(crate) fn next_batch(batch: &[(Variant, u64, u64)], start: Cursor, speeds: &Speeds, split: bool) -> Vec<Piece> {
     let budget = u128::from(BATCH_BUDGET_NS) * 1000;
     let long = batch.len() > UNTIMED_BATCH;
@@ -137,7 +143,7 @@ pub(crate) fn next_batch(batch: &[(Variant, u64, u64)], start: Cursor, speeds: &
                     afford
                 }
             }
-            None if split && left > PROBE_GROUPS => PROBE_GROUPS,
+            None if split && left > PROBE_GROUPS && g.saturating_mul(weight) > PROBE_UNITS => PROBE_GROUPS,
             None => left,
         };
         if take == 0 {
@@ -266,9 +272,14 @@ mod tests {
         // workgroups are a batch of their own, even in a short graph.
         let one = [(mm, 100_000u64)];
         assert_eq!(end(&one, 0, &speeds, true), (0, PROBE_GROUPS));
-        // A small one is whole, and a short graph of small ones one batch.
+        // A small one is whole, and a short graph of small ones one batch,
+        // also when each has more workgroups than a probe.
         let small = vec![(mm, PROBE_GROUPS); 4];
         assert_eq!(end(&small, 0, &speeds, true), (4, 0));
+        let modest = vec![(mm, PROBE_UNITS); 4];
+        assert_eq!(end(&modest, 0, &speeds, true), (4, 0));
+        let p = next_batch(&[(mm, 64, PROBE_UNITS)], Cursor::default(), &speeds, true);
+        assert_eq!(p, vec![Piece { at: 0, from: 0, to: PROBE_GROUPS }]);
         // 1 ms per workgroup: 200 workgroups per batch, from where it stopped.
         speeds.learn(&[(mm, 1)], 1_000_000_000);
         let p = next_batch(&w(&one), Cursor { at: 0, group: 16 }, &speeds, true);

@@ -135,7 +135,7 @@ test_that("Ctrl-C stops a long compute and an ncnn extract as R's own interrupt"
   expect_match(res$message[2], " 0$")
 })
 
-test_that("Ctrl-C stops a long Vulkan graph between slices and a long backward() between nodes; all stay usable", {
+test_that("Ctrl-C stops a long Vulkan graph between slices, one long Vulkan product between pieces of it, and a long backward() between nodes; all stay usable", {
   cases <- list(
     backward = quote({
       # d sum(W8 ... W1 X) / d W1 = (W8 ... W2)' 1 X' = n everywhere when
@@ -194,8 +194,38 @@ test_that("Ctrl-C stops a long Vulkan graph between slices and a long backward()
       c(r, "-")
     })
   }
+  if (ggml_vulkan_available()) {
+    # One product, one dispatch: 2048 x 2048 results over an inner length
+    # of 8192 (34 GFLOP, minutes on lavapipe). Its workgroups run in pieces
+    # of about 0.2 s, and Ctrl-C is answered between two pieces. A fresh
+    # context times the shader on a first piece of a few workgroups; the
+    # warm one knows it from a small product (an inner length of 64).
+    one_dispatch <- function(warm) bquote({
+      vk <- ggml_vulkan_init(0L)
+      ctx <- ggml_init(8 * ggml_tensor_overhead(), no_alloc = TRUE)
+      a <- ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 8192, 2048)
+      big <- ggml_mul_mat(ctx, a, a)
+      s <- ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 64)
+      small <- ggml_mul_mat(ctx, s, s)
+      buf <- ggml_backend_alloc_ctx_tensors(ctx, vk)
+      ggml_backend_tensor_set_data(s, rep(1, 64^2))
+      g <- ggml_build_forward_expand(ctx, big)
+      g2 <- ggml_build_forward_expand(ctx, small)
+      if (.(warm)) ggml_backend_graph_compute(vk, g2)
+      ctrl_c_in(0.5)
+      r <- timed(ggml_backend_graph_compute(vk, g))
+      # the device computes the next graph: every entry of s's t(s) %*% s is 64
+      ggml_backend_graph_compute(vk, g2)
+      c(r, sum(ggml_backend_tensor_get_data(small) == 64))
+    })
+    cases$vulkan_one_dispatch_fresh <- one_dispatch(FALSE)
+    cases$vulkan_one_dispatch_warm <- one_dispatch(TRUE)
+  }
   res <- hostile_run(cases, setup = interrupt_setup, timeout = 300)
   expect_identical(res$outcome, rep("value", length(cases)), info = paste(res$name, res$message, collapse = "; "))
+  for (nm in grep("one_dispatch", res$name, value = TRUE)) {
+    expect_match(res$message[res$name == nm], " 4096$", info = nm)
+  }
   for (i in seq_along(cases)) {
     expect_match(res$message[i], "^interrupt/condition TRUE", info = res$name[i])
   }

@@ -7,8 +7,8 @@
 // Binding 0 holds this dispatch's parameter block (128 words). Words tb(t) ..
 // tb(t)+9 describe tensor t (0 = first source, 1 = second source, 2 = result,
 // 3 = third source, 4 = fourth source): element type code, element offset,
-// four sizes (ne) and four element strides. Words 48..63 and 96..127 hold the
-// operation and its parameters. Tensors are read and written as 32-bit words
+// four sizes (ne) and four element strides. Words 48..63 and 96..124 hold the
+// operation and its parameters; 125..127 the dispatch's grid (grid()). Tensors are read and written as 32-bit words
 // whatever their element type, so 16-bit types need no device feature;
 // 16-bit results are merged into their word atomically.
 
@@ -24,6 +24,12 @@ const DT_F16: u32 = 1u;
 const DT_I32: u32 = 2u;
 const DT_BF16: u32 = 3u;
 const OPW: u32 = 48u;
+
+// Words 125..127: the whole dispatch's grid of workgroups. A long dispatch
+// may run in pieces (vkCmdDispatchBase), each with its own num_workgroups;
+// kernels stride their loops by this grid instead, so every piece does
+// exactly the work its workgroups do in the whole dispatch.
+fn grid() -> vec3<u32> { return vec3<u32>(P[125u], P[126u], P[127u]); }
 
 fn pf(i: u32) -> f32 { return bitcast<f32>(P[i]); }
 fn pi(i: u32) -> i32 { return bitcast<i32>(P[i]); }

@@ -283,8 +283,9 @@ fn apply(i: u32) {
 }
 
 @compute @workgroup_size(256, 1, 1)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    // The whole dispatch's grid, also when this is a piece of it.
+    let nwg = grid();
     let n = nel(2u);
     let stride = nwg.x * 256u;
     if (P[59u] != 0u) {

@@ -351,8 +351,9 @@ fn scan_row(code: u32, r: vec4<u32>) {
 }
 
 @compute @workgroup_size(256, 1, 1)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    // The whole dispatch's grid, also when this is a piece of it.
+    let nwg = grid();
     let stride = nwg.x * 256u;
     if (OPC == 5u || OPC == 6u) {
         let rows = ne(0u, 1u) * ne(0u, 2u) * ne(0u, 3u);

@@ -62,8 +62,9 @@ fn blocks(lid: vec3<u32>, wid: vec3<u32>, nwg: vec3<u32>, abase: u32, bbase: u32
 
 @compute @workgroup_size(16, 16, 1)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>,
-        @builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {
+        @builtin(workgroup_id) wid: vec3<u32>) {
+    // The whole dispatch's grid, also when this is a piece of it.
+    let nwg = grid();
     let q = mm_words();
     let sak = q.sak;
     let sam = q.sam;

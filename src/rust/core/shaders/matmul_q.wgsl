@@ -311,8 +311,9 @@ fn get_rows(gid: u32, stride: u32) {
 
 @compute @workgroup_size(256, 1, 1)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>,
-        @builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {
+        @builtin(workgroup_id) wid: vec3<u32>) {
+    // The whole dispatch's grid, also when this is a piece of it.
+    let nwg = grid();
     let gid = wid.x * 256u + lid.x;
     let stride = nwg.x * 256u;
     if (SUBC == 1u) {

@@ -134,8 +134,9 @@ fn serial_row(op: u32, row: u32, n1: u32, n2: u32, len: u32) {
 
 @compute @workgroup_size(256, 1, 1)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>,
-        @builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {
+        @builtin(workgroup_id) wid: vec3<u32>) {
+    // The whole dispatch's grid, also when this is a piece of it.
+    let nwg = grid();
     let l = lid.x;
     let op = OPC;
     let n0 = ne(0u, 0u);

@@ -88,8 +88,9 @@ fn rotate(item: u32, row: u32) {
 }
 
 @compute @workgroup_size(256, 1, 1)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    // The whole dispatch's grid, also when this is a piece of it.
+    let nwg = grid();
     let n0 = ne(0u, 0u);
     let n_pairs = P[96u];
     let per_row = n_pairs + (n0 - 2u * n_pairs);

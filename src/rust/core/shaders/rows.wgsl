@@ -111,8 +111,9 @@ fn rank_op(e: u32) {
 
 @compute @workgroup_size(256, 1, 1)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>,
-        @builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {
+        @builtin(global_invocation_id) gid: vec3<u32>) {
+    // The whole dispatch's grid, also when this is a piece of it.
+    let nwg = grid();
     let stride = nwg.x * 256u;
     let op = OPC;
     if (op == 6u) {

@@ -212,6 +212,7 @@ impl Device {
     /// Whether the device wants to compute `op` even when its weights are in
     /// host memory (ggml's `offload_op`): Vulkan devices for ops with a
     /// batch of at least 32 rows, except row lookups.
+    // BOUNDS-FN: ne is [usize; 5], indexed by the constant 1.
     pub fn offload_op(&self, op: &Op, srcs: &[Layout], dst: &Layout) -> bool {
         match &self.target {
             Target::Cpu | Target::Meta(_) => false,

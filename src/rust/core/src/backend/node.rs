@@ -18,6 +18,7 @@ pub struct Node {
 }
 
 /// Whether any of the layouts has a fifth dimension above 1.
+// BOUNDS-FN: ne is [usize; 5], indexed by the constant 4.
 pub fn is_five_d(srcs: &[Layout], dst: &Layout) -> bool {
     srcs.iter().chain(std::iter::once(dst)).any(|l| l.ne[4] > 1)
 }
@@ -28,6 +29,7 @@ pub fn is_five_d(srcs: &[Layout], dst: &Layout) -> bool {
 /// keep the shape. `concat` along the fifth dimension copies each slice from
 /// the source it comes from. The op's shape rule has already refused the ops
 /// that have no meaning slice by slice.
+// BOUNDS-FN: ne is [usize; 5], indexed by the constant 4; srcs 0 and 1 after srcs.len() == 2.
 pub fn sliceable(op: &Op, srcs: &[Layout], dst: &Layout) -> bool {
     let n4 = dst.ne[4];
     match op {
@@ -46,6 +48,9 @@ fn slice(r: &DataRef, i: usize) -> DataRef {
 
 /// The nodes of four dimensions that compute `node` slice by slice of its
 /// fifth dimension (see [`sliceable`]).
+// BOUNDS-FN: both callers (the CPU driver and the Vulkan compute) pass only
+// nodes `sliceable` accepted: a fifth-dimension concat has two sources, and
+// every source's ne[4] is above 0 (ne is [usize; 5]).
 pub fn slices(node: &Node) -> Vec<Node> {
     (0..node.dst.layout.ne[4])
         .map(|i| {

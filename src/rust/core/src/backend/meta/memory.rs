@@ -35,6 +35,7 @@ impl Entry {
     }
 
     /// The layout of the device's copy or slice.
+    // BOUNDS-FN: plan() made every Axis entry with dim < ne.len() and one size per device; callers pass a device j below the number of devices.
     pub fn part_layout(&self, j: usize) -> Layout {
         match &self.split {
             DeviceSplit::Mirrored => self.layout,
@@ -49,6 +50,7 @@ impl Entry {
     /// Device and byte offset in the device's slice of byte `b` of the tensor
     /// (split tensors), and how many bytes from there stay on that device
     /// contiguously.
+    // BOUNDS-FN: dim < ne.len() and the sizes add up to ne[dim] (plan); c < ne[dim], so the loop stops at a j < sizes.len().
     fn locate(&self, dim: usize, sizes: &[usize], b: usize) -> (usize, usize, usize) {
         let es = self.layout.dtype.size();
         let ne = &self.layout.ne;
@@ -83,6 +85,7 @@ impl MetaLayout {
     /// Lay out `tensors` (contiguous layouts, with their splits) over
     /// `n_parts` devices: one after the other, aligned, in the meta buffer
     /// and in each device's buffer.
+    // BOUNDS-FN: j < n_parts = part_sizes.len(); dim < ne.len() is checked before ne[dim].
     pub fn plan(tensors: &[(Layout, DeviceSplit)], n_parts: usize) -> crate::Result<MetaLayout> {
         let mut out = MetaLayout { entries: Vec::new(), part_sizes: vec![0; n_parts], size: 0 };
         for (layout, split) in tensors {
@@ -129,6 +132,7 @@ fn overlap(e: &Entry, offset: usize, len: usize) -> Option<(usize, usize)> {
 
 impl MetaMemory {
     /// Every device's slice of split entry `e` (read from the devices unless `blank`).
+    // BOUNDS-FN: part_offsets has one entry per device (plan, over as many devices as `parts`).
     fn slices(&self, e: &Entry, blank: bool) -> crate::Result<Vec<Vec<u8>>> {
         let mut out = Vec::with_capacity(self.parts.len());
         for (j, p) in self.parts.iter().enumerate() {
@@ -154,6 +158,7 @@ impl MetaMemory {
     }
 
     /// Write bytes `lo..hi` (meta offsets, inside entry `e`) from `data` (starting at meta offset `base`).
+    // BOUNDS-FN: lo..hi lies in the entry and in the bytes `data` holds from `base` (the callers' overlap()); j is a device (part_offsets and slices have one entry each); a run from locate() ends inside device j's slice.
     fn write_entry(&self, e: &Entry, lo: usize, hi: usize, data: &[u8], base: usize) -> crate::Result<()> {
         let what = "a meta buffer";
         let DeviceSplit::Axis { dim, sizes } = &e.split else {
@@ -177,6 +182,7 @@ impl MetaMemory {
     }
 
     /// Read bytes `lo..hi` of entry `e` into `out` (starting at meta offset `base`).
+    // BOUNDS-FN: lo..hi lies in the entry and in the bytes `out` holds from `base` (the callers' overlap()); a meta device has at least one device, and part_offsets one entry each; a run from locate() ends inside device j's slice.
     fn read_entry(&self, e: &Entry, lo: usize, hi: usize, out: &mut [u8], base: usize) -> crate::Result<()> {
         let DeviceSplit::Axis { dim, sizes } = &e.split else {
             let at = e.part_offsets[0] + lo - e.offset;

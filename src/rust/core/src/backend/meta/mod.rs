@@ -97,6 +97,7 @@ impl MetaBackend {
     }
 
     /// Compute on the first device, then distribute the results.
+    // BOUNDS-FN: a meta device has at least one device (MetaDevice::new), and a meta buffer one part and one offset per device.
     pub fn compute(&self, nodes: &[Node]) -> crate::Result<()> {
         let mut temps: HashMap<(u64, usize), Arc<Buffer>> = HashMap::new();
         let first = &self.backends[0];
@@ -140,6 +141,7 @@ impl MetaBackend {
     /// `r` as the first device sees it: in its part of a meta buffer, or in
     /// a temporary full copy of a split tensor (filled from the devices when
     /// `fill`).
+    // BOUNDS-FN: a meta buffer has one part and one offset per device, at least one; temps holds `key` (inserted just above when missing).
     fn translate(
         &self,
         r: &DataRef,

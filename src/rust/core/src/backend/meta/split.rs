@@ -33,6 +33,7 @@ pub trait SplitPolicy: Send + Sync + std::fmt::Debug {
 }
 
 /// The split an answer describes, checked against the tensor and the number of devices.
+// BOUNDS-FN: d is 0 to 3 (the match arm) and info.ne has four entries.
 pub fn answer_split(a: &SplitAnswer, info: &SplitTensorInfo, n: usize) -> crate::Result<DeviceSplit> {
     match a.axis {
         AXIS_MIRRORED => Ok(DeviceSplit::Mirrored),

@@ -23,6 +23,7 @@ pub fn allocate(ctx: &Arc<VkContext>, bytes: usize, tag: BufferTag, backend: &st
 }
 
 /// New buffers start zeroed, as host ones do (written in 4 MiB pieces).
+// BOUNDS-FN: `n` is at most `zeros.len()` (the min just above its slice).
 fn zero_fill(ctx: &VkContext, vb: &VkBuffer, bytes: usize) -> crate::Result<()> {
     let zeros = vec![0u8; bytes.min(4 << 20)];
     let mut at = 0;
@@ -55,6 +56,7 @@ pub fn vk_buffer(mem: &BufferMem) -> Option<&VkBuffer> {
 }
 
 /// Run `nodes` (topological order, views resolved) on `ctx`.
+// BOUNDS-FN: layouts' `ne` are [usize; 5], indexed by constants below 5; `&sliced[..]` is the whole vector.
 pub fn compute(ctx: &Arc<VkContext>, backend: &str, nodes: &[Node]) -> crate::Result<()> {
     // Nodes over five dimensions run as one node per slice of the fifth.
     let five = |n: &Node| n.dst.layout.ne[4] > 1 || n.srcs.iter().any(|s| s.layout.ne[4] > 1);

@@ -181,8 +181,10 @@ impl VkContext {
             }
         };
         let instance = guard.take();
+        // vkCmdDispatchBase is core in Vulkan 1.1 (instance and device).
+        let v11 = device::instance_api(entry) >= vk::API_VERSION_1_1 && info.api_version >= (1, 1, 0);
         Ok(VkContext {
-            pipelines: Pipelines::new(),
+            pipelines: Pipelines::new(v11),
             info,
             instance,
             pd,
@@ -250,6 +252,7 @@ impl VkContext {
     }
 
     /// The most workgroups one dispatch may have along `dim`.
+    // BOUNDS-FN: every caller passes the constant 0, 1 or 2 into the 3-entry workgroup count limit.
     pub(crate) fn max_groups(&self, dim: usize) -> usize {
         let lim = self.info.limits.max_compute_work_group_count[dim].clamp(1, 65535);
         lim.min(self.group_cap.load(Ordering::Relaxed)) as usize

@@ -79,14 +79,20 @@ pub(crate) fn entry() -> Result<&'static ash::Entry, String> {
         .map_err(|e| e.clone())
 }
 
-/// A new instance (Vulkan 1.1 when the loader offers it).
-pub(crate) fn create_instance(entry: &ash::Entry) -> Result<ash::Instance, String> {
+/// The Vulkan version instances are created for: 1.1 when the loader
+/// offers it, else 1.0.
+pub(crate) fn instance_api(entry: &ash::Entry) -> u32 {
     // SAFETY: plain query of the loader.
     let loader_version = unsafe { entry.try_enumerate_instance_version() }
         .ok()
         .flatten()
         .unwrap_or(vk::API_VERSION_1_0);
-    let api = if loader_version >= vk::API_VERSION_1_1 { vk::API_VERSION_1_1 } else { vk::API_VERSION_1_0 };
+    if loader_version >= vk::API_VERSION_1_1 { vk::API_VERSION_1_1 } else { vk::API_VERSION_1_0 }
+}
+
+/// A new instance (Vulkan 1.1 when the loader offers it).
+pub(crate) fn create_instance(entry: &ash::Entry) -> Result<ash::Instance, String> {
+    let api = instance_api(entry);
     let app = vk::ApplicationInfo::default()
         .application_name(c"ggmlR")
         .engine_name(c"ggmlR")
@@ -159,7 +165,7 @@ pub(crate) fn query_device(instance: &ash::Instance, pd: vk::PhysicalDevice, ind
         .unwrap_or_else(|_| "unknown".into());
     // SAFETY: `pd` belongs to `instance`.
     let mem = unsafe { instance.get_physical_device_memory_properties(pd) };
-    let heaps = &mem.memory_heaps[..mem.memory_heap_count as usize];
+    let heaps = mem.memory_heaps.get(..mem.memory_heap_count as usize).unwrap_or(&mem.memory_heaps);
     let local: Vec<u64> = heaps
         .iter()
         .filter(|h| h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL))
@@ -167,7 +173,8 @@ pub(crate) fn query_device(instance: &ash::Instance, pd: vk::PhysicalDevice, ind
         .collect();
     let memory_total = local.iter().sum();
     let largest_heap = local.iter().copied().max().unwrap_or(0);
-    let shared_type = mem.memory_types[..mem.memory_type_count as usize].iter().any(|t| {
+    let types = mem.memory_types.get(..mem.memory_type_count as usize).unwrap_or(&mem.memory_types);
+    let shared_type = types.iter().any(|t| {
         t.property_flags.contains(
             vk::MemoryPropertyFlags::DEVICE_LOCAL
                 | vk::MemoryPropertyFlags::HOST_VISIBLE
@@ -283,13 +290,15 @@ pub(crate) fn heap_memory(instance: &ash::Instance, pd: vk::PhysicalDevice, budg
     }
     let mem = p2.memory_properties;
     let (mut free, mut total) = (0u64, 0u64);
-    for (i, h) in mem.memory_heaps[..mem.memory_heap_count as usize].iter().enumerate() {
+    let heaps = mem.memory_heaps.get(..mem.memory_heap_count as usize).unwrap_or(&mem.memory_heaps);
+    for (i, h) in heaps.iter().enumerate() {
         if !h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL) {
             continue;
         }
         total += h.size;
         if budget {
-            free += b.heap_budget[i].saturating_sub(b.heap_usage[i]).min(h.size);
+            let (budget, usage) = (b.heap_budget.get(i).copied().unwrap_or(0), b.heap_usage.get(i).copied().unwrap_or(0));
+            free += budget.saturating_sub(usage).min(h.size);
         }
     }
     if !budget {
@@ -307,8 +316,10 @@ pub fn device_memory(index: usize) -> crate::Result<(u64, u64)> {
     // SAFETY: the instance lives until destroy_instance below.
     let pds = unsafe { instance.enumerate_physical_devices() };
     let out = match pds {
-        Ok(p) if index < p.len() => Ok(heap_memory(&instance, p[index], info.memory_budget, 0)),
-        Ok(_) => Err(anyhow::anyhow!("Vulkan device {index} is no longer present")),
+        Ok(p) => match p.get(index) {
+            Some(&pd) => Ok(heap_memory(&instance, pd, info.memory_budget, 0)),
+            None => Err(anyhow::anyhow!("Vulkan device {index} is no longer present")),
+        },
         Err(e) => Err(anyhow::anyhow!("Vulkan devices could not be enumerated ({e})")),
     };
     // SAFETY: nothing created from the instance is alive.

@@ -32,6 +32,11 @@ pub struct VkNode<'a> {
 /// Words per parameter block.
 pub const PARAM_WORDS: usize = 128;
 pub(super) const OPW: usize = 48;
+/// First of the three words that hold the dispatch's whole grid of
+/// workgroups (x, y, z), written when the graph runs: the shaders loop over
+/// their work by it, not by the piece of the grid one `vkCmdDispatchBase`
+/// runs (see `graph.rs`).
+pub(crate) const GRID_WORD: usize = 125;
 /// Source and result slots of a dispatch: sources 0 and 1, the result, sources 2 and 3.
 pub const SLOTS: usize = 5;
 
@@ -64,6 +69,9 @@ pub(crate) struct Dispatch {
     /// Constant words bound in place of source 2 (the grids of lattice IQ
     /// weights), uploaded with the parameter blocks.
     pub table: Option<&'static [u32]>,
+    /// Work per workgroup relative to others of its variant, for sizing
+    /// batches (`batch.rs`): a product's inner length, else 1.
+    pub weight: u64,
 }
 
 /// The shaders' code of a storage type; f64 has no Vulkan kernels.
@@ -94,6 +102,7 @@ pub(super) struct Enc<'c> {
 impl<'c> Enc<'c> {
     /// Describe tensor `t` in slot `slot` (0, 1 = sources, 2 = result, 3, 4 = sources):
     /// offset and strides in elements, or in bytes for a quantized tensor.
+    // BOUNDS-FN: callers pass the constant slots 0 to 4 (< SLOTS, the length of `binds` made by new_enc); slot_word(slot) + 9 < 96 <= PARAM_WORDS; `d` < 4 into the [usize; 5] ne and nb.
     pub fn tensor(&mut self, slot: usize, t: &VkTensorRef, role: &str) -> crate::Result<()> {
         let name = &self.ctx.info.name;
         let op = self.op;
@@ -152,10 +161,12 @@ impl<'c> Enc<'c> {
         Ok(())
     }
 
+    // BOUNDS-FN: callers pass constant words below PARAM_WORDS (the length of `params`).
     pub fn f(&mut self, word: usize, v: f32) {
         self.params[word] = v.to_bits();
     }
 
+    // BOUNDS-FN: callers pass constant words below PARAM_WORDS (the length of `params`).
     pub fn i(&mut self, word: usize, v: i64) -> crate::Result<()> {
         self.params[word] = i32::try_from(v).map_err(|_| anyhow::anyhow!("{}: parameter {v} is out of range", self.op))? as u32;
         Ok(())
@@ -206,6 +217,7 @@ pub(super) fn new_enc<'c>(ctx: &'c VkContext, node: &VkNode) -> crate::Result<Op
 /// The dispatch of a filled parameter block: unused source slots repeat the
 /// result's binding (never read); the variant has the operation codes as
 /// constants and is f32-only when every tensor is.
+// BOUNDS-FN: `binds` has SLOTS = 5 entries (new_enc) and `params` PARAM_WORDS; only the constants 0 to 4 and 60.
 pub(super) fn finish(mut e: Enc, node: &VkNode, shader: Shader, op: u32, sub: u32, groups: [u32; 3]) -> Dispatch {
     let dst_bind = e.binds[2];
     for (i, b) in e.binds.iter_mut().enumerate() {
@@ -216,11 +228,14 @@ pub(super) fn finish(mut e: Enc, node: &VkNode, shader: Shader, op: u32, sub: u3
     let all_f32 = node.srcs.iter().chain(std::iter::once(&node.dst)).all(|t| t.layout.dtype == DType::F32);
     let variant = Variant { shader, op, sub, all_f32 };
     let binds = [e.binds[0], e.binds[1], e.binds[2], e.binds[3], e.binds[4]];
-    Dispatch { variant, params: e.params, binds, groups, table: None }
+    // Products loop over K (word 60) in each workgroup.
+    let weight = if matches!(shader, Shader::Matmul | Shader::MatmulQ) { u64::from(e.params[60]).max(1) } else { 1 };
+    Dispatch { variant, params: e.params, binds, groups, table: None, weight }
 }
 
 /// The single dispatch of one node of the ops encoded here, or None when it
 /// has nothing to compute.
+// BOUNDS-FN: `params` is [u32; PARAM_WORDS], written at constant words below 64 and at 56 + d for d < 4 (lo is [usize; 4]); layouts' ne and nb are [usize; 5], indexed by constants below 4 or by i < 4; `src(i)` is used only after need_srcs(node, n) with n > i in the same arm.
 pub(super) fn encode_one(ctx: &VkContext, node: &VkNode) -> crate::Result<Option<Dispatch>> {
     let op = node.op;
     let dst = &node.dst;

@@ -17,6 +17,7 @@ use crate::op::{Op, PoolOp};
 static CPY: Op = Op::Cpy;
 
 /// The dispatches of one node (none when it has nothing to compute), in order.
+// BOUNDS-FN: `params` is [u32; PARAM_WORDS], read at the constants 48 and 49.
 pub(crate) fn encode_node(ctx: &VkContext, node: &VkNode) -> crate::Result<Vec<Dispatch>> {
     let op = node.op;
     if let Some(q) = node.srcs.first().and_then(|s| s.layout.dtype.quant()) {
@@ -41,6 +42,7 @@ pub(crate) fn encode_node(ctx: &VkContext, node: &VkNode) -> crate::Result<Vec<D
 }
 
 /// set: a copied into the result (unless in place), then b into the view of it.
+// BOUNDS-FN: srcs 0 and 1 after need_srcs(node, 2); `nb` is [usize; 3] and ne [usize; 5], indexed by constants.
 fn encode_set(ctx: &VkContext, node: &VkNode, nb: [usize; 3], offset: usize) -> crate::Result<Vec<Dispatch>> {
     need_srcs(node, 2)?;
     let (a, b, dst) = (&node.srcs[0], &node.srcs[1], &node.dst);
@@ -57,6 +59,7 @@ fn encode_set(ctx: &VkContext, node: &VkNode, nb: [usize; 3], offset: usize) -> 
     Ok(out)
 }
 
+// BOUNDS-FN: need_srcs(node, src + 1) just before the index.
 fn bind(e: &mut Enc, node: &VkNode, pairs: &[(usize, usize, &str)]) -> crate::Result<()> {
     for &(src, slot, role) in pairs {
         need_srcs(node, src + 1)?;
@@ -66,6 +69,7 @@ fn bind(e: &mut Enc, node: &VkNode, pairs: &[(usize, usize, &str)]) -> crate::Re
 }
 
 /// Fills `e` for `op`; returns the shader, the workgroups and the variant's sub-operation.
+// BOUNDS-FN: `params` is [u32; PARAM_WORDS], written at constant words below 97 and at 54 + k for k < 4 (sections is [i32; 4]); node.srcs[i] only after bind() of source i (which checks the count) in the same arm; layouts' ne are [usize; 5] and corr a [f32; 2], indexed by constants.
 fn encode(e: &mut Enc, node: &VkNode, op: &Op) -> crate::Result<(Shader, [u32; 3], u32)> {
     let ctx = e.ctx;
     let n = node.dst.layout.nelements();
@@ -243,6 +247,7 @@ fn encode(e: &mut Enc, node: &VkNode, op: &Op) -> crate::Result<(Shader, [u32; 3
     }
 }
 
+// BOUNDS-FN: `params` written at constant words below 64 and 56 + k for k < 4 (shift is [i32; 4]); srcs[0] after need_srcs(node, 1); ne is [usize; 5].
 fn encode_index(e: &mut Enc, node: &VkNode, op: &IndexOp, groups: [u32; 3]) -> crate::Result<(Shader, [u32; 3], u32)> {
     let mut sub = 0;
     let code = match *op {
@@ -257,6 +262,7 @@ fn encode_index(e: &mut Enc, node: &VkNode, op: &IndexOp, groups: [u32; 3]) -> c
             1
         }
         IndexOp::WinPart { w } => {
+            need_srcs(node, 1)?;
             let a = &node.srcs[0].layout;
             e.params[56] = w as u32;
             e.params[57] = IndexOp::windows(w as usize, a.ne[1], a.ne[2]).0 as u32;

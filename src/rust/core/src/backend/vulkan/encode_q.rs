@@ -17,6 +17,7 @@ use std::sync::OnceLock;
 /// The grid of a lattice IQ type as the shader reads it (binding 4): 64-bit
 /// entries as two words (low word first), 32-bit entries as one; None for
 /// the other types. The sign patterns of IQ2/IQ3 are computed in the shader.
+// BOUNDS-FN: T has 5 slots, indexed by the constants 0 to 4 of the match.
 pub(super) fn lattice_table(q: QType) -> Option<&'static [u32]> {
     fn words64(g: &[u64]) -> Vec<u32> {
         g.iter().flat_map(|&e| [e as u32, (e >> 32) as u32]).collect()
@@ -36,6 +37,7 @@ pub(super) fn lattice_table(q: QType) -> Option<&'static [u32]> {
 
 /// The dispatch of a mul_mat or get_rows node with `q` weights, or None when
 /// it has nothing to compute.
+// BOUNDS-FN: srcs 0 and 1 after need_srcs(node, 2); `params` [u32; PARAM_WORDS] at constant words below 64; ne/nb [usize; 5] and `g` [u32; 3] at constants.
 pub(super) fn encode_quant(ctx: &VkContext, node: &VkNode, q: QType) -> crate::Result<Option<Dispatch>> {
     let op = node.op.name();
     let Some(mut e) = new_enc(ctx, node)? else { return Ok(None) };

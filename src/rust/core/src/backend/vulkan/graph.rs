@@ -5,15 +5,19 @@
 //! batches of about [`super::batch::BATCH_BUDGET_NS`] of device time each
 //! (sized by the speed measured on the batches before), and a stop requested
 //! through `base::cancel` (Ctrl-C) ends it between batches: every batch
-//! submitted has completed, so buffers are left consistent.
+//! submitted has completed, so buffers are left consistent. A batch may end
+//! inside a long dispatch: the rest of its workgroups run in the next
+//! batches (`vkCmdDispatchBase`), and every shader loops over its work by
+//! the whole dispatch's grid, which its parameter block holds (words
+//! [`GRID_WORD`]..+3), never by the piece's.
 
 use super::context::VkContext;
-use super::encode::{Bind, Dispatch, VkNode, PARAM_WORDS, SLOTS};
+use super::encode::{Bind, Dispatch, VkNode, GRID_WORD, PARAM_WORDS, SLOTS};
 use super::encode_nn::encode_node;
 use super::shaders::BINDINGS;
 use ash::vk;
 use gpu_allocator::MemoryLocation;
-use super::batch::batch_end;
+use super::batch::{boxes, next_batch, Cursor};
 use super::shaders::Variant;
 
 /// Byte ranges of buffers touched since the last barrier.
@@ -30,12 +34,14 @@ fn overlaps(list: &[(vk::Buffer, u64, u64)], b: &Bind) -> bool {
 
 impl Hazards {
     /// True when `d` must wait for earlier dispatches.
+    // BOUNDS-FN: `binds` is [Bind; SLOTS], indexed by the constant 2.
     fn conflicts(&self, d: &Dispatch) -> bool {
         sources(d).any(|b| overlaps(&self.written, b))
             || overlaps(&self.written, &d.binds[2])
             || overlaps(&self.read, &d.binds[2])
     }
 
+    // BOUNDS-FN: `binds` is [Bind; SLOTS], indexed by the constant 2.
     fn add(&mut self, d: &Dispatch) {
         for b in sources(d) {
             if b.touched.0 < b.touched.1 {
@@ -58,6 +64,7 @@ fn sources(d: &Dispatch) -> impl Iterator<Item = &Bind> {
 }
 
 /// Workgroups of a dispatch (at least one: a dispatch costs something).
+// BOUNDS-FN: `groups` is [u32; 3], indexed by constants.
 pub(crate) fn groups(d: &Dispatch) -> u64 {
     (u64::from(d.groups[0]) * u64::from(d.groups[1]) * u64::from(d.groups[2])).max(1)
 }
@@ -80,6 +87,7 @@ impl VkContext {
     /// batch (one for a short graph), waiting for each. Nodes with nothing
     /// to compute are skipped. Stops with the interrupt error between
     /// batches when a stop is requested.
+    // BOUNDS-FN: `bytes` has `end` bytes: stride * dispatches.len() for the blocks (i < len, 4 * j + 4 <= PARAM_WORDS * 4 <= stride) and each table's words after its offset, counted into `end`; `words` is [u32; PARAM_WORDS] and GRID_WORD + 3 = PARAM_WORDS; `info` has 1 + SLOTS entries (k < SLOTS, b < 1 + SLOTS, and 4); `groups`, `b` and `c` are [u32; 3].
     pub fn run_graph(&self, nodes: &[VkNode]) -> crate::Result<()> {
         self.check_live()?;
         let mut dispatches = Vec::with_capacity(nodes.len());
@@ -118,7 +126,9 @@ impl VkContext {
         let params = first.dst.buf.context().alloc_at(end, MemoryLocation::CpuToGpu, "graph parameter buffer")?;
         let mut bytes = vec![0u8; end];
         for (i, d) in dispatches.iter().enumerate() {
-            for (j, w) in d.params.iter().enumerate() {
+            let mut words = d.params;
+            words[GRID_WORD..GRID_WORD + 3].copy_from_slice(&d.groups);
+            for (j, w) in words.iter().enumerate() {
                 bytes[i * stride + 4 * j..i * stride + 4 * j + 4].copy_from_slice(&w.to_le_bytes());
             }
         }
@@ -184,11 +194,13 @@ impl VkContext {
         let at_end = [vk::MemoryBarrier::default()
             .src_access_mask(vk::AccessFlags::SHADER_WRITE)
             .dst_access_mask(vk::AccessFlags::HOST_READ | vk::AccessFlags::TRANSFER_READ)];
-        let costs: Vec<(Variant, u64)> = dispatches.iter().map(|d| (d.variant, groups(d))).collect();
-        let mut start = 0;
-        while start < dispatches.len() {
+        let costs: Vec<(Variant, u64, u64)> = dispatches.iter().map(|d| (d.variant, groups(d), d.weight)).collect();
+        let split = self.pipelines.dispatch_base();
+        let mut start = Cursor::default();
+        while start.at < dispatches.len() {
             crate::base::cancel::check()?;
-            let end = batch_end(&costs, start, &self.lock_speeds());
+            let pieces = next_batch(&costs, start, &self.lock_speeds(), split);
+            let Some(&last) = pieces.last() else { break };
             let t0 = std::time::Instant::now();
             let mut hazards = Hazards::default();
             // SAFETY: exclusive use of the command buffer (submitter lock); all
@@ -208,13 +220,16 @@ impl VkContext {
                     );
                     self.count_barrier();
                 };
-                if start > 0 {
+                if start != Cursor::default() {
                     // A barrier's first scope holds every command submitted
                     // earlier on the queue: the batches before this one.
                     barrier();
                 }
                 let mut bound = vk::Pipeline::null();
-                for ((d, &set), &pipe) in dispatches[start..end].iter().zip(&sets[start..end]).zip(&pipes[start..end]) {
+                for p in &pieces {
+                    let (Some(d), Some(&set), Some(&pipe)) = (dispatches.get(p.at), sets.get(p.at), pipes.get(p.at)) else {
+                        continue;
+                    };
                     if hazards.conflicts(d) {
                         barrier();
                         hazards.clear();
@@ -225,7 +240,14 @@ impl VkContext {
                         bound = pipe;
                     }
                     dev.cmd_bind_descriptor_sets(s.cmd, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]);
-                    dev.cmd_dispatch(s.cmd, d.groups[0], d.groups[1], d.groups[2]);
+                    if p.from == 0 && p.to >= groups(d) {
+                        dev.cmd_dispatch(s.cmd, d.groups[0], d.groups[1], d.groups[2]);
+                    } else {
+                        // Only where the pipelines were made with DISPATCH_BASE (`split`).
+                        for (b, c) in boxes(d.groups, p.from, p.to) {
+                            dev.cmd_dispatch_base(s.cmd, b[0], b[1], b[2], c[0], c[1], c[2]);
+                        }
+                    }
                 }
                 dev.cmd_pipeline_barrier(
                     s.cmd,
@@ -239,8 +261,13 @@ impl VkContext {
                 dev.end_command_buffer(s.cmd).map_err(vkerr("recording"))?;
             }
             self.submit_and_wait(&s, "running a graph")?;
-            self.lock_speeds().learn(&costs[start..end], t0.elapsed().as_nanos().saturating_mul(1000));
-            start = end;
+            let ran: Vec<(Variant, u64)> =
+                pieces.iter().filter_map(|p| costs.get(p.at).map(|&(v, _, w)| (v, (p.to - p.from).saturating_mul(w.max(1))))).collect();
+            self.lock_speeds().learn(&ran, t0.elapsed().as_nanos().saturating_mul(1000));
+            start = match costs.get(last.at) {
+                Some(&(_, g, _)) if last.to < g => Cursor { at: last.at, group: last.to },
+                _ => Cursor { at: last.at + 1, group: 0 },
+            };
         }
         Ok(())
     }

@@ -57,3 +57,5 @@ mod tests_nn;
 mod tests_ops;
 #[cfg(test)]
 mod tests_quant;
+#[cfg(test)]
+mod tests_split;

@@ -90,11 +90,19 @@ struct Cache {
 
 pub(crate) struct Pipelines {
     cache: Mutex<Cache>,
+    /// Pipelines are made with DISPATCH_BASE (Vulkan 1.1), so a dispatch
+    /// can run in pieces (`vkCmdDispatchBase`).
+    dispatch_base: bool,
 }
 
 impl Pipelines {
-    pub fn new() -> Pipelines {
-        Pipelines { cache: Mutex::new(Cache::default()) }
+    pub fn new(dispatch_base: bool) -> Pipelines {
+        Pipelines { cache: Mutex::new(Cache::default()), dispatch_base }
+    }
+
+    /// Whether dispatches may run in pieces from a base workgroup.
+    pub fn dispatch_base(&self) -> bool {
+        self.dispatch_base
     }
 
     /// The descriptor set layout and pipeline layout shared by all shaders.
@@ -154,7 +162,8 @@ impl Pipelines {
             .stage(vk::ShaderStageFlags::COMPUTE)
             .module(module)
             .name(c"main");
-        let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(c.layout)];
+        let flags = if self.dispatch_base { vk::PipelineCreateFlags::DISPATCH_BASE } else { vk::PipelineCreateFlags::empty() };
+        let info = [vk::ComputePipelineCreateInfo::default().flags(flags).stage(stage).layout(c.layout)];
         // SAFETY: a valid device; the shader module and layout are alive for the call.
         let made = unsafe { dev.create_compute_pipelines(vk::PipelineCache::null(), &info, None) };
         unsafe { dev.destroy_shader_module(module, None) };

@@ -167,7 +167,7 @@ fn check_products(c: &std::sync::Arc<VkContext>) {
 
 /// Held by the tests that switch kernel paths, one at a time, and by those
 /// that count the kernel variants a graph uses.
-static PATHS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+pub(super) static PATHS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Runs `check` with the device's own kernels, then with those GPUs take
 /// (the same where the device is a GPU), one such test at a time.

@@ -44,8 +44,16 @@ test_that("backward() on \"gpu\" is one submission and downloads nothing, at any
     skip_if_not(isTRUE(ggml_vulkan_is_backend(be)), "the best backend is not Vulkan")
     x <- matrix(stats::rnorm(4 * 16), 4, 16)
     y <- sample(0:2, 16, replace = TRUE)
-    a <- step_traffic(1L, be, x, y)
-    b <- step_traffic(5L, be, x, y)
+    # Long graphs are cut into submissions of about 0.2 s of device time,
+    # predicted from the times measured so far; on lavapipe the device is
+    # the CPU, and on a machine loaded far beyond its cores a measured time
+    # can be long enough to cut even this small graph. A cut that depth
+    # causes happens every time; one that load causes does not repeat.
+    for (attempt in 1:3) {
+      a <- step_traffic(1L, be, x, y)
+      b <- step_traffic(5L, be, x, y)
+      if (identical(a$bwd_subs, b$bwd_subs) && identical(a$opt_subs, b$opt_subs)) break
+    }
     expect_identical(a$n_grads, a$n_params)
     expect_identical(b$n_grads, b$n_params)
     # the whole backward pass: one graph, whatever the number of layers

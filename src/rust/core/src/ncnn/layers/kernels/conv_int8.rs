@@ -87,6 +87,7 @@ impl Int8Conv {
     /// [`finish_int8`] does, when the activation is one they apply
     /// (then returns true); else the sums are left to the caller.
     #[allow(clippy::too_many_arguments)]
+    // BOUNDS-FN: buf is grown to at least c4 * plane + slack just before it is sliced.
     pub fn forward(&self, x: &Mat, scale: f32, p: &ConvParams, t: usize, l: usize, ph: usize, pw: usize, out: &mut [f32], outw: usize, outh: usize, fin: Option<Finish>) -> bool {
         let n = outw * outh;
         assert!(out.len() >= self.m * n, "Int8Conv: output buffer too small");
@@ -363,6 +364,7 @@ unsafe fn tile(w: *const i8, src: *const u8, g: &Geometry, e: &TileEpi, out: *mu
 /// AVX-512 F, DQ and VL; `out` writable where stated.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl")]
+// BOUNDS-FN: v, t and u have NB = 8 entries; every index is below 8 (i < 8 in t, h < 2 and i < 4 in u and the loop).
 unsafe fn store_transposed(v: &[std::arch::x86_64::__m512; NB], out: *mut f32, n: usize, rows: usize, cols: usize) {
     use std::arch::x86_64::*;
     let pd = _mm512_castps_pd;

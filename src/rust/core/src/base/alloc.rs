@@ -83,6 +83,27 @@ pub fn try_vec<T: Clone>(n: usize, value: T, what: &str) -> crate::Result<Vec<T>
     Ok(v)
 }
 
+/// `words` zeroed words, None when the memory is not there (the caller
+/// has checked the size with [`check`] and names what it was for). Asked of
+/// the allocator as zeroed memory: fresh pages from the system come zeroed
+/// and are not written a second time (a filled vector wrote every byte of
+/// every buffer, a tenth of a training step's time on the CPU backend).
+pub fn zeroed_words(words: usize) -> Option<Box<[u32]>> {
+    if words == 0 {
+        return Some(Box::new([]));
+    }
+    let layout = std::alloc::Layout::array::<u32>(words).ok()?;
+    // SAFETY: the layout is not zero-sized (words > 0).
+    let p = unsafe { std::alloc::alloc_zeroed(layout) } as *mut u32;
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: `p` is a live allocation of `layout` (an array of `words`
+    // u32, all zero: valid values), owned by nothing else; a boxed slice of
+    // that length frees it with the same layout.
+    Some(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, words)) })
+}
+
 /// Reserve room for `extra` more elements in `v`.
 pub fn try_reserve<T>(v: &mut Vec<T>, extra: usize, what: &str) -> crate::Result<()> {
     let n = v.len().checked_add(extra).ok_or_else(|| refused(usize::MAX, what))?;
@@ -140,6 +161,16 @@ mod tests {
         assert_eq!(try_vec(3, 1u8, "x").unwrap(), vec![1, 1, 1]);
         assert!(product(&[usize::MAX, 2], "a blob").is_err());
         assert_eq!(product(&[2, 3, 4], "a blob").unwrap(), 24);
+    }
+
+    #[test]
+    fn zeroed_words_are_zero_or_refused() {
+        assert_eq!(zeroed_words(0).map(|b| b.len()), Some(0));
+        let b = zeroed_words(1000).unwrap();
+        assert_eq!(b.len(), 1000);
+        assert!(b.iter().all(|&w| w == 0));
+        // More words than a layout can describe: refused, not an abort.
+        assert!(zeroed_words(usize::MAX / 2).is_none());
     }
 
     #[test]

@@ -43,8 +43,7 @@ pub trait DeviceMemory: std::fmt::Debug + Send + Sync {
 /// when the memory is not there.
 pub fn host_memory(bytes: usize, tag: BufferTag) -> crate::Result<BufferMem> {
     crate::base::alloc::check(bytes, 1, &format!("a {} buffer", tag.name()))?;
-    let words = bytes.div_ceil(4);
-    match zeroed_words(words) {
+    match crate::base::alloc::zeroed_words(bytes.div_ceil(4)) {
         Some(b) => Ok(BufferMem::Host(b)),
         None => bail!(
             "could not allocate {} of host memory for a {} buffer; free unused \
@@ -53,26 +52,6 @@ pub fn host_memory(bytes: usize, tag: BufferTag) -> crate::Result<BufferMem> {
             tag.name()
         ),
     }
-}
-
-/// `words` zeroed words, None when the memory is not there. Asked of the
-/// allocator as zeroed memory: fresh pages from the system come zeroed and
-/// are not written a second time (a filled vector wrote every byte of every
-/// buffer, a tenth of a training step's time on the CPU backend).
-fn zeroed_words(words: usize) -> Option<Box<[u32]>> {
-    if words == 0 {
-        return Some(Box::new([]));
-    }
-    let layout = std::alloc::Layout::array::<u32>(words).ok()?;
-    // SAFETY: the layout is not zero-sized (words > 0).
-    let p = unsafe { std::alloc::alloc_zeroed(layout) } as *mut u32;
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: `p` is a live allocation of `layout` (an array of `words`
-    // u32, all zero: valid values), owned by nothing else; a boxed slice of
-    // that length frees it with the same layout.
-    Some(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, words)) })
 }
 
 /// The host as an allocator, for context memory (`no_alloc = FALSE`).

@@ -59,10 +59,12 @@ impl Blocks {
             .min_by_key(|(_, &(_, s))| s)
             .map(|(i, _)| i);
         if let Some(i) = best {
+            // BOUNDS: i enumerates self.free just above, unchanged since.
             let (off, s) = self.free[i];
             if s == size {
                 self.free.remove(i);
             } else {
+                // BOUNDS: as above.
                 self.free[i] = (off + size, s - size);
             }
             return (off, true);

@@ -19,6 +19,7 @@ impl Graph {
             "node {i} does not exist: the graph has {n} node(s), numbered 0 to {} (or -1 to -{n} from the end)",
             n - 1
         );
+        // BOUNDS: 0 <= at < n = self.nodes().len(), checked just above.
         Ok(self.nodes()[at as usize].clone())
     }
 
@@ -37,6 +38,7 @@ impl Graph {
             self.n_nodes(),
             self.n_nodes()
         );
+        // BOUNDS: i0 <= i1 <= self.n_nodes(), checked just above.
         let nodes: Vec<Arc<Tensor>> = self.nodes()[i0..i1].to_vec();
         let mut leafs: Vec<Arc<Tensor>> = Vec::new();
         for n in &nodes {

@@ -123,6 +123,12 @@ impl Scheduler {
         self.lock().freed = true;
     }
 
+    /// The name of backend `i` (`?` for an index that is not one: an
+    /// internal error the message then shows).
+    fn name_of(&self, i: usize) -> &str {
+        self.backends.get(i).map_or("?", |b| b.name())
+    }
+
     fn index_of(&self, b: &Backend) -> crate::Result<usize> {
         self.backends
             .iter()
@@ -143,7 +149,7 @@ impl Scheduler {
         let st = self.lock();
         let id = root(t).id();
         let i = st.schedule.as_ref().and_then(|s| s.placed.get(&id)).or_else(|| st.pinned.get(&id))?;
-        Some(self.backends[*i].clone())
+        self.backends.get(*i).cloned()
     }
 
     pub fn n_splits(&self) -> usize {
@@ -194,8 +200,8 @@ impl Scheduler {
                         p == i,
                         "{} was set to run on backend '{}', but its memory is on '{}'",
                         r.describe(),
-                        self.backends[p].name(),
-                        self.backends[i].name()
+                        self.name_of(p),
+                        self.name_of(i)
                     );
                 }
                 placed.insert(r.id(), i);
@@ -209,7 +215,7 @@ impl Scheduler {
                 continue;
             }
             let srcs: Vec<_> = n.srcs().iter().map(|s| *s.layout()).collect();
-            let fits = |b: usize| self.backends[b].supports_node(n.op(), &srcs, n.layout());
+            let fits = |b: usize| self.backends.get(b).is_some_and(|x| x.supports_node(n.op(), &srcs, n.layout()));
             let r = root(n);
             let b = match placed.get(&r.id()) {
                 Some(&b) => {
@@ -217,7 +223,7 @@ impl Scheduler {
                         bail!(
                             "{} must be computed on backend '{}' (its memory is there), which cannot compute {}",
                             n.describe(),
-                            self.backends[b].name(),
+                            self.name_of(b),
                             n.op().name()
                         );
                     }
@@ -231,8 +237,8 @@ impl Scheduler {
                         log::debug(&format!(
                             "scheduler: {} runs on '{}' ('{}' cannot compute {})",
                             n.describe(),
-                            self.backends[b].name(),
-                            self.backends[0].name(),
+                            self.name_of(b),
+                            self.name_of(0),
                             n.op().name()
                         ));
                     }
@@ -240,6 +246,8 @@ impl Scheduler {
                     b
                 }
             };
+            // BOUNDS: node_backend has g.n_nodes() entries, and i
+            // enumerates g.nodes().
             node_backend[i] = Some(b);
         }
         // Leaves without memory go where they are first read.
@@ -251,6 +259,7 @@ impl Scheduler {
             let first = g.nodes().iter().enumerate().find_map(|(i, n)| {
                 let reads = n.srcs().iter().any(|s| root(s).id() == l.id());
                 if reads {
+                    // BOUNDS: as above, i enumerates g.nodes().
                     node_backend[i]
                 } else {
                     None
@@ -262,8 +271,8 @@ impl Scheduler {
         let mut splits: Vec<Split> = Vec::new();
         let mut slots: Vec<CopySlot> = Vec::new();
         let mut copy_bytes = vec![0usize; self.backends.len()];
-        for (i, n) in g.nodes().iter().enumerate() {
-            let Some(b) = node_backend[i] else { continue };
+        for (n, (i, &b)) in g.nodes().iter().zip(node_backend.iter().enumerate()) {
+            let Some(b) = b else { continue };
             if splits.last().is_none_or(|s| s.backend != b) {
                 splits.push(Split { backend: b, nodes: Vec::new(), copies: Vec::new() });
             }
@@ -278,8 +287,13 @@ impl Scheduler {
                 let slot = match slots.iter().position(|c| c.tensor.id() == s.id() && c.backend == b) {
                     Some(k) => k,
                     None => {
-                        slots.push(CopySlot { tensor: s.clone(), backend: b, offset: copy_bytes[b] });
-                        copy_bytes[b] = align_up(copy_bytes[b] + s.layout().span_bytes().max(1));
+                        // BOUNDS: copy_bytes has one entry per backend, and
+                        // b is one: `fits` (get) accepted it, or it came
+                        // from `index_of` / `owner_of` (positions in
+                        // self.backends) through `placed`.
+                        let at = &mut copy_bytes[b];
+                        slots.push(CopySlot { tensor: s.clone(), backend: b, offset: *at });
+                        *at = align_up(*at + s.layout().span_bytes().max(1));
                         slots.len() - 1
                     }
                 };
@@ -293,10 +307,17 @@ impl Scheduler {
     /// Buffers of at least `sizes` bytes per backend, reusing those that fit
     /// when `reuse` (their tensors are given up otherwise).
     fn ensure(&self, bufs: &mut [Option<Arc<Buffer>>], sizes: &[usize], reuse: bool) -> crate::Result<()> {
-        for (i, &n) in sizes.iter().enumerate() {
-            let fits = bufs[i].as_ref().is_some_and(|b| b.size() >= n && !b.is_freed());
+        anyhow::ensure!(
+            bufs.len() == sizes.len() && sizes.len() == self.backends.len(),
+            "internal: the scheduler has {} buffers for {} sizes and {} backends",
+            bufs.len(),
+            sizes.len(),
+            self.backends.len()
+        );
+        for ((slot, &n), backend) in bufs.iter_mut().zip(sizes).zip(&self.backends) {
+            let fits = slot.as_ref().is_some_and(|b| b.size() >= n && !b.is_freed());
             if n > 0 && !(reuse && fits) {
-                bufs[i] = Some(Arc::new(Buffer::allocate(self.backends[i].as_ref(), n, BufferTag::User)?));
+                *slot = Some(Arc::new(Buffer::allocate(backend.as_ref(), n, BufferTag::User)?));
             }
         }
         Ok(())
@@ -330,7 +351,7 @@ impl Scheduler {
                         .get(b)
                         .cloned()
                         .flatten()
-                        .ok_or_else(|| anyhow::anyhow!("internal: backend '{}' has no compute buffer for its plan", self.backends[b].name()))?;
+                        .ok_or_else(|| anyhow::anyhow!("internal: backend '{}' has no compute buffer for its plan", self.name_of(b)))?;
                     t.set_storage(DataSlot { buf, offset: *off });
                 }
             }
@@ -374,17 +395,20 @@ impl Scheduler {
         for split in &schedule.splits {
             let mut copied: HashMap<usize, DataRef> = HashMap::new();
             for &(_, _, k) in &split.copies {
-                let slot = &schedule.slots[k];
+                let slot = schedule.slots.get(k).ok_or_else(|| anyhow::anyhow!("internal: copy slot {k} is not in the schedule"))?;
                 let src = slot.tensor.resolve()?;
                 let dst = copy_bufs
                     .get(slot.backend)
                     .cloned()
                     .flatten()
-                    .ok_or_else(|| anyhow::anyhow!("internal: backend '{}' has no copy buffer", self.backends[slot.backend].name()))?;
+                    .ok_or_else(|| anyhow::anyhow!("internal: backend '{}' has no copy buffer", self.name_of(slot.backend)))?;
                 let span = src.layout.span_bytes();
+                // BOUNDS: done has one entry per slot, and k indexed
+                // schedule.slots (get) just above.
                 if !done[k] {
-                    let what = format!("copying {} to backend '{}'", slot.tensor.describe(), self.backends[slot.backend].name());
+                    let what = format!("copying {} to backend '{}'", slot.tensor.describe(), self.name_of(slot.backend));
                     src.buf.copy_to(src.offset, &dst, slot.offset, span, &what).with_context(|| what.clone())?;
+                    // BOUNDS: as above.
                     done[k] = true;
                     n_copies += 1;
                 }
@@ -392,16 +416,20 @@ impl Scheduler {
             }
             let mut nodes = Vec::with_capacity(split.nodes.len());
             for &i in &split.nodes {
-                let t = &g.nodes()[i];
+                let t = g.nodes().get(i).ok_or_else(|| anyhow::anyhow!("internal: node {i} of the schedule is not in this graph"))?;
                 let what = || format!("computing {}", t.describe());
                 let mut srcs = t.srcs().iter().map(|s| s.resolve()).collect::<crate::Result<Vec<_>>>().with_context(what)?;
                 for &(_, j, k) in split.copies.iter().filter(|c| c.0 == i) {
-                    srcs[j] = copied[&k].clone();
+                    match (srcs.get_mut(j), copied.get(&k)) {
+                        (Some(s), Some(c)) => *s = c.clone(),
+                        _ => bail!("internal: source {j} of {} has no copy {k}", t.describe()),
+                    }
                 }
                 let dst = t.resolve().with_context(what)?;
                 nodes.push(Node { op: t.op().clone(), srcs, dst, tensor: t.clone() });
             }
-            self.backends[split.backend].compute(&nodes)?;
+            let backend = self.backends.get(split.backend).ok_or_else(|| anyhow::anyhow!("internal: split on backend {} of {}", split.backend, self.backends.len()))?;
+            backend.compute(&nodes)?;
         }
         self.lock().n_copies = n_copies;
         Ok(())

@@ -22,7 +22,7 @@
 #' @param b Positions: an i32 vector with one entry per token (`a`'s third
 #'   size), four per token for M-RoPE.
 #' @param c Frequency factors (an f32 tensor of at least `n_dims / 2`
-#'   values) or `NULL`.
+#'   values, `n_dims` in the vision mode) or `NULL`.
 #' @inheritParams ggml_add
 #' @param n_dims Number of values of each row that rotate (even).
 #' @param mode One of the `GGML_ROPE_TYPE_*` codes.

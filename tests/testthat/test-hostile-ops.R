@@ -26,6 +26,11 @@ test_that("rope, attention and GLU ops reject bad shapes, types and codes", {
     rope_back_pos = hcase(ggml_rope_ext_back(ctx, t3, a, NULL, 8, 0, 0, 10000, 1, 0, 1, 0, 0), "positions"),
     rope_multi_sections = hcase(ggml_rope_multi(ctx, t3, pos, NULL, 8, c(1, 1, 1), 8, 0, 10000, 1, 0, 1, 0, 0),
                                 "four whole numbers"),
+    # The vision mode rotates n_dims pairs, one frequency factor each: half
+    # as many factors were accepted and the kernel read past them.
+    rope_vision_factors = hcase(ggml_rope_multi(ctx, t3, ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 12),
+                                                ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 2), 4, c(1, 1, 0, 0),
+                                                GGML_ROPE_TYPE_VISION), "at least n_dims = 4 values"),
     flash_shape = hcase(ggml_flash_attn_ext(ctx, t3, a, b, NULL, 1, 0, 0), "flash_attn_ext"),
     flash_back_shape = hcase(ggml_flash_attn_back(ctx, t3, a, b, a, FALSE), "flash_attn_back"),
     soft_max_mask = hcase(ggml_soft_max_ext(ctx, a, t3, 1, 0), "mask"),
@@ -44,6 +49,24 @@ test_that("rope, attention and GLU ops reject bad shapes, types and codes", {
     timestep_i32 = hcase(ggml_timestep_embedding(ctx, idx, 4, 10000), "floating-point"),
     timestep_dim = hcase(ggml_timestep_embedding(ctx, a, -4, 10000), "positive")
   ), setup = ops_setup)
+})
+
+test_that("vision rope reads one frequency factor per rotated pair", {
+  # Oracle: with ext_factor 0 an angle divided by a factor of 2 is the angle
+  # at freq_scale 0.5, so factors of 2 for all n_dims pairs give the result
+  # of freq_scale = 0.5 without factors.
+  res <- hostile_run(list(vision = quote({
+    x <- runif(8 * 2 * 3)
+    run <- function(ff, freq_scale) {
+      run_graph(ggml_backend_cpu_init, list(x = array(x, c(8, 2, 3)), p = 0:11, f = rep(2, 4)),
+                function(ctx, t) ggml_rope_multi(ctx, t$x, t$p, if (ff) t$f else NULL, 4, c(1, 1, 0, 0),
+                                                 GGML_ROPE_TYPE_VISION, freq_scale = freq_scale),
+                types = list(p = GGML_TYPE_I32))
+    }
+    max(abs(run(TRUE, 1) - run(FALSE, 0.5)))
+  })), setup = quote(source(Sys.getenv("HELPER_OPS"))), env = paste0("HELPER_OPS=", normalizePath(test_path("helper-ops.R"))))
+  expect_identical(res$outcome, "value", info = res$message)
+  expect_lt(as.numeric(res$message), 1e-6)
 })
 
 test_that("convolution, pooling and padding ops reject bad shapes and parameters", {

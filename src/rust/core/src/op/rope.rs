@@ -209,10 +209,12 @@ impl Rope {
             );
         }
         if let Some(ff) = s.get(2) {
+            // One factor per rotated pair: n_dims / 2 pairs, n_dims in the
+            // vision mode (which rotates whole rows).
+            let (need, of) = if self.mode == MODE_VISION { (self.n_dims as usize, "n_dims") } else { (self.n_dims as usize / 2, "n_dims / 2") };
             ensure!(
-                ff.dtype == DType::F32 && ff.nelements() >= self.n_dims as usize / 2,
-                "{name}: the frequency factors c must be an f32 tensor of at least n_dims / 2 = {} values, not {}",
-                self.n_dims / 2,
+                ff.dtype == DType::F32 && ff.nelements() >= need,
+                "{name}: the frequency factors c must be an f32 tensor of at least {of} = {need} values, not {}",
                 sh(ff)
             );
         }
@@ -278,5 +280,20 @@ mod tests {
         assert!(m.infer(&[a, p3]).unwrap_err().to_string().contains("12 position"));
         assert!(Rope::new(7, 0).infer(&[a, p3]).is_err());
         assert!(Rope::new(8, 5).infer(&[a, p3]).unwrap_err().to_string().contains("mode"));
+    }
+
+    /// The vision mode rotates n_dims pairs, each divided by its own
+    /// frequency factor: n_dims / 2 factors are too few (the kernel would
+    /// read past them).
+    #[test]
+    fn vision_needs_a_factor_per_pair() {
+        let v = Rope { sections: [1, 1, 0, 0], ..Rope::new(4, MODE_VISION) };
+        let a = Layout::contiguous(DType::F32, [8, 2, 3, 1]);
+        let p = Layout::contiguous(DType::I32, [12, 1, 1, 1]);
+        let ff = |n| Layout::contiguous(DType::F32, [n, 1, 1, 1]);
+        let e = v.infer(&[a, p, ff(2)]).unwrap_err().to_string();
+        assert!(e.contains("at least n_dims = 4 values"), "{e}");
+        assert_eq!(v.infer(&[a, p, ff(4)]).unwrap().ne, a.ne4());
+        assert!(Rope::new(4, 0).infer(&[a, Layout::contiguous(DType::I32, [3, 1, 1, 1]), ff(2)]).is_ok());
     }
 }

@@ -11,6 +11,9 @@ use anyhow::bail;
 use rayon::prelude::*;
 
 /// Compute one of this module's ops into `out` (sizes `ne`).
+// BOUNDS-FN: `extended_shape::infer` (op/extended_shape.rs) shaped the node
+// and gave each op its count of sources (`one`, `two`); ne is a [usize; 4]; a
+// scan's out has x's rows of n0, handed out whole by par_rows.
 pub fn kernel(op: &Op, s: &[Src<'_>], out: &mut [f32], ne: [usize; 4], pool: &CpuPool) -> crate::Result<()> {
     match op {
         Op::Map { f, a, b } => {
@@ -46,6 +49,7 @@ pub fn kernel(op: &Op, s: &[Src<'_>], out: &mut [f32], ne: [usize; 4], pool: &Cp
 
 /// Row `r` of a tensor of sizes `ne` broadcast from sizes `src`: the index
 /// of the source row.
+// BOUNDS-FN: ne and src are [usize; 4] indexed by literals.
 #[inline]
 fn bcast_row(r: usize, ne: [usize; 4], src: [usize; 4]) -> usize {
     let (i1, i2, i3) = (r % ne[1], (r / ne[1]) % ne[2], r / (ne[1] * ne[2]));
@@ -55,6 +59,10 @@ fn bcast_row(r: usize, ne: [usize; 4], src: [usize; 4]) -> usize {
     j1 + src[1] * (j2 + src[2] * j3)
 }
 
+// BOUNDS-FN: the `Binary` rule made each size of out a's or b's, the other
+// one being 1: with equal shapes both hold out's values (chunk r0 of 1024-value
+// rows ends by out.len()); else `bcast_row` gives a row of each source
+// (j_d = 0 where its size is 1, i_d < ne[d] = its size elsewhere).
 fn binary(f: BinFn, a: &Src<'_>, b: &Src<'_>, out: &mut [f32], ne: [usize; 4], pool: &CpuPool) {
     let n0 = ne[0];
     let (an, bn) = (a.ne, b.ne);
@@ -80,6 +88,8 @@ fn binary(f: BinFn, a: &Src<'_>, b: &Src<'_>, out: &mut [f32], ne: [usize; 4], p
 }
 
 /// One output row: each operand is a full row or a single value.
+// BOUNDS-FN: an operand not as long as out is a single value (the `Binary`
+// rule: its first size is 1 where out's is not; out's 0 makes it as long).
 fn row(f: BinFn, a: &[f32], b: &[f32], out: &mut [f32]) {
     macro_rules! each {
         ($g:expr) => {{
@@ -115,6 +125,8 @@ fn row(f: BinFn, a: &[f32], b: &[f32], out: &mut [f32]) {
     }
 }
 
+// BOUNDS-FN: the `ReduceRows` rule gives out one value per row of a (rows of
+// n0, contiguous).
 fn reduce_rows(f: RowFn, a: &Src<'_>, out: &mut [f32], pool: &CpuPool) {
     let n0 = a.ne[0];
     let x = &a.d;
@@ -139,6 +151,9 @@ fn position(v: f32, n: usize) -> Option<usize> {
     (0..n as i64).contains(&i).then_some(i as usize)
 }
 
+// BOUNDS-FN: the `GatherAxis` rule: dim < 4, idx a vector of ne[dim] values
+// (pos has one per value), out a's sizes but ne[dim]; each position p is
+// below an[dim] (`position`), and every other coordinate below a's size.
 fn gather(a: &Src<'_>, idx: &Src<'_>, dim: usize, out: &mut [f32], ne: [usize; 4], pool: &CpuPool) {
     let an = a.ne;
     let pos: Vec<Option<usize>> = idx.d.iter().map(|&v| position(v, an[dim])).collect();
@@ -166,6 +181,8 @@ fn gather(a: &Src<'_>, idx: &Src<'_>, dim: usize, out: &mut [f32], ne: [usize; 4
     });
 }
 
+// BOUNDS-FN: the `ScatterFlat` rule keeps a's shape in out; pairs are
+// chunks_exact(2); i < n = out.len() (`position`).
 fn scatter(reduce: ScatterReduce, a: &Src<'_>, p: &Src<'_>, out: &mut [f32]) {
     out.copy_from_slice(&a.d);
     let n = out.len();
@@ -176,6 +193,10 @@ fn scatter(reduce: ScatterReduce, a: &Src<'_>, p: &Src<'_>, out: &mut [f32]) {
     }
 }
 
+// BOUNDS-FN: lo, an, ne are [usize; 4], c and src [usize; 3], indexed by
+// d + 1 < 4 and d < 3; `PadMode::source` returns positions below the size n
+// it is given (the `PadEx` rule refuses non-constant padding of an empty
+// dimension), so base + s indexes a (contiguous).
 fn pad(a: &Src<'_>, lo: [usize; 4], mode: PadMode, value: f32, out: &mut [f32], ne: [usize; 4], pool: &CpuPool) {
     let an = a.ne;
     let n0 = ne[0];

@@ -27,6 +27,10 @@ pub fn apply<F: Float>(glu: &Glu, x: F, g: F) -> F {
 }
 
 /// The one-tensor form: x and g are the halves of each row of `a`.
+// BOUNDS-FN: `Glu::infer` (op/glu.rs) shaped the node: a (contiguous, as the
+// driver gathers it) has rows of 2n, out the same rows of n; par_rows hands
+// out whole rows of out from row r0, so row r0 + k exists in a, and
+// xo + i, go + i < 2n for i < n.
 pub fn glu_halves<T: Float>(g: &Glu, a: &Src<'_, T>, out: &mut [T], pool: &CpuPool) {
     let n = a.ne[0] / 2;
     let (xo, go) = if g.swapped { (n, 0) } else { (0, n) };

@@ -9,6 +9,18 @@ use crate::base::float::Float;
 use crate::op::index::{cubic_weights, reflect, source_pos, IndexOp};
 use anyhow::ensure;
 
+// BOUNDS-FN: `IndexOp::arity` and `IndexOp::infer` (op/index.rs) shaped the
+// node (sources gathered contiguous; `fill` walks out's sizes ne, and only
+// calls f when out has elements, so no size below is 0 there):
+// timestep: out [d, N], t has N values; roll: i mod a's size; pad_reflect:
+// p0, p1 < n keep `reflect` in 0..n; win_part: sx, sy tested, a is
+// [C, W, H, 1]; win_unpart: a is [C, w, w, nx ny], x < w0, y < h0 give a window
+// below nx ny; get_rel_pos: a is [C, 2 kh - 1] and kh - k - 1 + q <= 2 kh - 2;
+// add_rel_pos: a [K K, Q1 Q2, B], pw and ph [K, Q1, Q2, B]; diag: a [n, 1, c, d];
+// get_rows_back: g [C, k] with k = idx's count, each row r < ne[1] tested;
+// repeat_back: j takes every coordinate modulo out's (positive) sizes;
+// interpolate: px clamps to a's sizes; set: the rule checked that the last
+// element b reaches lies in a (= out).
 pub fn run<T: Float>(op: &IndexOp, s: &[Src<'_, T>], out: &mut [T], ne: [usize; 4], pool: &CpuPool) -> crate::Result<()> {
     match *op {
         IndexOp::Arange { start, step, .. } => {

@@ -10,6 +10,7 @@ use crate::tensor::DataRef;
 use anyhow::ensure;
 
 /// out[i0, i1, i2, i3] = f(i0, i1, i2, i3) for sizes `ne`, rows split across the pool.
+// BOUNDS-FN: ne is a [usize; 4] indexed by literals.
 pub(super) fn fill<T: Float>(pool: &CpuPool, out: &mut [T], ne: [usize; 4], f: impl Fn(usize, usize, usize, usize) -> T + Sync + Send) {
     let (n0, n1, n2) = (ne[0], ne[1], ne[2]);
     par_rows(pool, out, n0, |r0, chunk| {
@@ -25,6 +26,8 @@ pub(super) fn fill<T: Float>(pool: &CpuPool, out: &mut [T], ne: [usize; 4], f: i
 
 /// Row `(i1, i2, i3)` of a source whose elements along dimension 0 are
 /// adjacent (every source but the products' is).
+// BOUNDS-FN: callers pass i1 < ne[1], i2 < ne[2], i3 < ne[3] of a source
+// gathered contiguous (st[0] = 1 tested), so the row's ne[0] values lie in d.
 fn row_of<'s, T: Float>(a: &'s Src<'_, T>, i1: usize, i2: usize, i3: usize) -> &'s [T] {
     let o = i1 * a.st[1] + i2 * a.st[2] + i3 * a.st[3];
     &a.d[o..o + a.ne[0]]
@@ -32,6 +35,7 @@ fn row_of<'s, T: Float>(a: &'s Src<'_, T>, i1: usize, i2: usize, i3: usize) -> &
 
 /// Calls `f(i1, i2, i3, row)` for every row of `out` (sizes `ne`), rows
 /// split across the pool.
+// BOUNDS-FN: ne is a [usize; 4] indexed by literals.
 fn each_row<T: Float>(pool: &CpuPool, out: &mut [T], ne: [usize; 4], f: impl Fn(usize, usize, usize, &mut [T]) + Sync + Send) {
     let (n0, n1, n2) = (ne[0], ne[1], ne[2]);
     par_rows(pool, out, n0, |r0, chunk| {
@@ -42,6 +46,9 @@ fn each_row<T: Float>(pool: &CpuPool, out: &mut [T], ne: [usize; 4], f: impl Fn(
     });
 }
 
+// BOUNDS-FN: the `Repeat` rule (op/shape.rs, `can_repeat`) shaped the node: out
+// has b's sizes, each a multiple of a's (all above 0), so each i % an[d] < an[d];
+// an is a [usize; 4]; src holds an[0] values, a piece at most an[0].
 pub fn repeat<T: Float>(a: &Src<'_, T>, out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
     let an = a.ne;
     if a.st[0] != 1 || an[0] == 0 {
@@ -61,8 +68,19 @@ pub fn repeat<T: Float>(a: &Src<'_, T>, out: &mut [T], ne: [usize; 4], pool: &Cp
     });
 }
 
+// BOUNDS-FN: the `Concat` rule (op/shape.rs) shaped the node: a and b agree
+// in every dimension but `dim` < 4 (the fifth is handled first), out holds
+// their sum there; row r of out along dimension 0 holds a's row and then b's
+// (split = a.ne[0]); along another, a row below split is a's, above it b's.
 pub fn concat<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, dim: usize, out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
-    let split = a.ne[dim];
+    let Some(&split) = a.ne.get(dim) else {
+        // Along the fifth dimension with a result of fifth size 1 (the
+        // driver slices any other): one source is empty there, and the
+        // result is the other one.
+        let whole = if a.d.len() == out.len() { &a.d } else { &b.d };
+        out.iter_mut().zip(whole.iter()).for_each(|(o, &v)| *o = v);
+        return;
+    };
     if a.st[0] != 1 || b.st[0] != 1 {
         fill(pool, out, ne, |i0, i1, i2, i3| {
             let mut idx = [i0, i1, i2, i3];
@@ -94,6 +112,8 @@ pub fn concat<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, dim: usize, out: &mut [T
 
 /// Calls `f(row, i11, i12, first output element)` for every index of
 /// `get_rows` into a tensor of `n_rows` rows (per plane), checking each index.
+// BOUNDS-FN: the `GetRows` rule (op/shape.rs) shaped the node: idx is
+// [ne[1], ne[2], ne[3], 1] (gathered contiguous), and ne a [usize; 4].
 pub fn for_each_pick<I: Float>(
     idx: &Src<'_, I>,
     n_rows: usize,
@@ -117,6 +137,8 @@ pub fn for_each_pick<I: Float>(
 }
 
 /// Rows of `a` picked by `idx` (read in any type; f64 keeps every i32 exact).
+// BOUNDS-FN: the `GetRows` rule: out is [n0, ne[1], a.ne[2], a.ne[3]]; the
+// row r < a.ne[1] is checked by `for_each_pick`, i11 < a.ne[2], i12 < a.ne[3].
 pub fn get_rows<T: Float, I: Float>(a: &Src<'_, T>, idx: &Src<'_, I>, out: &mut [T], ne: [usize; 4]) -> crate::Result<()> {
     let n0 = a.ne[0];
     for_each_pick(idx, a.ne[1], ne, |r, i11, i12, dst| {
@@ -126,6 +148,8 @@ pub fn get_rows<T: Float, I: Float>(a: &Src<'_, T>, idx: &Src<'_, I>, out: &mut 
     })
 }
 
+// BOUNDS-FN: chunks_exact(4) pieces have 4 values; both callers' rows have
+// one length.
 /// `dst.copy_from_slice(src)`, without a call to the C library for short
 /// rows (the columns of a few channels, picked by the hundred thousand):
 /// fixed-size pieces the compiler moves in registers.
@@ -149,6 +173,7 @@ fn copy_short<T: Float>(dst: &mut [T], src: &[T]) {
     }
 }
 
+// BOUNDS-FN: `fill` walks out's sizes, a's (the rule keeps the shape).
 pub fn diag_mask_inf<T: Float>(a: &Src<'_, T>, n_past: i32, out: &mut [T], pool: &CpuPool) {
     fill(pool, out, a.ne, |i0, i1, i2, i3| {
         if i0 as i64 > n_past as i64 + i1 as i64 {
@@ -159,6 +184,8 @@ pub fn diag_mask_inf<T: Float>(a: &Src<'_, T>, n_past: i32, out: &mut [T], pool:
     });
 }
 
+// BOUNDS-FN: an is a [usize; 4] indexed by literals; a.at is reached only
+// inside a's sizes (tested).
 pub fn pad<T: Float>(a: &Src<'_, T>, out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
     let an = a.ne;
     fill(pool, out, ne, |i0, i1, i2, i3| {
@@ -170,6 +197,8 @@ pub fn pad<T: Float>(a: &Src<'_, T>, out: &mut [T], ne: [usize; 4], pool: &CpuPo
     });
 }
 
+// BOUNDS-FN: the `Upscale` rule (op/shape.rs) made out [a0 f, a1 f, a2, a3]
+// with f >= 1, so i0 / f < a0 and i1 / f < a1.
 pub fn upscale<T: Float>(a: &Src<'_, T>, f: usize, out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
     fill(pool, out, ne, |i0, i1, i2, i3| a.at(i0 / f, i1 / f, i2, i3));
 }
@@ -180,6 +209,7 @@ const COPY_PIECE: usize = 1 << 16;
 
 /// The byte offset of row `r` (an index over dimensions 1..4 in ggml order)
 /// of layout `l` starting at byte `base`.
+// BOUNDS-FN: ne and nb are [usize; 5] indexed by literals below 5.
 fn row_offset(l: &Layout, base: usize, r: usize) -> usize {
     let [_, n1, n2, n3, _] = l.ne;
     let (i1, i2, i3, i4) = (r % n1, (r / n1) % n2, (r / (n1 * n2)) % n3, r / (n1 * n2 * n3));
@@ -191,6 +221,9 @@ fn row_offset(l: &Layout, base: usize, r: usize) -> usize {
 /// pool: in pieces of [`COPY_PIECE`] bytes when the tensor is contiguous,
 /// else whole rows at a time (one move per row when its elements are
 /// adjacent, else one per element).
+// BOUNDS-FN: the caller (`copy_direct`, tests) checked that `l`'s span lies at
+// `from` of `src` (access::host / check_span) and gives `dst` n es bytes;
+// every element's bytes lie in that span, and a piece p of d ends by n es.
 pub fn copy_packed(pool: &CpuPool, src: &[u8], from: usize, l: &Layout, dst: &mut [u8]) {
     let es = l.dtype.size();
     let n = l.nelements();
@@ -219,6 +252,8 @@ pub fn copy_packed(pool: &CpuPool, src: &[u8], from: usize, l: &Layout, dst: &mu
     });
 }
 
+// BOUNDS-FN: `host_mut` checked that dst's contiguous span of len bytes lies
+// in d.
 /// Copies `src`'s elements into `dst` (same type, no conversion) straight
 /// from one place to the other when their bytes do not overlap and `dst` is
 /// contiguous ([`copy_packed`], split across the pool; within one buffer
@@ -269,6 +304,22 @@ mod tests {
         let mut out = vec![0u8; l.nelements() * es];
         for_each_offset(l, from, |i, o| out[i * es..(i + 1) * es].copy_from_slice(&src[o..o + es]));
         out
+    }
+
+    /// A concat along the fifth dimension that reaches the kernel (a result
+    /// of fifth size 1: one source is empty there) is the other source,
+    /// not an index past the four sizes a kernel sees.
+    #[test]
+    fn concat_along_the_fifth_dimension_copies_the_non_empty_source() {
+        use std::borrow::Cow;
+        let pool = CpuPool::single();
+        let empty = Src::new(Cow::Owned(Vec::<f32>::new()), [2, 1, 1, 1]);
+        let full = Src::new(Cow::Owned(vec![1f32, 2.0]), [2, 1, 1, 1]);
+        for (a, b) in [(&empty, &full), (&full, &empty)] {
+            let mut out = vec![0f32; 2];
+            concat(a, b, 4, &mut out, [2, 1, 1, 1], &pool);
+            assert_eq!(out, [1.0, 2.0]);
+        }
     }
 
     /// Large copies split across threads give the bytes of the serial walk:

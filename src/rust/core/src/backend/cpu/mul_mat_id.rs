@@ -7,6 +7,12 @@ use crate::base::float::Float;
 use anyhow::ensure;
 
 /// w [K, M, E], b [K, nb1, T], ids [n, T] -> out [M, n, T].
+// BOUNDS-FN: `mul_mat_id` (op/shape.rs) shaped the node: w [K, M, E, 1] and
+// b [K, nb1, T, 1] share K, ids is [n, T] (n = ne[1]), out [M, n, T]; all
+// three are gathered contiguous (st are theirs). Column c < n * T of out
+// gives i < n, t < T: experts (n * T ids) has entry i + n * t; the column of
+// b at (i % nb1, t) and row r < M of expert ex < E (checked on entry) of w
+// each hold K values.
 pub fn mul_mat_id<T: Float>(w: &Src<'_, T>, b: &Src<'_, T>, ids: &Src<'_, T>, out: &mut [T], ne: [usize; 4], pool: &CpuPool) -> crate::Result<()> {
     let (k, m, e) = (w.ne[0], w.ne[1], w.ne[2]);
     let n = ne[1];

@@ -9,6 +9,7 @@ use crate::base::float::Float;
 use crate::op::max_pool::{MaxPool, PoolGeom};
 use rayon::prelude::*;
 
+// BOUNDS-FN: `MaxPool::arity` gives the forward one source, the gradient two.
 pub fn run<T: Float>(op: &MaxPool, s: &[Src<'_, T>], out: &mut [T], pool: &CpuPool) {
     match op {
         MaxPool::Forward(g) => forward(g, &s[0].d, out, pool),
@@ -24,6 +25,10 @@ fn beats<T: Float>(v: T, best: T) -> bool {
 }
 
 /// The maxima of one sample `x` into `vals` and their taps into `taps`.
+// BOUNDS-FN: `forward` passes one sample of `g.sample()` values and `vals`,
+// `taps` of c ow oh values; `g.out_size()` made ow, oh with (ow - 1) sw + kw <= w
+// and (oh - 1) sh + kh <= h, so o + c <= c ow oh, xi < w, y < h and the row
+// of c values at c (xi + w y) lies in the sample.
 fn forward_sample<T: Float>(g: &PoolGeom, ow: usize, oh: usize, x: &[T], vals: &mut [T], taps: &mut [T]) {
     let c = g.c;
     for oy in 0..oh {
@@ -54,6 +59,9 @@ fn forward_sample<T: Float>(g: &PoolGeom, ow: usize, oh: usize, x: &[T], vals: &
     }
 }
 
+// BOUNDS-FN: `MaxPool::infer` (op/max_pool.rs) shaped the node: x holds N
+// samples and out [P, 2] with P = per N, so chunk i < N of per values has
+// sample i in x.
 fn forward<T: Float>(g: &PoolGeom, x: &[T], out: &mut [T], pool: &CpuPool) {
     let Ok((ow, oh)) = g.out_size() else { return };
     let per = g.c * ow * oh;
@@ -78,6 +86,11 @@ fn forward<T: Float>(g: &PoolGeom, x: &[T], out: &mut [T], pool: &CpuPool) {
 
 /// The gradient `gr` (`P` values) of the maxima scattered to their taps,
 /// read from the forward's result `arg` (`[P, 2]`), into `out` `[C W H, N]`.
+// BOUNDS-FN: `MaxPool::infer` shaped the node: gr has P = per N values, arg
+// 2 P, out N samples; par_rows hands out whole samples n < N, so gr and the
+// taps have per values at n per, and o + ch < per (see `forward_sample`).
+// A tap is kx + kw ky < kw kh as the forward wrote it; a value that is not
+// one and points outside the sample is skipped (get_mut).
 fn back<T: Float>(g: &PoolGeom, gr: &[T], arg: &[T], out: &mut [T], pool: &CpuPool) {
     let Ok((ow, oh)) = g.out_size() else { return };
     let per = g.c * ow * oh;
@@ -95,7 +108,9 @@ fn back<T: Float>(g: &PoolGeom, gr: &[T], arg: &[T], out: &mut [T], pool: &CpuPo
                         let tap = ts[o + ch].to_f64() as usize;
                         let (kx, ky) = (tap % g.kw, tap / g.kw);
                         let (xi, y) = (ox * g.sw + kx, oy * g.sh + ky);
-                        dst[ch + c * (xi + g.w * y)] += gs[o + ch];
+                        if let Some(d) = dst.get_mut(ch + c * (xi + g.w * y)) {
+                            *d += gs[o + ch];
+                        }
                     }
                 }
             }
@@ -125,5 +140,16 @@ mod tests {
         forward(&g1, &[3., 1., 3., f64::NAN], &mut o, &CpuPool::single());
         assert_eq!((o[0], o[2], o[3]), (3., 0., 1.));
         assert!(o[1].is_nan());
+    }
+
+    /// A tap that no forward wrote (past the window and the sample) is
+    /// skipped, not written past the gradient's end.
+    #[test]
+    fn a_tap_past_the_sample_is_skipped() {
+        let g = PoolGeom { c: 1, w: 4, h: 3, kw: 2, kh: 2, sw: 1, sh: 2 };
+        let arg = [0., 0., 0., 1e6, 3., 1e9];
+        let mut dx = vec![0.0; 12];
+        back(&g, &[1., 10., 100.], &arg, &mut dx, &CpuPool::single());
+        assert_eq!(dx, vec![0., 0., 0., 0., 0., 0., 10., 0., 0., 0., 0., 0.]);
     }
 }

@@ -14,6 +14,7 @@ const SUM_CHUNK: usize = 1 << 16;
 /// The sum of all values, in f64: chunks of [`SUM_CHUNK`] values summed in
 /// 32 lanes (independent additions, so a streaming read at memory speed),
 /// split across the pool, their sums added in order.
+// BOUNDS-FN: the `Sum` rule (op/shape.rs) gives out one value; `..` is all of d.
 pub fn sum<T: Float>(a: &Src<'_, T>, out: &mut [T], pool: &CpuPool) {
     let chunk_sum = lane_sum::<T>;
     let d = &a.d[..];
@@ -59,6 +60,11 @@ fn lane_max<T: Float>(c: &[T]) -> T {
 /// Each row is summed in order, one value after the other, whatever the
 /// strides and the number of threads (so every split gives the same sums);
 /// rows are split across the pool by the values they read.
+// BOUNDS-FN: the `SumRows` / `Mean` rules give out one value per row of a
+// (n1 n2 n3). a is read in place with its strides st, d covering its span
+// (`gather_strided_in`), or gathered contiguous: every element (i0 < n0,
+// i1 < n1, plane < n2 n3) lies in d. A run of len rows from r stays in one
+// plane (i1 + len <= n1) and in the chunk (r + len <= end).
 pub fn sum_rows<T: Float>(a: &Src<'_, T>, out: &mut [T], mean: bool, pool: &CpuPool) {
     let [n0, n1, n2, _] = a.ne;
     let st = a.st;
@@ -133,6 +139,8 @@ fn par_rows_by_work<T: Send>(pool: &CpuPool, out: &mut [T], work: usize, f: impl
 }
 
 /// Index of the largest value of each row (the first one on ties).
+// BOUNDS-FN: the `Argmax` rule: a is a matrix (contiguous) and out holds one
+// value per row; best is 0 or an index of the row, read only when it has one.
 pub fn argmax<T: Float>(a: &Src<'_, T>, out: &mut [T]) {
     let n0 = a.ne[0];
     for (r, o) in out.iter_mut().enumerate() {
@@ -148,6 +156,10 @@ pub fn argmax<T: Float>(a: &Src<'_, T>, out: &mut [T]) {
 }
 
 /// softmax(a * scale + slope * mask) of each row.
+// BOUNDS-FN: the `SoftMax` rule (op/shape.rs): out has a's shape; the mask
+// (contiguous) has a's row length, at least a's rows (i1 < n1 <= m.ne[1]) and
+// third and fourth sizes that divide a's (so above 0: mr < its rows).
+// par_rows hands out whole rows of n0.
 pub fn soft_max<T: Float>(
     a: &Src<'_, T>,
     mask: Option<&Src<'_, T>>,
@@ -204,6 +216,7 @@ fn ce_row<T: Float>(a: &[T], t: &[T]) -> (f64, f64, f64) {
 }
 
 /// -sum(t * log_softmax(a)) over every row of `a`, divided by the rows.
+// BOUNDS-FN: the `CrossEntropyLoss` rule gives out one value.
 pub fn cross_entropy<T: Float>(a: &Src<'_, T>, t: &Src<'_, T>, out: &mut [T]) {
     let n0 = a.ne[0].max(1);
     let rows = a.d.len() / n0;
@@ -217,6 +230,9 @@ pub fn cross_entropy<T: Float>(a: &Src<'_, T>, t: &Src<'_, T>, out: &mut [T]) {
 
 /// The gradient of [`cross_entropy`] with respect to `a`, scaled by the
 /// loss gradient `g`: per row, (softmax(a) * sum(t) - t) * g / rows.
+// BOUNDS-FN: the `CrossEntropyLossBack` rule: g has one value, a, t and out
+// one shape (rows of n0 when n0 > 0; else all empty); par_rows hands out
+// whole rows.
 pub fn cross_entropy_back<T: Float>(g: &Src<'_, T>, a: &Src<'_, T>, t: &Src<'_, T>, out: &mut [T], pool: &CpuPool) {
     let n0 = a.ne[0].max(1);
     let k = g.d[0].to_f64() / (a.d.len() / n0) as f64;
@@ -241,6 +257,8 @@ pub fn cross_entropy_back<T: Float>(g: &Src<'_, T>, a: &Src<'_, T>, t: &Src<'_, 
 }
 
 /// (x - mean) / sqrt(var + eps) of each row, or x / sqrt(mean(x^2) + eps) for `rms`.
+// BOUNDS-FN: the `Norm` / `RmsNorm` rules keep a's shape in out; par_rows
+// hands out whole rows of n0.
 pub fn norm<T: Float>(a: &Src<'_, T>, eps: f32, rms: bool, out: &mut [T], pool: &CpuPool) {
     let n0 = a.ne[0];
     par_rows(pool, out, n0, |r0, chunk| {

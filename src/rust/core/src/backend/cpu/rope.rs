@@ -7,6 +7,12 @@ use crate::base::float::Float;
 use crate::op::rope::{Pairing, Rope};
 
 /// srcs: a, positions, optional frequency factors.
+// BOUNDS-FN: `Rope::infer` (op/rope.rs) shaped the node: out has a's shape
+// (both contiguous), 0 < nd <= n0 (2 nd == n0 in the vision mode); the
+// positions hold one (M-RoPE: four) per i2 < n2, so i2 + c n2 < 4 n2; the
+// factors hold n_pairs values (nd / 2, nd in the vision mode) and theta one
+// per pair. The pairs rotated: (2j, 2j + 1) with j < nd / 2, (j, j + nd / 2)
+// with j < nd / 2, (j, j + nd) with j < nd = n0 / 2: all below n0.
 pub fn rope<T: Float>(r: &Rope, a: &Src<'_, T>, pos: &Src<'_, T>, ff: Option<&Src<'_, T>>, out: &mut [T], pool: &CpuPool) {
     let [n0, n1, n2, _] = a.ne;
     let nd = r.n_dims as usize;

@@ -7,6 +7,11 @@ use crate::base::float::Float;
 use crate::op::rows::{group_size, RowOp};
 use std::cmp::Ordering;
 
+// BOUNDS-FN: `RowOp::arity` and `RowOp::infer` (op/rows.rs) shaped the node:
+// s[1] exists for the two-source ops, of a's shape; out has a's rows of n0
+// (top_k: rows of k <= n0; count_equal: one value); sources are contiguous.
+// par_rows hands out whole rows of out from row r0, so row r of out is row r
+// of a (and y).
 pub fn run<T: Float>(op: &RowOp, s: &[Src<'_, T>], out: &mut [T], pool: &CpuPool) {
     let a = &s[0];
     let n0 = a.ne[0];
@@ -61,6 +66,8 @@ pub fn run<T: Float>(op: &RowOp, s: &[Src<'_, T>], out: &mut [T], pool: &CpuPool
 }
 
 /// f(row of a, row of out) for each row.
+// BOUNDS-FN: out has a's rows of n0 (see `run`); par_rows hands out whole
+// rows from row r0.
 fn each_row<T: Float>(a: &Src<'_, T>, out: &mut [T], n0: usize, pool: &CpuPool, f: impl Fn(&[T], &mut [T]) + Sync + Send) {
     par_rows(pool, out, n0, |r0, chunk| {
         for (k, o) in chunk.chunks_mut(n0.max(1)).enumerate() {
@@ -71,6 +78,7 @@ fn each_row<T: Float>(a: &Src<'_, T>, out: &mut [T], n0: usize, pool: &CpuPool, 
 }
 
 /// The indices that sort `x` (stable; NaN last).
+// BOUNDS-FN: idx holds 0..x.len().
 fn sorted<T: Float>(x: &[T], desc: bool) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..x.len()).collect();
     let key = |i: &usize| x[*i];
@@ -94,6 +102,8 @@ fn sorted<T: Float>(x: &[T], desc: bool) -> Vec<usize> {
 }
 
 /// dx = r (dy - x r^2 sum(x dy) / n), r = 1 / sqrt(mean(x^2) + eps).
+// BOUNDS-FN: dy, x and out share one shape (`RowOp::infer`); par_rows hands
+// out whole rows of n0 from row r0.
 fn rms_norm_back<T: Float>(dy: &Src<'_, T>, x: &Src<'_, T>, eps: f32, out: &mut [T], pool: &CpuPool) {
     let n0 = dy.ne[0];
     par_rows(pool, out, n0, |r0, chunk| {
@@ -113,6 +123,8 @@ fn rms_norm_back<T: Float>(dy: &Src<'_, T>, x: &Src<'_, T>, eps: f32, out: &mut 
 }
 
 /// Normalises each group of planes of each batch.
+// BOUNDS-FN: out has a's shape (`RowOp::infer`), both contiguous; c0 < c1 <=
+// n2 and i3 < n3, so each range lies in the n3 n2 planes.
 fn group_norm<T: Float>(a: &Src<'_, T>, groups: i32, eps: f32, out: &mut [T]) {
     let [n0, n1, n2, n3] = a.ne;
     let plane = n0 * n1;

@@ -22,6 +22,9 @@ fn span(off: i64, s: i64, iw: i64, ow: usize) -> (usize, usize) {
 }
 
 /// `o[x] = f(o[x], row[x s + off])` for the x of `o` in `[lo, hi)`.
+// BOUNDS-FN: (lo, hi) comes from `span` for `row.len()` and `o.len()`: hi <= ow
+// = o.len(), and every x in [lo, hi) has 0 <= x s + off < iw = row.len(), so
+// start >= 0 and start + len = hi + off <= iw for s = 1.
 #[inline(always)]
 fn pass<T: Float>(o: &mut [T], row: &[T], off: i64, s: usize, (lo, hi): (usize, usize), f: impl Fn(T, T) -> T) {
     if lo >= hi {
@@ -44,6 +47,10 @@ fn pass<T: Float>(o: &mut [T], row: &[T], off: i64, s: usize, (lo, hi): (usize, 
 /// One kernel per channel: out[x, y, c, n] = sum over (ky, kx) of
 /// b[x s0 + kx d0 - p0, y s1 + ky d1 - p1, c, n] a[kx, ky, 0, c]
 /// (positions outside b add nothing); `p` is [s0, s1, p0, p1, d0, d1].
+// BOUNDS-FN: `Conv::infer` (op/conv.rs) shaped the node: a is [kw, kh, 1, C],
+// b [iw, ih, C, N] (both contiguous), out [ow, oh, C, N] with s0 > 0; row r
+// of out (par_rows: whole rows) has y < oh, c < C, n < N, so the plane of b
+// and the kernel of a exist; 0 <= sy < ih is tested; kx < kw = spans.len().
 pub fn depthwise_2d<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, p: [i32; 6], out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
     let [s0, s1, p0, p1, d0, d1] = p.map(|v| v as i64);
     let (kw, kh) = (a.ne[0], a.ne[1]);
@@ -76,6 +83,10 @@ pub fn depthwise_2d<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, p: [i32; 6], out: 
 /// Windows skip padded positions; the average divides by the full window
 /// size, and a window wholly in the padding gives the most negative finite
 /// value (max) or 0 (average).
+// BOUNDS-FN: the `Pool2d` rule (op/shape.rs) shaped the node: a is
+// [iw, ih, C, N] (contiguous), out [ow, oh, C, N] with k0, s0 > 0; row r of out
+// (par_rows: whole rows) has y < oh and plane < C N; 0 <= iy < ih is tested;
+// kx < k0 = spans.len().
 pub fn pool_2d<T: Float>(a: &Src<'_, T>, op: PoolOp, kp: [i32; 4], pad: [f32; 2], out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
     let [k0, k1, s0, s1] = kp.map(|v| v as i64);
     let (p0, p1) = (pad[0] as i64, pad[1] as i64);

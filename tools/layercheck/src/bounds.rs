@@ -7,8 +7,9 @@
 //!
 //! In the engine's op rules and kernels, ncnn layers and ONNX host ops
 //! ([`GATED`]) a function whose every index is bounded by one invariant may
-//! state it once, in a comment marked `BOUNDS-FN:` on its `fn` line or one of
-//! the [`crate::panics::REACH`] lines above it ("shapes validated by
+//! state it once, in a comment marked `BOUNDS-FN:` on its `fn` line, one of
+//! the [`crate::panics::REACH`] lines above it or the comment block just
+//! above it ("shapes validated by
 //! `rules::x` before this kernel runs"); it covers the indexes of that
 //! function's body only, so a new function needs its own proof.
 
@@ -47,7 +48,31 @@ pub const GATED: &[&str] = &[
     "src/rust/core/src/backend",
     "src/rust/core/src/backend/vulkan",
     "src/rust/core/src/backend/meta",
+    "src/rust/core/src/graph",
+    "src/rust/core/src/graph/sched",
+    "src/rust/core/src/graph/gallocr",
 ];
+
+/// Single files gated ahead of their folder (whose other files are not
+/// checked yet): CPU kernels whose every index is checked or proved.
+pub const FILES: &[&str] = &[
+    "src/rust/core/src/backend/cpu/index.rs",
+    "src/rust/core/src/backend/cpu/movement.rs",
+    "src/rust/core/src/backend/cpu/rows.rs",
+    "src/rust/core/src/backend/cpu/window.rs",
+    "src/rust/core/src/backend/cpu/pool_argmax.rs",
+    "src/rust/core/src/backend/cpu/reduce.rs",
+    "src/rust/core/src/backend/cpu/glu.rs",
+    "src/rust/core/src/backend/cpu/rope.rs",
+    "src/rust/core/src/backend/cpu/extended.rs",
+    "src/rust/core/src/backend/cpu/mul_mat_id.rs",
+];
+
+/// Everything the gate checks: the readers, the gated folders and the
+/// single files.
+pub fn gated() -> impl Iterator<Item = &'static str> {
+    READERS.iter().chain(GATED.iter()).chain(FILES.iter()).copied()
+}
 
 /// Files of the gated folders not checked yet: the gate leaves their index
 /// expressions out (`layercheck --bounds FILE` still lists them).
@@ -69,6 +94,17 @@ fn marked(lines: &[&str], lo: usize, n: usize, marker: &str) -> bool {
     lines.get(lo..=n).unwrap_or(&[]).iter().any(|l| l.split_once("//").is_some_and(|(_, c)| c.contains(marker)))
 }
 
+/// The first line of the run of comment and attribute lines just above
+/// line `n` (`n` itself when there is none): a function's proof may be
+/// anywhere in the comment block that introduces it.
+fn comments_above(lines: &[&str], n: usize) -> usize {
+    let mut lo = n;
+    while lo > 0 && lines.get(lo - 1).is_some_and(|l| matches!(l.trim_start().get(..2), Some("//" | "#["))) {
+        lo -= 1;
+    }
+    lo
+}
+
 /// The line ranges (0-based, inclusive) of the bodies of the functions whose
 /// `fn` line carries a `BOUNDS-FN:` comment or has one within
 /// [`crate::panics::REACH`] lines above it. `code` is the file's code only
@@ -86,7 +122,7 @@ fn proved_fns(code: &str, lines: &[&str]) -> Vec<(usize, usize)> {
             continue;
         }
         let n = line_of(at);
-        if !marked(lines, n.saturating_sub(crate::panics::REACH), n, FN_MARKER) {
+        if !marked(lines, n.saturating_sub(crate::panics::REACH).min(comments_above(lines, n)), n, FN_MARKER) {
             continue;
         }
         // The body: from the first `{` after the signature outside its

@@ -9,7 +9,8 @@
 //!
 //! `layercheck --bounds [FILE_OR_DIR...]`: lists the index expressions
 //! without a `BOUNDS:` or `BOUNDS-FN:` proof (see [`layercheck::bounds`]) in
-//! the paths named, by default the file readers and the gated folders.
+//! the paths named, by default the file readers, the gated folders and
+//! the gated single files.
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -21,8 +22,7 @@ fn main() {
     if bounds {
         // No paths: the file readers and the gated folders of the workspace
         // (run from its root).
-        let gated = layercheck::bounds::READERS.iter().chain(layercheck::bounds::GATED.iter());
-        let named: Vec<&str> = if dirs.is_empty() { gated.copied().collect() } else { dirs.iter().map(|d| d.as_str()).collect() };
+        let named: Vec<&str> = if dirs.is_empty() { layercheck::bounds::gated().collect() } else { dirs.iter().map(|d| d.as_str()).collect() };
         let paths: Vec<&std::path::Path> = named.iter().map(std::path::Path::new).collect();
         std::process::exit(i32::from(report_bounds(&paths, dirs.is_empty(), verbose)));
     }

@@ -213,6 +213,11 @@ fn tensor_sizes_that_overflow_are_errors() {
     b.extend_from_slice(&0u64.to_le_bytes());
     b.extend_from_slice(&[0u8; 64]);
     assert!(err(&b).contains("too large to address"), "{}", err(&b));
+    // The writer too (also found by the fuzz target): one row of 2^62
+    // float32 values needs more bytes than a usize holds.
+    let t = WriteTensor { name: "w".into(), ty: TensorType::Engine(DType::F32), ne: vec![1 << 62], data: vec![0u8; 16].into() };
+    let e = to_bytes(&[], &[t], 32).unwrap_err().to_string();
+    assert!(e.contains("needs too many bytes"), "{e}");
 }
 
 /// Quantized blocks come straight from the file: every type decodes any

@@ -96,7 +96,7 @@ pub fn to_bytes(kv: &[(String, GgufValue)], tensors: &[WriteTensor<'_>], alignme
         let (bs, ts) = t.ty.block();
         let ne0 = t.ne.first().copied().unwrap_or(1);
         ensure!(ne0 % bs == 0, "tensor '{}': {} values per row are not a whole number of {} blocks of {bs}", t.name, ne0, t.ty.name());
-        let want = t.ne.iter().skip(1).try_fold(ne0 / bs * ts, |a, &n| a.checked_mul(n));
+        let want = (ne0 / bs).checked_mul(ts).and_then(|w| t.ne.iter().skip(1).try_fold(w, |a, &n| a.checked_mul(n)));
         ensure!(
             want == Some(t.data.len()),
             "tensor '{}' ({} of sizes {:?}) needs {} bytes of data, not {}",

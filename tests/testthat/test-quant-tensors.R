@@ -90,6 +90,30 @@ test_that("get_rows dequantizes the rows picked; cpy quantizes; the ledger count
     "row index 10 is out of range", class = "ggmlR_error")
 })
 
+test_that("cpy quantizes a large tensor's rows in parallel exactly as quantize_*() does", {
+  # 400 rows of 256: enough values (102400) for the rows to be split over
+  # the threads; every row's bytes must be those of the serial quantizer.
+  set.seed(29)
+  backend <- ggml_backend_cpu_init()
+  on.exit(ggml_backend_free(backend))
+  ggml_backend_cpu_set_n_threads(backend, 2)
+  ctx <- ggml_init(8 * ggml_tensor_overhead(), no_alloc = TRUE)
+  on.exit(ggml_free(ctx), add = TRUE, after = FALSE)
+  X <- matrix(rnorm(256 * 400), 256, 400)
+  X[, 7] <- 0
+  X[3, 11] <- 1e6
+  src <- ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 256, 400)
+  q8 <- ggml_new_tensor_2d(ctx, GGML_TYPE_Q8_0, 256, 400)
+  q4k <- ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_K, 256, 400)
+  c8 <- ggml_cpy(ctx, src, q8)
+  c4k <- ggml_cpy(ctx, src, q4k)
+  buf <- ggml_backend_alloc_ctx_tensors(ctx, backend)
+  ggml_backend_tensor_set_data(src, as.vector(X))
+  for (y in list(c8, c4k)) ggml_backend_graph_compute(backend, ggml_build_forward_expand(ctx, y))
+  expect_identical(ggml_backend_tensor_get_raw(q8), quantize_q8_0(X, 400, 256))
+  expect_identical(ggml_backend_tensor_get_raw(q4k), quantize_q4_K(X, 400, 256))
+})
+
 test_that("quantized tensors refuse what they cannot do, with clear errors", {
   ctx <- ggml_init(4 * 1024 * 1024)
   on.exit(ggml_free(ctx))

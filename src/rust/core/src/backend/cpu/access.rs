@@ -137,7 +137,9 @@ fn gather_quant(q: QType, b: &[u8], off: usize, l: &Layout) -> crate::Result<Vec
     res.map(|_| out)
 }
 
-/// Rows of values (rounded to f32) quantized into the destination's rows.
+/// Rows of values (rounded to f32) quantized into the destination's rows:
+/// all rows at once, split over the threads (`quantize_chunk`), then each
+/// quantized row copied to its place (the destination may be strided).
 fn scatter_quant<T: Float>(q: QType, b: &mut [u8], r: &DataRef, vals: &[T]) -> crate::Result<()> {
     let l = &r.layout;
     let rs = quant_row(q, l)?;
@@ -149,14 +151,15 @@ fn scatter_quant<T: Float>(q: QType, b: &mut [u8], r: &DataRef, vals: &[T]) -> c
         q.name(),
         q.name()
     );
-    let mut res = Ok(());
-    for_each_row(l, r.offset, |i, o| {
-        if res.is_ok() {
-            let row: Vec<f32> = vals[i * n0..(i + 1) * n0].iter().map(|v| v.to_f32()).collect();
-            res = quant::quantize_chunk(q, &row, 1, n0, None).map(|bytes| b[o..o + rs].copy_from_slice(&bytes));
-        }
-    });
-    res
+    let rows = if n0 == 0 { 0 } else { vals.len() / n0 };
+    let mut x = alloc_f32(rows * n0)?;
+    for (d, v) in x.iter_mut().zip(vals) {
+        *d = v.to_f32();
+    }
+    let packed = quant::quantize_chunk(q, &x, rows, n0, None)?;
+    drop(x);
+    for_each_row(l, r.offset, |i, o| b[o..o + rs].copy_from_slice(&packed[i * rs..(i + 1) * rs]));
+    Ok(())
 }
 
 /// The source's values in type `T`: borrowed in place when already

@@ -128,7 +128,7 @@ fn k4_scales4(h: __m512i) -> __m512i {
 /// Four Q4_K rows against the column `p`, their scales, mins and block
 /// scales unpacked and converted together (one register for the four).
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
-pub fn q4_k_rows4(x: [&[u8]; 4], p: &Q8KWin) -> [f32; 4] {
+pub fn q4_k_rows4(x: [&[u8]; 4], p: &Q8KWin, ahead: usize) -> [f32; 4] {
     if !x.iter().all(|r| p.fits(r)) {
         return [f32::NAN; 4];
     }
@@ -139,6 +139,13 @@ pub fn q4_k_rows4(x: [&[u8]; 4], p: &Q8KWin) -> [f32; 4] {
     let dmins = _mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7);
     let (mut acc, mut accm) = ([_mm512_setzero_ps(); 4], _mm512_setzero_ps());
     for (b, yb) in p.blocks.iter().enumerate() {
+        if ahead > 0 {
+            for r in x {
+                for l in [0, 64, 128] {
+                    super::avx512::prefetch(r, 144 * b + ahead + l);
+                }
+            }
+        }
         let xb = x.map(|r| &r[144 * b..144 * b + 144]);
         // SAFETY: each row of yb.y is 64 bytes, msum 16; each xb is 144
         // bytes, so its first 16 and bytes 16..144 are inside it.

@@ -14,6 +14,8 @@ mod prep;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod speed;
 
 
 

@@ -15,7 +15,7 @@ use crate::tensor::DataRef;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-fn noise(n: usize, seed: u64) -> Vec<f32> {
+pub(super) fn noise(n: usize, seed: u64) -> Vec<f32> {
     let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
     (0..n)
         .map(|_| {

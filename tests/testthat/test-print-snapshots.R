@@ -9,7 +9,7 @@ mask <- function(x) {
   x <- gsub("created [0-9-]+ [0-9:.]+( [A-Za-z0-9+-]+)?", "created <date>", x)
   x <- gsub("ggmlR [0-9]+(\\.[0-9]+)+", "ggmlR <version>", x)
   x <- gsub("generation [0-9]+", "generation <n>", x)
-  x <- gsub("(<ggml_backend_device> CPU \\(cpu, )[^)]*\\)", "\\1<cpu model>)", x)
+  x <- gsub("(<ggml_backend_device> CPU \\(cpu, )[^\n]*\\)", "\\1<cpu model>)", x)
   gsub("Vulkan device [0-9]+, [^\n]*", "Vulkan device <name>", x)
 }
 

@@ -98,9 +98,12 @@ fn rows_generic(w: QuantRows<'_>, act: ColumnActs<'_>, out: &mut [f32], scratch:
     }
 }
 
-/// `out[r] = kernel(row r, y)` for every row.
+/// `out[r] = kernel(row r, y, blocks per row)` for every row (inlined, so
+/// that a closure over an AVX-512 kernel is compiled with its caller's
+/// features).
 #[cfg(target_arch = "x86_64")]
-fn each_row(w: QuantRows<'_>, y: &[u8], out: &mut [f32], kernel: fn(&[u8], &[u8], usize) -> f32) {
+#[inline(always)]
+fn each_row(w: QuantRows<'_>, y: &[u8], out: &mut [f32], kernel: impl Fn(&[u8], &[u8], usize) -> f32) {
     let nb = w.k / w.q.block_size();
     let rs = nb * w.q.type_size();
     for (r, o) in out.iter_mut().enumerate() {
@@ -217,13 +220,7 @@ unsafe fn rows_avx512(w: QuantRows<'_>, col: &Column<'_>, out: &mut [f32], scrat
         return by_fours(w, out, |x| avx512k::q4_k_rows4(x, p, ahead), |x| avx512k::q4_k_rows(x, p));
     }
     match (w.q, act) {
-        (QType::Q8_0, ColumnActs::Q(y)) => {
-            let nb = w.k / w.q.block_size();
-            let rs = nb * w.q.type_size();
-            for (r, o) in out.iter_mut().enumerate() {
-                *o = avx512::q8_0(&w.data[r * w.stride..r * w.stride + rs], y, nb, ahead_one);
-            }
-        }
+        (QType::Q8_0, ColumnActs::Q(y)) => each_row(w, y, out, |x, y, nb| avx512::q8_0(x, y, nb, ahead_one)),
         // SAFETY: the CPU has AVX2, FMA and F16C (implied by this path).
         _ => unsafe { rows_avx2(w, col, out, scratch) },
     }

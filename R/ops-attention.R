@@ -18,7 +18,9 @@
 #' of `k`, then of `v`, each in its tensor's layout and starting at a
 #' multiple of 4 values (ggml's 16-byte alignment).
 #'
-#' @param q,k,v Queries, keys and values (floating-point `ggml_tensor`s).
+#' @param q,k,v Queries, keys and values (floating-point `ggml_tensor`s; for
+#'   `ggml_flash_attn_ext()` `k` and `v` may also be quantized, as a quantized
+#'   KV cache is: their rows are dequantized as they are read, on the CPU backend).
 #' @param mask A `ggml_tensor` or `NULL`.
 #' @inheritParams ggml_add
 #' @param scale Multiplier of the scores, usually `1 / sqrt(D)`.
@@ -44,12 +46,46 @@
 #' ggml_free(ctx)
 ggml_flash_attn_ext <- function(ctx, q, k, v, mask = NULL, scale, max_bias = 0.0,
                                 logit_softcap = 0.0) {
-  srcs <- if (is.null(mask)) list(q, k, v) else list(q, k, v, mask)
-  .op(ctx, "flash_attn_ext", srcs, c(scale, max_bias, logit_softcap))
+  call <- sys.call()
+  if (missing(scale)) {
+    .abort("`scale` is missing: give the multiplier of the scores, usually 1 / sqrt(head size).", call = call)
+  }
+  srcs <- .attn_tensors(list(q = q, k = k, v = v, mask = mask), call)
+  for (a in c("scale", "max_bias", "logit_softcap")) .attn_number(get(a), a, call)
+  .op(ctx, "flash_attn_ext", srcs, c(scale, max_bias, logit_softcap), call = call)
 }
 
 #' @rdname ggml_flash_attn_ext
 #' @export
 ggml_flash_attn_back <- function(ctx, q, k, v, d, masked = TRUE) {
-  .op(ctx, "flash_attn_back", list(q, k, v, d), isTRUE(masked))
+  call <- sys.call()
+  srcs <- .attn_tensors(list(q = q, k = k, v = v, d = d), call)
+  if (!is.logical(masked) || length(masked) != 1L || is.na(masked)) {
+    .abort(sprintf("`masked` must be TRUE or FALSE, not %s.", .attn_show(masked)), call = call)
+  }
+  .op(ctx, "flash_attn_back", srcs, masked, call = call)
+}
+
+# The tensors of an attention call, each checked under its own argument
+# name (NULL entries, an absent mask, dropped).
+.attn_tensors <- function(args, call) {
+  args <- Filter(Negate(is.null), args)
+  for (a in names(args)) {
+    if (!inherits(args[[a]], "ggml_tensor")) {
+      .abort(sprintf("`%s` must be a ggml_tensor, not %s.", a, .attn_show(args[[a]])), call = call)
+    }
+  }
+  unname(args)
+}
+
+.attn_number <- function(x, what, call) {
+  if (!is.numeric(x) || length(x) != 1L || !is.finite(x)) {
+    .abort(sprintf("`%s` must be one finite number, not %s.", what, .attn_show(x)), call = call)
+  }
+}
+
+.attn_show <- function(x) {
+  if (is.null(x)) return("NULL")
+  if (is.atomic(x) && length(x) == 1L) return(format(x))
+  sprintf("a %s of length %d", class(x)[1L], length(x))
 }

@@ -12,6 +12,7 @@
 .quantizer <- function(type) {
   force(type)
   function(src_data, n_rows = 1L, n_per_row = length(src_data) / n_rows, imatrix = NULL) {
+    .values_arg(src_data, "src_data")
     if (!is.null(imatrix) && !is.numeric(imatrix)) {
       .abort("`imatrix` must be NULL or a numeric vector with one importance per column.")
     }
@@ -22,6 +23,7 @@
 .ref_quantizer <- function(type) {
   force(type)
   function(src_data, n_elements = length(src_data)) {
+    .values_arg(src_data, "src_data")
     .rs(rs_quantize_ref(type, as.numeric(src_data), n_elements))
   }
 }
@@ -34,6 +36,10 @@
     }
     if (is.null(n_elements)) {
       info <- .rs(rs_quant_info(type))
+      if (length(raw_data) %% info$type_size != 0L) {
+        .abort(sprintf(paste0("`raw_data` has %d bytes, not a whole number of %s blocks (%d bytes each); ",
+          "give the bytes of whole blocks, or `n_elements`."), length(raw_data), info$type_name, info$type_size))
+      }
       n_elements <- length(raw_data) %/% info$type_size * info$block_size
     }
     .rs(rs_dequantize(type, raw_data, n_elements))
@@ -445,7 +451,14 @@ dequantize_row_q1_0 <- .dequantizer(41L)
 #' ggml_quantize_init(GGML_TYPE_IQ3_S)
 #' ggml_quantize_free()
 ggml_quantize_chunk <- function(type, src, nrows, n_per_row, imatrix = NULL) {
+  .type_arg(type)
+  .values_arg(src, "src")
   if (type %in% c(GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16)) {
+    if (!is.numeric(nrows) || !is.numeric(n_per_row) || length(nrows) != 1L || length(n_per_row) != 1L ||
+        !isTRUE(nrows >= 1 && n_per_row >= 1) || length(src) != nrows * n_per_row) {
+      .abort(sprintf("%d values were given for %s rows of %s; give exactly nrows * n_per_row values.",
+        length(src), format(nrows), format(n_per_row)))
+    }
     ctx <- ggml_init(ggml_tensor_overhead() + 8 * length(src) + 1024)
     on.exit(ggml_free(ctx))
     t <- ggml_new_tensor_2d(ctx, type, n_per_row, nrows)
@@ -457,7 +470,10 @@ ggml_quantize_chunk <- function(type, src, nrows, n_per_row, imatrix = NULL) {
 
 #' @rdname ggml_quantize_chunk
 #' @export
-ggml_quantize_init <- function(type) invisible(.rs(rs_quantize_init(type)))
+ggml_quantize_init <- function(type) {
+  .type_arg(type)
+  invisible(.rs(rs_quantize_init(type)))
+}
 
 #' @rdname ggml_quantize_chunk
 #' @export
@@ -465,7 +481,10 @@ ggml_quantize_free <- function() invisible(.rs(rs_quantize_free(NULL)))
 
 #' @rdname ggml_quantize_chunk
 #' @export
-ggml_quantize_requires_imatrix <- function(type) .rs(rs_requires_imatrix(type))
+ggml_quantize_requires_imatrix <- function(type) {
+  .type_arg(type)
+  .rs(rs_requires_imatrix(type))
+}
 
 #' Lattice tables of the IQ types
 #'
@@ -501,11 +520,17 @@ iq2xs_free_impl <- function(type) {
 
 #' @rdname iq2xs_init_impl
 #' @export
-iq3xs_init_impl <- function(grid_size) invisible(.rs(rs_quantize_init(.iq3_type(grid_size))))
+iq3xs_init_impl <- function(grid_size) {
+  type <- .iq3_type(grid_size)
+  invisible(.rs(rs_quantize_init(type)))
+}
 
 #' @rdname iq2xs_init_impl
 #' @export
-iq3xs_free_impl <- function(grid_size) invisible(.rs(rs_quantize_free(.iq3_type(grid_size))))
+iq3xs_free_impl <- function(grid_size) {
+  type <- .iq3_type(grid_size)
+  invisible(.rs(rs_quantize_free(type)))
+}
 
 .iq_check <- function(type, ok, fn, names, call = sys.call(-1L)) {
   if (!is.numeric(type) || length(type) != 1L || !(type %in% ok)) {
@@ -514,8 +539,8 @@ iq3xs_free_impl <- function(grid_size) invisible(.rs(rs_quantize_free(.iq3_type(
 }
 
 .iq3_type <- function(grid_size, call = sys.call(-1L)) {
-  if (identical(as.numeric(grid_size), 256)) return(GGML_TYPE_IQ3_XXS)
-  if (identical(as.numeric(grid_size), 512)) return(GGML_TYPE_IQ3_S)
+  if (is.numeric(grid_size) && identical(as.numeric(grid_size), 256)) return(GGML_TYPE_IQ3_XXS)
+  if (is.numeric(grid_size) && identical(as.numeric(grid_size), 512)) return(GGML_TYPE_IQ3_S)
   .abort(sprintf("`grid_size` must be 256 (IQ3_XXS) or 512 (IQ3_S), not %s.", format(grid_size)), call = call)
 }
 
@@ -534,19 +559,45 @@ iq3xs_free_impl <- function(grid_size) invisible(.rs(rs_quantize_free(.iq3_type(
 #' ggml_blck_size(GGML_TYPE_Q4_0)
 #' ggml_is_quantized(GGML_TYPE_F16)
 #' ggml_type_sizef(GGML_TYPE_Q8_0)
-ggml_quant_block_info <- function(type) .rs(rs_quant_info(type))
+ggml_quant_block_info <- function(type) .block_info(type)
+
+# The block layout of `type`, errors naming the caller (the user's function).
+.block_info <- function(type, call = sys.call(-1L)) {
+  .type_arg(type, call = call)
+  .rs(rs_quant_info(type), call = call)
+}
 
 #' @rdname ggml_quant_block_info
 #' @export
-ggml_blck_size <- function(type) .rs(rs_quant_info(type))$block_size
+ggml_blck_size <- function(type) .block_info(type)$block_size
 
 #' @rdname ggml_quant_block_info
 #' @export
-ggml_is_quantized <- function(type) .rs(rs_quant_info(type))$is_quantized
+ggml_is_quantized <- function(type) .block_info(type)$is_quantized
 
 #' @rdname ggml_quant_block_info
 #' @export
 ggml_type_sizef <- function(type) {
-  i <- .rs(rs_quant_info(type))
+  i <- .block_info(type)
   i$type_size / i$block_size
+}
+
+# A type code argument: one whole number (the engine says which codes exist).
+.type_arg <- function(type, call = sys.call(-1L)) {
+  if (!is.numeric(type) || length(type) != 1L || is.na(type) || type != round(type)) {
+    .abort(sprintf("`type` must be one type code such as GGML_TYPE_Q4_0, not %s.", .show_arg(type)), call = call)
+  }
+}
+
+# Values to quantize: a numeric vector.
+.values_arg <- function(x, what, call = sys.call(-1L)) {
+  if (!is.numeric(x) && !is.logical(x)) {
+    .abort(sprintf("`%s` must be a numeric vector of the values to quantize, not %s.", what, .show_arg(x)), call = call)
+  }
+}
+
+.show_arg <- function(x) {
+  if (is.null(x)) return("NULL")
+  if (is.atomic(x) && length(x) == 1L) return(format(x))
+  sprintf("a %s of length %d", class(x)[1L], length(x))
 }

@@ -32,10 +32,15 @@ pub fn back_offsets(nq: usize, nk: usize, nv: usize) -> [usize; 4] {
 
 // BOUNDS-FN: ne is a Dims ([usize; 5]), Out::ne a [usize; 4]: indexed by literals below 4
 // (rustc rejects a constant index past a fixed array's end).
-fn check_qkv(q: &Layout, k: &Layout, v: &Layout, what: &str) -> crate::Result<()> {
+// `quant_kv`: k and v may also be quantized (flash_attn_ext reads them a row
+// at a time, dequantized, as ggml does for a quantized KV cache).
+fn check_qkv(q: &Layout, k: &Layout, v: &Layout, what: &str, quant_kv: bool) -> crate::Result<()> {
     float(q, "q")?;
-    float(k, "k")?;
-    float(v, "v")?;
+    for (l, name) in [(k, "k"), (v, "v")] {
+        if !(quant_kv && l.dtype.quant().is_some()) {
+            float(l, name)?;
+        }
+    }
     ensure!(
         q.ne[0] == k.ne[0],
         "{what}: q ({}) and k ({}) need the same head size (first size)",
@@ -78,7 +83,7 @@ impl Attn {
         let (q, k, v) = (src(s, 0)?, src(s, 1)?, src(s, 2)?);
         match self {
             Attn::FlashExt { softcap, .. } => {
-                check_qkv(q, k, v, "flash_attn_ext")?;
+                check_qkv(q, k, v, "flash_attn_ext", true)?;
                 ensure!(softcap.is_finite() && *softcap >= 0.0, "flash_attn_ext: `logit_softcap` must be >= 0, not {softcap}");
                 if let Some(m) = s.get(3) {
                     float(m, "mask")?;
@@ -99,7 +104,7 @@ impl Attn {
                 Ok(Out { dtype, ne: [v.ne[0], q.ne[2], q.ne[1], q.ne[3]] })
             }
             Attn::FlashBack { .. } => {
-                check_qkv(q, k, v, "flash_attn_back")?;
+                check_qkv(q, k, v, "flash_attn_back", false)?;
                 let d = src(s, 3)?;
                 float(d, "d")?;
                 ensure!(

@@ -1,13 +1,16 @@
 //! AVX-512 (VNNI) dot products of Q8_0 weights with Q8_0 activations, two
 //! blocks per 64-byte register: `vpdpbusd` sums four products of unsigned
 //! by signed bytes into each i32 lane in one instruction (1.4x the AVX2
-//! kernel in cache). An odd last block goes through the AVX2 kernel. Q4_0
-//! against a windowed Q8_0 column (`super::prep::Q4Win`): three blocks per
-//! register, read as they lie, several rows a pass.
+//! kernel in cache), one row a time (the fallback) or several rows a pass
+//! against a column laid out in pairs of blocks (`super::prep::Q8Pairs`).
+//! An odd last block goes through the AVX2 kernel (one row) or a scalar
+//! sum (several). Q4_0 against a windowed Q8_0 column
+//! (`super::prep::Q4Win`): three blocks per register, read as they lie,
+//! several rows a pass.
 
 #![cfg(target_arch = "x86_64")]
 
-use super::prep::{Q4Win, WIN_BYTES};
+use super::prep::{Q4Win, Q8Pairs, WIN_BYTES};
 use core::arch::x86_64::*;
 
 #[inline]
@@ -93,6 +96,85 @@ pub fn q8_0(x: &[u8], y: &[u8], nb: usize, ahead: usize) -> f32 {
         return s + super::avx2::q8_0(&x[68 * pairs..], &y[68 * pairs..], 1);
     }
     s
+}
+
+/// For row `r` of a pass, the lanes of its two blocks' scales among the
+/// eight converted together (lanes 2 r and 2 r + 1), eight lanes each.
+const PAIR_LANES: [[i32; 16]; 4] = {
+    let mut t = [[0i32; 16]; 4];
+    let mut r = 0;
+    while r < 4 {
+        let mut l = 0;
+        while l < 16 {
+            t[r][l] = (2 * r + l / 8) as i32;
+            l += 1;
+        }
+        r += 1;
+    }
+    t
+};
+
+/// `R` (at most 4) Q8_0 rows against a Q8_0 column laid out in pairs of
+/// blocks ([`Q8Pairs`]): per pair, the column's quants and scales are
+/// loaded once for all the rows, each row's 64 quants are read as two
+/// 32-byte loads, and the rows' 2 R scales are converted by one
+/// `vcvtph2ps` and moved to their lanes by `vpermps`. The weights are taken
+/// as |x| (unsigned) times y with x's sign, which is exact for every byte
+/// (|-128| = 128 unsigned; the activations never hold -128).
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
+pub fn q8_0_rows<const R: usize>(x: [&[u8]; R], p: &Q8Pairs, ahead: usize) -> [f32; R] {
+    if R > 4 || !x.iter().all(|r| p.fits(r)) {
+        return [f32::NAN; R];
+    }
+    // SAFETY: PAIR_LANES rows are 64 bytes; R <= 4 (checked above).
+    let lanes: [__m512i; R] = std::array::from_fn(|r| unsafe { _mm512_loadu_si512(PAIR_LANES[r].as_ptr() as *const _) });
+    let zero = _mm512_setzero_si512();
+    let mut acc = [_mm512_setzero_ps(); R];
+    for (q, (yq, dq)) in p.y.iter().zip(&p.d).enumerate() {
+        let o = 68 * q;
+        if ahead > 0 {
+            for r in x {
+                prefetch(r, o + ahead);
+                prefetch(r, o + ahead + 63);
+            }
+        }
+        // SAFETY: yq and dq are 64 bytes each.
+        let (y, dy) = unsafe { (_mm512_loadu_si512(yq.as_ptr() as *const _), _mm512_loadu_ps(dq.as_ptr())) };
+        let mut h = [0u32; 4];
+        for r in 0..R {
+            // SAFETY: bytes o .. o + 68 of x[r] lie in its first 34 nb
+            // bytes (q < nb / 2; p.fits): the two blocks' scales at o and
+            // o + 34 are read unaligned.
+            let (s0, s1) = unsafe {
+                let b = x[r].as_ptr().add(o);
+                ((b as *const u16).read_unaligned(), (b.add(34) as *const u16).read_unaligned())
+            };
+            h[r] = u32::from(u16::from_le(s0)) | (u32::from(u16::from_le(s1)) << 16);
+        }
+        let dx = _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_set_epi32(h[3] as i32, h[2] as i32, h[1] as i32, h[0] as i32)));
+        for r in 0..R {
+            // SAFETY: as above, bytes o + 2 .. o + 34 and o + 36 .. o + 68 lie in x[r].
+            let qx = unsafe {
+                let b = x[r].as_ptr().add(o);
+                join(_mm256_loadu_si256(b.add(2) as *const __m256i), _mm256_loadu_si256(b.add(36) as *const __m256i))
+            };
+            let sy = _mm512_mask_sub_epi8(y, _mm512_movepi8_mask(qx), zero, y);
+            let i = _mm512_dpbusd_epi32(zero, _mm512_abs_epi8(qx), sy);
+            let d = _mm512_mul_ps(_mm512_permutexvar_ps(lanes[r], dx), dy);
+            acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(i), acc[r]);
+        }
+    }
+    let mut out = acc.map(|a| _mm512_reduce_add_ps(a));
+    if let Some((dy, yq)) = &p.last {
+        let o = 34 * (p.nb - 1);
+        for (r, s) in out.iter_mut().enumerate() {
+            let Some(b) = x[r].get(o..o + 34) else { return [f32::NAN; R] };
+            let dx = h2f(b, 0);
+            let i: i32 = b[2..].iter().zip(yq).map(|(&w, &a)| i32::from(w as i8) * i32::from(a)).sum();
+            *s += dx * dy * i as f32;
+        }
+    }
+    out
 }
 
 /// The word of a window that holds the scale of each 4-byte lane's block

@@ -161,3 +161,44 @@ impl Q8KWin {
         x.len() >= 144 * self.blocks.len()
     }
 }
+
+/// A Q8_0 column laid out for Q8_0 rows, a pair of blocks a step: the two
+/// blocks' 64 quants in one register's order, and their scales (eight
+/// lanes each, the lanes of the `vpdpbusd` sums of each block), so that
+/// the rows' kernels load each pair once for all the rows of a pass.
+pub struct Q8Pairs {
+    pub y: Vec<[i8; 64]>,
+    pub d: Vec<[f32; 16]>,
+    /// Number of blocks (an odd last one is in `last`).
+    pub nb: usize,
+    /// The last block's scale and quants when `nb` is odd.
+    pub last: Option<(f32, [i8; 32])>,
+}
+
+impl Q8Pairs {
+    /// The first `nb` blocks of `y` (Q8_0), or None when `y` holds fewer.
+    pub fn new(y: &[u8], nb: usize) -> Option<Q8Pairs> {
+        let y = y.get(..nb * Q8_0_BYTES)?;
+        let block = |blk: &[u8]| -> (f32, [i8; 32]) {
+            let d = f16_bits_to_f32(u16::from_le_bytes([blk[0], blk[1]]));
+            (d, std::array::from_fn(|t| blk[2 + t] as i8))
+        };
+        let mut p = Q8Pairs { y: Vec::with_capacity(nb / 2), d: Vec::with_capacity(nb / 2), nb, last: None };
+        let mut pairs = y.chunks_exact(2 * Q8_0_BYTES);
+        for two in &mut pairs {
+            let ((d0, q0), (d1, q1)) = (block(&two[..Q8_0_BYTES]), block(&two[Q8_0_BYTES..]));
+            p.y.push(std::array::from_fn(|t| if t < 32 { q0[t] } else { q1[t - 32] }));
+            p.d.push(std::array::from_fn(|t| if t < 8 { d0 } else { d1 }));
+        }
+        let rest = pairs.remainder();
+        if rest.len() == Q8_0_BYTES {
+            p.last = Some(block(rest));
+        }
+        Some(p)
+    }
+
+    /// Whether the Q8_0 row `x` holds the blocks of this column.
+    pub fn fits(&self, x: &[u8]) -> bool {
+        x.len() >= Q8_0_BYTES * self.nb && self.y.len() == self.nb / 2 && self.d.len() == self.nb / 2 && self.last.is_some() == (self.nb % 2 == 1)
+    }
+}

@@ -191,3 +191,39 @@ fn bench_dot_rows() {
         println!("{}: {:.3} ns/value {}, {:.3} avx2, {:.3} portable", q.name(), ns(dt), path(), ns(d2), ns(dp));
     }
 }
+
+/// Q8_0 weights as a file may hold them, with quants of -128 (which ggml's
+/// quantizer never writes) and extreme scales: the AVX-512 rows (four at a
+/// time, then one) agree with the portable kernel.
+#[test]
+fn q8_0_rows_with_every_byte_agree_with_portable() {
+    let k = 1056; // 33 blocks: an odd last block
+    let nb = k / 32;
+    let m = 7;
+    let mut bytes = vec![0u8; 34 * nb * m];
+    for (i, blk) in bytes.chunks_exact_mut(34).enumerate() {
+        let d: u16 = [0x3c00, 0x0001, 0x7bff, 0xbc00][i % 4]; // 1, a subnormal, the largest, -1
+        blk[..2].copy_from_slice(&d.to_le_bytes());
+        for (t, b) in blk[2..].iter_mut().enumerate() {
+            *b = if (i + t) % 3 == 0 { 0x80 } else { ((i * 31 + t * 7) % 256) as u8 };
+        }
+    }
+    let acts = quant::quantize_chunk(QType::Q8_0, &noise(k, 8), 1, k, None).unwrap();
+    let rows = QuantRows { q: QType::Q8_0, data: &bytes, stride: 34 * nb, k };
+    let (mut fast, mut port) = (vec![0f32; m], vec![0f32; m]);
+    dot_rows(rows, ColumnActs::Q(&acts), &mut fast, &mut Vec::new());
+    simd::portable(|| dot_rows(rows, ColumnActs::Q(&acts), &mut port, &mut Vec::new()));
+    let h = |b: &[u8]| quant::f16_bits_to_f32(u16::from_le_bytes([b[0], b[1]])) as f64;
+    for (r, (f, p)) in fast.iter().zip(&port).enumerate() {
+        // the sum of the blocks' magnitudes bounds the rounding of any order of summing
+        let size: f64 = (0..nb)
+            .map(|b| {
+                let (x, y) = (&bytes[34 * (r * nb + b)..][..34], &acts[34 * b..][..34]);
+                let i: f64 = x[2..].iter().zip(&y[2..]).map(|(&u, &v)| (u as i8 as f64 * v as i8 as f64).abs()).sum();
+                (h(x) * h(y)).abs() * i
+            })
+            .sum();
+        let tol = (1e-6 * size) as f32;
+        assert!((f - p).abs() <= tol, "Q8_0 row {r} on {}: {f} vs {p} (portable; tolerance {tol})", path());
+    }
+}

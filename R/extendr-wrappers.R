@@ -16,6 +16,16 @@ rs_ag_new <- function(data) .Call(wrap__rs_ag_new, data)
 #' @noRd
 rs_ag_batch <- function(x, idx, device) .Call(wrap__rs_ag_batch, x, idx, device)
 
+#' The samples of the numeric array `x` (`[n, dims...]`) converted once to
+#' f32 columns (see `ggmlr_core::autograd::samples`), for `rs_ag_samples_batch`.
+#' @noRd
+rs_ag_samples <- function(x) .Call(wrap__rs_ag_samples, x)
+
+#' Samples `idx` (1-based) of `samples` (from `rs_ag_samples`) as a new
+#' f32 tensor on device "gpu".
+#' @noRd
+rs_ag_samples_batch <- function(samples, idx) .Call(wrap__rs_ag_samples_batch, samples, idx)
+
 #' Opens (`open = TRUE`) or closes a scratch scope of the tape: closing
 #' releases the memory of every tensor made in it (see `Tape::scratch_end`).
 #' Returns how many tensors were released.

@@ -7,10 +7,13 @@
 #' records the optimizer and the loss. Compiling again keeps the weights and
 #' starts a new optimizer.
 #'
-#' Where it computes: `backend = "cpu"` runs on the autograd engine's device
-#' `"cpu"`; `"vulkan"` on device `"gpu"` with a Vulkan backend (weights and
-#' optimizer moments resident in the persistent pool); `"auto"` picks Vulkan
-#' when a Vulkan device that is not a CPU emulation is present, else the CPU.
+#' Where it computes: `backend = "cpu"` runs on ggml's CPU backend in f32
+#' (weights and optimizer moments resident in the persistent pool, as on
+#' Vulkan), or with `dtype = "f64"` on the autograd engine's device `"cpu"`
+#' in double precision. When a Vulkan GPU holds the engine's pools (device
+#' `"gpu"`), `backend = "cpu"` computes in f64 on the host. `"vulkan"` runs
+#' on device `"gpu"` with a Vulkan backend; `"auto"` picks Vulkan when a
+#' Vulkan device that is not a CPU emulation is present, else the CPU.
 #'
 #' @param model A `ggml_sequential_model` or `ggml_functional_model`.
 #' @param optimizer `"adam"`, `"adamw"` or `"sgd"`, or a function of a named
@@ -24,6 +27,8 @@
 #' @param backend `"auto"`, `"cpu"` or `"vulkan"`.
 #' @param learning_rate Learning rate (default: 0.001 for Adam and AdamW,
 #'   0.01 for SGD).
+#' @param dtype `"f32"` (ggml's precision) or `"f64"` (double precision on
+#'   the host; `backend = "cpu"` only).
 #' @param ... Unused.
 #' @return The compiled model, invisibly.
 #' @family training
@@ -48,12 +53,12 @@ ggml_compile.default <- function(model, ...) {
 ggml_compile.ggml_sequential_model <- function(model, optimizer = "adam",
                                                loss = "categorical_crossentropy",
                                                metrics = c("accuracy"), backend = "auto",
-                                               learning_rate = NULL, ...) {
+                                               learning_rate = NULL, dtype = "f32", ...) {
   if (length(model$layers) == 0L) {
     .abort("the model has no layers: add layers (e.g. ggml_layer_dense()) before compiling")
   }
   model <- nn_infer_shapes(model)
-  .nn_compile(model, optimizer, loss, metrics, backend, learning_rate)
+  .nn_compile(model, optimizer, loss, metrics, backend, learning_rate, dtype)
 }
 
 #' @rdname ggml_compile
@@ -61,11 +66,11 @@ ggml_compile.ggml_sequential_model <- function(model, optimizer = "adam",
 ggml_compile.ggml_functional_model <- function(model, optimizer = "adam",
                                                loss = "categorical_crossentropy",
                                                metrics = c("accuracy"), backend = "auto",
-                                               learning_rate = NULL, ...) {
-  .nn_compile(model, optimizer, loss, metrics, backend, learning_rate)
+                                               learning_rate = NULL, dtype = "f32", ...) {
+  .nn_compile(model, optimizer, loss, metrics, backend, learning_rate, dtype)
 }
 
-.nn_compile <- function(model, optimizer, loss, metrics, backend, learning_rate,
+.nn_compile <- function(model, optimizer, loss, metrics, backend, learning_rate, dtype = "f32",
                         call = sys.call(-1L)) {
   if (is.character(optimizer)) {
     if (length(optimizer) != 1L || !optimizer %in% c("adam", "adamw", "sgd")) {
@@ -84,7 +89,7 @@ ggml_compile.ggml_functional_model <- function(model, optimizer = "adam",
     learning_rate <- .ag_scalar(learning_rate, "learning_rate")
     if (learning_rate <= 0) .abort("`learning_rate` must be positive", call = call)
   }
-  place <- .nn_placement(backend, call = call)
+  place <- .nn_placement(backend, dtype, call = call)
   old <- model$compilation$runtime
   init <- if (!is.null(old) && identical(old$device, place$device)) .nn_weight_values(old)
   model$compilation <- .nn_empty_compilation()
@@ -117,17 +122,27 @@ ggml_compile.ggml_functional_model <- function(model, optimizer = "adam",
 }
 
 # Where a model computes: the autograd device and the backend object.
-.nn_placement <- function(backend, call = sys.call(-1L)) {
+.nn_placement <- function(backend, dtype = "f32", call = sys.call(-1L)) {
   if (!is.character(backend) || length(backend) != 1L || !backend %in% c("auto", "cpu", "vulkan", "gpu")) {
     .abort(sprintf("`backend` must be \"auto\", \"cpu\" or \"vulkan\", not %s",
                    paste(format(backend), collapse = " ")), call = call)
   }
-  if (backend == "auto") {
-    devs <- if (ggml_vulkan_available()) ggml_vulkan_list_devices() else NULL
-    backend <- if (!is.null(devs) && any(devs$type != "cpu")) "vulkan" else "cpu"
+  if (!is.character(dtype) || length(dtype) != 1L || !dtype %in% c("f32", "f64")) {
+    .abort(sprintf("`dtype` must be \"f32\" or \"f64\", not %s", paste(format(dtype), collapse = " ")),
+           call = call)
   }
+  gpu_present <- function() {
+    devs <- if (ggml_vulkan_available()) ggml_vulkan_list_devices() else NULL
+    !is.null(devs) && any(devs$type != "cpu")
+  }
+  if (backend == "auto") backend <- if (dtype == "f32" && gpu_present()) "vulkan" else "cpu"
   if (backend == "cpu") {
+    be <- if (dtype == "f32") .nn_cpu_pools(gpu_present)
+    if (!is.null(be)) return(list(device = "gpu", used = "cpu", backend = be, description = "CPU"))
     return(list(device = "cpu", used = "cpu", backend = ggml_backend_cpu_init(), description = "CPU"))
+  }
+  if (dtype != "f32") {
+    .abort("`dtype = \"f64\"` needs backend = \"cpu\": Vulkan computes in f32", call = call)
   }
   if (!ggml_vulkan_available()) {
     .abort(sprintf("backend = \"vulkan\" needs a Vulkan device, and none was found (%s); use backend = \"cpu\"",
@@ -142,6 +157,19 @@ ggml_compile.ggml_functional_model <- function(model, optimizer = "adam",
   list(device = "gpu", used = "vulkan", backend = be, description = ggml_vulkan_device_description(0L))
 }
 
+# The CPU backend that holds the engine's pools (installed when none is
+# live and no Vulkan GPU is present), or NULL when a Vulkan backend holds
+# them: the model then computes in f64 on the host.
+.nn_cpu_pools <- function(gpu_present) {
+  be <- .ag_device_state$backend
+  live <- !is.null(be) && identical(rs_backend_is_freed(be), FALSE)
+  if (live) return(if (grepl("^CPU", ggml_backend_name(be))) be)
+  if (gpu_present()) return(NULL)
+  be <- ggml_backend_cpu_init()
+  .ag_device_state$backend <- be
+  be
+}
+
 # The runtime of a compiled model (built now when compiling could not).
 .nn_runtime_of <- function(model, fn, call = sys.call(-1L)) {
   if (!.nn_is_model(model)) {
@@ -152,6 +180,12 @@ ggml_compile.ggml_functional_model <- function(model, optimizer = "adam",
     .abort(sprintf("%s(): the model must be compiled first: call ggml_compile()", fn), call = call)
   }
   rt <- model$compilation$runtime
+  if (identical(model$compilation$device, "gpu") &&
+      !identical(model$compilation$backend, .ag_device_state$backend)) {
+    .abort(sprintf("%s(): the model was compiled for backend \"%s\", but the engine's pools are now on another backend (%s); call ggml_compile() again",
+                   fn, model$compilation$backend_used %||% "?",
+                   tryCatch(ggml_backend_name(.ag_device_state$backend), error = function(e) "none")), call = call)
+  }
   if (is.null(rt)) {
     rt <- tryCatch(.nn_runtime(model, model$compilation$device),
                    ggmlR_error = function(e) .abort(sprintf("%s(): %s", fn, conditionMessage(e)), call = call))

@@ -6,8 +6,11 @@
 .nn_input_steps <- function(rt) lapply(rt$plan$inputs, function(id) .nn_step(rt$plan, id))
 
 # One input's data as a [prod(shape), n] matrix (or, for int32 inputs, an
-# integer matrix [prod(shape), n]).
-.nn_as_input <- function(x, st, what, fn) {
+# integer matrix [prod(shape), n]). With `samples` (device "gpu"), a float
+# input is instead converted once, in the engine, to f32 columns held there
+# (an "nn_samples": the handle and the columns in use), which batches are
+# copied from.
+.nn_as_input <- function(x, st, what, fn, samples = FALSE) {
   shape <- st$config$shape
   if (is.data.frame(x)) x <- as.matrix(x)
   if (is_ag_tensor(x)) x <- t(.ag_data(x))
@@ -38,6 +41,15 @@
                    else .nn_shape_str(sample),
                    .nn_shape_str(d)), call = NULL)
   }
+  if (samples && !identical(st$config$dtype, "int32")) {
+    if (!is.double(x)) storage.mode(x) <- "double"
+    if (length(dim(x)) == 1L) dim(x) <- c(n, 1L)
+    h <- tryCatch(.rs(rs_ag_samples(x)), ggmlR_error = function(e) {
+      if (anyNA(x)) .abort(sprintf("%s(): %s contains missing values", fn, what), call = NULL)
+      stop(e)
+    })
+    return(structure(list(h = h, rows = as.integer(prod(shape)), cols = seq_len(n)), class = "nn_samples"))
+  }
   if (anyNA(x)) .abort(sprintf("%s(): %s contains missing values", fn, what), call = NULL)
   m <- switch(length(shape),
     t(x),
@@ -56,7 +68,7 @@
 }
 
 # Every input of the model, as a list named by input id; `n` the samples.
-.nn_prepare_x <- function(rt, x, fn, what = "`x`") {
+.nn_prepare_x <- function(rt, x, fn, what = "`x`", samples = FALSE) {
   if (!is.null(rt$plan$unfed_msg)) .abort(sprintf("%s(): %s", fn, rt$plan$unfed_msg), call = NULL)
   steps <- .nn_input_steps(rt)
   if (length(steps) == 1L) {
@@ -78,9 +90,9 @@
   out <- list()
   for (i in seq_along(steps)) {
     w <- if (length(steps) == 1L) what else sprintf("%s[[%d]]", what, i)
-    out[[steps[[i]]$id]] <- .nn_as_input(xs[[i]], steps[[i]], w, fn)
+    out[[steps[[i]]$id]] <- .nn_as_input(xs[[i]], steps[[i]], w, fn, samples)
   }
-  ns <- vapply(out, ncol, integer(1L))
+  ns <- vapply(out, .nn_ncol, integer(1L))
   if (length(unique(ns)) != 1L) {
     .abort(sprintf("%s(): the inputs have different numbers of samples (%s)", fn,
                    paste(ns, collapse = ", ")), call = NULL)
@@ -98,7 +110,10 @@
   out <- list()
   for (id in names(X)) {
     x <- X[[id]]
-    out[[id]] <- if (is.integer(x)) {
+    out[[id]] <- if (inherits(x, "nn_samples")) {
+      r <- .rs(rs_ag_samples_batch(x$h, x$cols[idx]))
+      .ag_make(r[[1L]], as.integer(r[[2L]]), FALSE, x$rows, length(idx), rt$device, rt$dtype)
+    } else if (is.integer(x)) {
       x[, idx, drop = FALSE]
     } else {
       # The batch's columns go from R's memory into the tensor in one pass.
@@ -107,6 +122,16 @@
     }
   }
   out
+}
+
+# Samples of one input (a matrix [features, n] or an nn_samples).
+.nn_ncol <- function(x) if (inherits(x, "nn_samples")) length(x$cols) else ncol(x)
+
+# Columns `idx` of one input.
+.nn_columns <- function(x, idx) {
+  if (!inherits(x, "nn_samples")) return(x[, idx, drop = FALSE])
+  x$cols <- x$cols[idx]
+  x
 }
 
 # Losses: name -> kind.

@@ -82,7 +82,7 @@ ggml_fit.default <- function(model, ...) {
 # Prepared data: inputs, targets, weights.
 .nn_data <- function(model, rt, x, y, fn, sample_weight = NULL, class_weight = NULL,
                      what_x = "`x`", what_y = "`y`") {
-  px <- .nn_prepare_x(rt, x, fn, what_x)
+  px <- .nn_prepare_x(rt, x, fn, what_x, samples = identical(rt$device, "gpu"))
   tg <- .nn_loss_target(rt, model$compilation$loss)
   if (is.null(y)) .abort(sprintf("%s(): %s is missing", fn, what_y), call = NULL)
   py <- .nn_prepare_y(y, model$compilation$loss, tg$k, px$n, tg$step$label, fn, what_y)
@@ -91,7 +91,7 @@ ggml_fit.default <- function(model, ...) {
 }
 
 .nn_subset <- function(d, idx) {
-  list(x = lapply(d$x, function(m) m[, idx, drop = FALSE]), n = length(idx),
+  list(x = lapply(d$x, .nn_columns, idx = idx), n = length(idx),
        y = d$y[, idx, drop = FALSE], w = if (!is.null(d$w)) d$w[idx])
 }
 
@@ -228,17 +228,20 @@ ggml_fit.default <- function(model, ...) {
 .nn_train_step <- function(rt, tg, opt, d, idx) {
   .nn_scratch(TRUE)
   on.exit(.nn_scratch(FALSE))
-  xb <- .nn_batch(rt, d$x, idx)
   yb <- d$y[, idx, drop = FALSE]
   wb <- if (!is.null(d$w)) d$w[idx]
   if (is.null(opt)) {
     # Everything frozen: batch norm still learns its statistics.
+    xb <- .nn_batch(rt, d$x, idx)
     vals <- .nn_run(rt, xb, training = TRUE, logits = if (tg$fused) tg$id)
     out <- vals[[tg$id]]
     l <- .nn_loss_value(tg$kind, out, yb, wb, tg$fused)
     grads <- NULL
   } else {
+    # The batch is made on the tape: starting a tape on device "gpu" frees
+    # the pass pool it would be in.
     with_grad_tape({
+      xb <- .nn_batch(rt, d$x, idx)
       vals <- .nn_run(rt, xb, training = TRUE, logits = if (tg$fused) tg$id)
       out <- vals[[tg$id]]
       l <- .nn_loss_value(tg$kind, out, yb, wb, tg$fused)

@@ -195,8 +195,9 @@ ggml_unfreeze_weights.default <- function(model, ...) .nn_check_model(model)
 #' @return `ggml_model_backend()`: `"cpu"` or `"vulkan"`; with `verbose`, a
 #'   list: `requested` (the `backend` given to [ggml_compile()]), `used`,
 #'   `device` (`"cpu"`, or the Vulkan device's description), `fallback` (a non-CPU backend was
-#'   asked for but the CPU is used) and `autograd_device` (`"cpu"` or
-#'   `"gpu"`). `ggml_training_history()`: a data frame, or `NULL` with a
+#'   asked for but the CPU is used) and `autograd_device` (`"cpu"`: f64 on
+#'   the host, or `"gpu"`: the engine's pools, in f32 on the CPU backend
+#'   or Vulkan). `ggml_training_history()`: a data frame, or `NULL` with a
 #'   warning before any training.
 #' @family models
 #' @export

@@ -1,6 +1,7 @@
 # Helpers for the Keras-style model tests.
 
-# Backends a model is tested on: the CPU (device "cpu", f64) and Vulkan
+# Backends a model is tested on: the CPU (one_layer() compiles it with
+# dtype = "f64": device "cpu", f64) and Vulkan
 # (device "gpu", f32; lavapipe in CI). With GGMLR_REQUIRE_VULKAN set, a
 # missing Vulkan device fails the test that asks for one.
 keras_backends <- function() {
@@ -14,7 +15,8 @@ keras_backends <- function() {
 # A compiled model of one layer applied to an input of `shape`.
 one_layer <- function(shape, layer, backend = "cpu", dtype = "float32") {
   inp <- ggml_input(shape, dtype = dtype)
-  ggml_compile(ggml_model(inp, layer(inp)), loss = "mse", backend = backend)
+  ggml_compile(ggml_model(inp, layer(inp)), loss = "mse", backend = backend,
+               dtype = if (backend == "cpu") "f64" else "f32")
 }
 
 # The weights of the model's last layer, by name.

@@ -7,6 +7,7 @@ use crate::guard;
 use anyhow::{anyhow, bail};
 use extendr_api::prelude::*;
 use ggmlr_core::autograd::place::{host_values, upload};
+use ggmlr_core::autograd::samples::Samples;
 use ggmlr_core::autograd::{clip_factor, clip_grads, grad_cell, GradCell, GradIn, HostMat, AgOp, OptKind, Optimizer, Place, Storage};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -76,6 +77,40 @@ fn rs_ag_batch(x: Robj, idx: Robj, device: Robj) -> Robj {
         };
         let place = if scalar_str(&device, "device")? == "gpu" { Place::Pools } else { Place::Cpu };
         let v = ggmlr_core::autograd::batch::columns(data, rows, &cols, place)?;
+        let t = with_tape(|tp| tp.tensor_engine(v));
+        let id = t.id as f64;
+        Ok(list!(wrap(t), id).into())
+    })
+}
+
+/// The samples of the numeric array `x` (`[n, dims...]`) converted once to
+/// f32 columns (see `ggmlr_core::autograd::samples`), for `rs_ag_samples_batch`.
+/// @noRd
+#[extendr]
+fn rs_ag_samples(x: Robj) -> Robj {
+    guard(|| {
+        let data = x.as_real_slice().ok_or_else(|| anyhow!("`x` must be a numeric array, not {:?}", x.rtype()))?;
+        let dim: Vec<usize> = match x.get_attrib("dim").and_then(|d| d.as_integer_vector()) {
+            Some(d) if d.len() >= 2 && d.iter().all(|&v| v > 0) => d.iter().map(|&v| v as usize).collect(),
+            _ => bail!("`x` must be a matrix or an array with samples in its first dimension"),
+        };
+        let s = Samples::from_array(data, dim[0], &dim[1..])?;
+        Ok(ExternalPtr::new(s).into())
+    })
+}
+
+/// Samples `idx` (1-based) of `samples` (from `rs_ag_samples`) as a new
+/// f32 tensor on device "gpu".
+/// @noRd
+#[extendr]
+fn rs_ag_samples_batch(samples: Robj, idx: Robj) -> Robj {
+    guard(|| {
+        let s: &Samples = xptr(&samples, "samples", "training data")?;
+        let cols: Vec<usize> = match idx.as_integer_slice() {
+            Some(v) if v.iter().all(|&i| i >= 1) => v.iter().map(|&i| i as usize - 1).collect(),
+            _ => bail!("`idx` must be a vector of positive sample numbers"),
+        };
+        let v = s.batch(&cols)?;
         let t = with_tape(|tp| tp.tensor_engine(v));
         let id = t.id as f64;
         Ok(list!(wrap(t), id).into())
@@ -446,6 +481,8 @@ extendr_module! {
     mod autograd;
     fn rs_ag_new;
     fn rs_ag_batch;
+    fn rs_ag_samples;
+    fn rs_ag_samples_batch;
     fn rs_ag_scratch;
     fn rs_ag_value;
     fn rs_ag_to_device;

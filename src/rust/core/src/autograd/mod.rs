@@ -20,6 +20,7 @@
 //! - `conv_rules`, `pool_rules`, `forward`, `backward`: the rules;
 //! - `tape`: recording and the backward pass;
 //! - `batch`: mini-batches written from the caller's columns into a place;
+//! - `samples`: a training set converted once to f32, batches copied from it;
 //! - `optim`, `clip`: optimizer updates and gradient clipping;
 //! - `pools`: resetting the residency pools after the rescue.
 //!
@@ -51,6 +52,7 @@ pub mod place;
 mod pool_rules;
 pub mod pools;
 pub mod rescue;
+pub mod samples;
 pub mod tape;
 pub mod value;
 

@@ -139,6 +139,9 @@ impl Layer for BinaryOp {
             s
         };
         let (sa, sb) = (strides(&aa), strides(&ba));
+        if aa == oa && !a.data.is_shared() {
+            return Ok(vec![in_place(op, a, &b, &oa, &sb)?]);
+        }
         let total: usize = oa.iter().product();
         let mut data = crate::ncnn::mat::take_vec(total);
         data.resize(total, 0.0);
@@ -173,4 +176,41 @@ impl Layer for BinaryOp {
         });
         Ok(vec![Mat::from_axes(&oa, data)?])
     }
+}
+
+/// `op(a, b)` into `a`'s own data when `a` has the output's extents `oa`
+/// (outermost first) and no other blob shares it (a squeeze-excitation
+/// scale of every channel, for one). The trailing axes along which `b` is
+/// one value are taken as one run.
+// Bounds: a holds oa's product of values (aa == oa); r counts runs of `inner`
+// over the k outer axes, decomposed into k < n indices each below oa[i]; ib
+// sums index times b's stride (zero where b is 1), so ib + m <= b.data.len()
+// when b is contiguous along the run and ib < b.data.len() otherwise.
+// BOUNDS-FN: every index is in range as said just above.
+fn in_place(op: i32, a: Mat, b: &Mat, oa: &[usize], sb: &[usize]) -> anyhow::Result<Mat> {
+    let n = oa.len();
+    // Trailing axes where b is one value (stride 0) form one run.
+    let bcast = sb.iter().rev().take_while(|&&s| s == 0).count();
+    let k = if bcast > 0 { n - bcast } else { n - 1 };
+    let inner: usize = oa[k..].iter().product();
+    let scalar = bcast > 0;
+    let mut data = a.data;
+    let bd: &[f32] = &b.data;
+    if inner > 0 {
+        par::chunks_mut(&mut data, inner, |r, row| {
+            let (mut ib, mut rem) = (0, r);
+            for i in (0..k).rev() {
+                ib += (rem % oa[i]) * sb[i];
+                rem /= oa[i];
+            }
+            if scalar {
+                apply_all(op, row, &[], bd[ib]);
+            } else {
+                apply_all(op, row, &bd[ib..ib + row.len()], 0.0);
+            }
+        });
+    }
+    let mut out = Mat::from_axes(oa, data)?;
+    out.int8 = false;
+    Ok(out)
 }

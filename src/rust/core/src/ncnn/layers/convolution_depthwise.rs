@@ -4,8 +4,9 @@
 //! (unless already int8), the weights are int8 with one scale per group,
 //! and the sums are scaled back (requantized when int8_scale_term > 100).
 
-use super::kernels::conv::{conv_gemm, Border, ConvParams};
+use super::kernels::conv::{conv_gemm, conv_gemm_padded, padded_whole, Border, ConvParams};
 use super::kernels::depthwise::dw_channel;
+use super::kernels::depthwise_pack::{self, dw16, Extents, LANES};
 use super::kernels::gemm::{Epi, PackedA};
 use super::kernels::quant::{dequant_scales, dequant_scales_approx, finish_int8, quantize, Int8Scales};
 use crate::ncnn::layer::Activation;
@@ -82,6 +83,10 @@ impl Layer for ConvolutionDepthWise {
     }
 }
 
+/// Output planes narrower than this run 16 channels at a time on AVX-512
+/// (`depthwise_pack`).
+const PACK_BELOW: usize = 16;
+
 impl ConvolutionDepthWise {
     /// Whether the int8 sums are scaled as ncnn's packed kernels do.
     fn approx(&self) -> bool {
@@ -93,6 +98,8 @@ impl ConvolutionDepthWise {
     // Bounds: with icg = ocg = 1 the weights are kk per channel q < inch =
     // num_output; a bias has num_output values; otherwise (ocg > 1 or icg * kk >
     // kk) load_model packed one matrix per group gi < g; out holds g * ocg * n.
+    // A full chunk of 16 output channels q0..q0 + 16 <= num_output = inch
+    // reads those 16 input planes, kernels and biases.
     // BOUNDS-FN: every index is in range as said just above.
     fn run(&self, x: &Mat, p: &ConvParams, bias: &[f32]) -> anyhow::Result<Mat> {
         let inch = p.in_channels();
@@ -113,27 +120,47 @@ impl ConvolutionDepthWise {
             let kk = p.kh * p.kw;
             let fast = simd::avx2_fma();
             let pad = Border { t, b, l, r, value: p.pad_value };
-            par::chunks_mut(&mut out.data, n, |q, o| {
+            let one = |q: usize, o: &mut [f32]| {
                 let bias = bias.get(q).copied().unwrap_or(0.0);
                 let k = &self.weight[q * kk..(q + 1) * kk];
                 dw_channel(x.channel(q), x.w, x.h, pad, k, bias, p, o, outw, fast);
-            });
+            };
+            if fast && outw < PACK_BELOW && inch >= LANES && depthwise_pack::available() {
+                // Narrow planes: 16 channels at a time, interleaved (the
+                // channels past the last 16 one at a time).
+                let (plane, post) = (x.w * x.h, !matches!(p.act.kind, 0 | 1 | 3));
+                let e = Extents { w: x.w, h: x.h, outw, outh };
+                par::chunks_mut(&mut out.data, LANES * n, |gi, o| {
+                    let q0 = gi * LANES;
+                    if o.len() == LANES * n {
+                        let b = if bias.is_empty() { &[][..] } else { &bias[q0..q0 + LANES] };
+                        let src = &x.data[q0 * plane..(q0 + LANES) * plane];
+                        dw16(src, e, pad, &self.weight[q0 * kk..(q0 + LANES) * kk], b, p, o);
+                        if post {
+                            p.act.apply(o);
+                        }
+                    } else {
+                        for (j, oc) in o.chunks_mut(n).enumerate() {
+                            one(q0 + j, oc);
+                        }
+                    }
+                });
+            } else {
+                par::chunks_mut(&mut out.data, n, one);
+            }
         } else {
-            for gi in 0..g {
+            // Stride 1: the input is bordered once for all groups. The
+            // groups run in parallel (each product is small).
+            let xp = if padded_whole(x, p) { Some(p.pad(x)) } else { None };
+            par::chunks_mut(&mut out.data, ocg * n, |gi, o| {
                 let bias = if bias.is_empty() { &[][..] } else { &bias[gi * ocg..(gi + 1) * ocg] };
                 let ep = Epi { bias, act: &p.act };
-                conv_gemm(
-                    x,
-                    p,
-                    gi * icg,
-                    icg,
-                    &self.packed[gi],
-                    &mut out.data[gi * ocg * n..(gi + 1) * ocg * n],
-                    outw,
-                    outh,
-                    &ep,
-                );
-            }
+                let a = &self.packed[gi];
+                match &xp {
+                    Some(xp) => conv_gemm_padded(xp, p, gi * icg..(gi + 1) * icg, a, o, (outw, outh), &ep),
+                    None => conv_gemm(x, p, gi * icg, icg, a, o, outw, outh, &ep),
+                }
+            });
         }
         Ok(out)
     }

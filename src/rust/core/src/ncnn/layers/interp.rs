@@ -91,7 +91,8 @@ impl Interp {
 
 impl Layer for Interp {
     // BOUNDS-FN: taps clamps every source index below the extent it is given (w, h);
-    // ty has oh and tx ow entries; q < c channels.
+    // ty (so sy) has oh and tx (so sx) ow entries; o is one channel of oh rows
+    // of ow; q < c channels.
     fn forward(&self, bottoms: Vec<Mat>, _ntop: usize, _opt: &Opt) -> anyhow::Result<Vec<Mat>> {
         let x = one(bottoms, "Interp")?;
         if x.dims != 3 {
@@ -117,7 +118,28 @@ impl Layer for Interp {
         crate::base::alloc::check(ow.saturating_add(oh), 64, "the Interp taps")?;
         let tx = self.taps(w, ow, self.ws, fixed);
         let ty = self.taps(h, oh, self.hs, fixed);
-        let mut out = Mat::new_3d(ow, oh, c);
+        // Every output value is written below.
+        let mut out = Mat::for_overwrite_3d(ow, oh, c);
+        if self.kind == 1 {
+            // Nearest: a gather of source columns per row; a row that reads
+            // the same source row as the one before it is a copy of it.
+            let sx: Vec<usize> = tx.iter().map(|t| t.first().map_or(0, |v| v.0)).collect();
+            let sy: Vec<usize> = ty.iter().map(|t| t.first().map_or(0, |v| v.0)).collect();
+            par::chunks_mut(&mut out.data, ow * oh, |q, o| {
+                let src = x.channel(q);
+                for i in 0..oh {
+                    if i > 0 && sy[i] == sy[i - 1] {
+                        o.copy_within((i - 1) * ow..i * ow, i * ow);
+                        continue;
+                    }
+                    let row = &src[sy[i] * w..(sy[i] + 1) * w];
+                    for (d, &j) in o[i * ow..(i + 1) * ow].iter_mut().zip(&sx) {
+                        *d = row[j];
+                    }
+                }
+            });
+            return Ok(vec![out]);
+        }
         par::chunks_mut(&mut out.data, ow * oh, |q, o| {
                 let src = x.channel(q);
                 for (i, ry) in ty.iter().enumerate() {

@@ -299,29 +299,21 @@ pub fn conv_gemm(
 ) {
     assert!(c0 + nc <= x.c, "conv_gemm: channels past the input");
     let kk = p.kh * p.kw;
-    let (t, b, l, r) = p.pads(x.w, x.h);
+    let (t, _, l, r) = p.pads(x.w, x.h);
     // A bordered copy of the whole input that fits in cache serves as well
     // as bands of it.
-    let whole = (t, b, l, r) == (0, 0, 0, 0) || x.c * (x.w + l + r) * (x.h + t + b) <= WHOLE_COPY;
-    if p.sw == 1 && p.sh == 1 && whole {
-        // Row k of the im2col matrix is a shifted view of the padded plane.
-        let xp = p.pad(x);
-        let wp = xp.w;
-        let cs = xp.cstep();
-        let offs: Vec<usize> = (0..nc * kk)
-            .map(|i| {
-                let (c, ky, kx) = (i / kk, (i / p.kw) % p.kh, i % p.kw);
-                (c0 + c) * cs + ky * p.dh * wp + kx * p.dw
-            })
-            .collect();
-        let bv = BView { base: &xp.data, offs: &offs, rs: wp };
-        if kk == 1 && wp == outw {
-            // A 1x1 kernel over unpadded rows: the plane is one long row,
-            // tiled without a partial tile at the end of every row.
-            conv_gemm_rows(a, &bv, outw * outh, 1, out, ep);
-        } else {
-            conv_gemm_rows(a, &bv, outw, outh, out, ep);
-        }
+    if padded_whole(x, p) {
+        conv_gemm_padded(&p.pad(x), p, c0..c0 + nc, a, out, (outw, outh), ep);
+        return;
+    }
+    if kk == 1 && p.pads(x.w, x.h) == (0, 0, 0, 0) {
+        // A strided 1x1 kernel reads every sw-th column of every sh-th row:
+        // those pixels gathered into a plane of the output's size make it
+        // a 1x1 convolution of stride 1 (one long row, no phase planes).
+        let xs = subsample(x, c0..c0 + nc, p.sw, p.sh, (outw, outh));
+        let mut p1 = p.clone();
+        (p1.sw, p1.sh) = (1, 1);
+        conv_gemm_padded(&xs, &p1, 0..nc, a, out, (outw, outh), ep);
         return;
     }
     // Strided or large: in bands of output rows, each task borders (and
@@ -367,6 +359,71 @@ pub fn conv_gemm(
             unsafe { conv_gemm_band(a, &bv, outw, y1 - y0, n, dst.at(y0 * outw), ep) };
         });
     });
+}
+
+/// Whether `conv_gemm` convolves `x` through one bordered copy of the
+/// whole input (`conv_gemm_padded`): stride 1, and no border or a bordered
+/// copy that fits in cache.
+pub fn padded_whole(x: &Mat, p: &ConvParams) -> bool {
+    let (t, b, l, r) = p.pads(x.w, x.h);
+    let small = (t, b, l, r) == (0, 0, 0, 0) || x.c * (x.w + l + r) * (x.h + t + b) <= WHOLE_COPY;
+    p.sw == 1 && p.sh == 1 && small
+}
+
+/// The stride-1 convolution of channels `c0..c0+nc` of `xp`, the input
+/// already bordered as the parameters ask (`p.pad`): row k of the im2col
+/// matrix is a shifted view of the bordered plane. Grouped convolutions
+/// border their input once for all groups.
+// BOUNDS-FN: the channels end at or before xp.c (asserted); every offset plus the last column
+// read (outw - 1 + (kw - 1) * dw <= xp.w - 1, outh likewise) stays in the
+// channel, as the output size was computed from the bordered extents.
+pub fn conv_gemm_padded(
+    xp: &Mat,
+    p: &ConvParams,
+    chans: std::ops::Range<usize>,
+    a: &PackedA,
+    out: &mut [f32],
+    (outw, outh): (usize, usize),
+    ep: &Epi,
+) {
+    let (c0, nc) = (chans.start, chans.len());
+    assert!(chans.end <= xp.c, "conv_gemm_padded: channels past the input");
+    let kk = p.kh * p.kw;
+    let wp = xp.w;
+    let cs = xp.cstep();
+    let offs: Vec<usize> = (0..nc * kk)
+        .map(|i| {
+            let (c, ky, kx) = (i / kk, (i / p.kw) % p.kh, i % p.kw);
+            (c0 + c) * cs + ky * p.dh * wp + kx * p.dw
+        })
+        .collect();
+    let bv = BView { base: &xp.data, offs: &offs, rs: wp };
+    if kk == 1 && wp == outw {
+        // A 1x1 kernel over unpadded rows: the plane is one long row,
+        // tiled without a partial tile at the end of every row.
+        conv_gemm_rows(a, &bv, outw * outh, 1, out, ep);
+    } else {
+        conv_gemm_rows(a, &bv, outw, outh, out, ep);
+    }
+}
+
+/// Pixels (x * sw, y * sh) for x < outw, y < outh of channels `chans` of
+/// `x`, as a blob of outw x outh x chans.len().
+// BOUNDS-FN: (outw - 1) * sw < x.w and (outh - 1) * sh < x.h (the output size
+// of a 1x1 kernel without borders), so every read is inside its channel.
+fn subsample(x: &Mat, chans: std::ops::Range<usize>, sw: usize, sh: usize, (outw, outh): (usize, usize)) -> Mat {
+    let c0 = chans.start;
+    let mut out = Mat::for_overwrite_3d(outw, outh, chans.len());
+    par::chunks_mut(&mut out.data, outw * outh, |c, o| {
+        let src = x.channel(c0 + c);
+        for (y, row) in o.chunks_exact_mut(outw.max(1)).enumerate() {
+            let s = &src[y * sh * x.w..];
+            for (i, v) in row.iter_mut().enumerate() {
+                *v = s[i * sw];
+            }
+        }
+    });
+    out
 }
 
 /// Values of the largest bordered input of a stride-1 convolution copied
@@ -432,6 +489,9 @@ mod tests {
             ("9=1", 13, 9, 5, 7, 1),
             ("4=1 9=4", 70, 300, 4, 6, 1),
             ("14=2 16=1 9=3 -23310=2,-0.5,0.5", 33, 41, 8, 13, 1),
+            // Strided 1x1 kernels without borders: a gathered plane.
+            ("3=2 9=1", 14, 14, 6, 9, 1),
+            ("3=3 13=2", 17, 11, 5, 7, 1),
         ] {
             let text = format!(
                 "7767517\n1 1\nConvolution c 0 1 x 0={m} 1={k} 5=1 6={} {keys}\n",

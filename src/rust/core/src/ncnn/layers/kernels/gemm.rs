@@ -340,6 +340,24 @@ impl<'a> Rows<'a> {
             for y in y0..y1 {
                 let mut x = x0;
                 while x < x1 {
+                    // Two tiles side by side (AVX-512, 32 whole columns left):
+                    // each weight is loaded once for both.
+                    if fast && x1 - x >= 2 * NR && avx512() {
+                        let col = y * b.rs + x;
+                        for (bl, bias) in blocks.iter().zip(biases) {
+                            let (ab, nrows) = (a.values(bl), bl.rows);
+                            // SAFETY: as below; the 32 columns are inside the
+                            // task's range and B's last read is at most
+                            // maxoff + y * rs + x1 <= base.len() (Rows::new).
+                            unsafe {
+                                let dst = cp.0.add(bl.r0 * n + y * outw + x);
+                                let t = Tile { ab, base: b.base.as_ptr(), offs: b.offs, col, c: dst, ldc: n, rows: nrows, bias, clamp: self.clamp, w: 2 * NR };
+                                kernel_wide(bl.mr, &t);
+                            }
+                        }
+                        x += 2 * NR;
+                        continue;
+                    }
                     let w = (x1 - x).min(NR);
                     // A full-width tile may read past the row (into the next
                     // row or the padding) as long as it stays inside base;
@@ -527,6 +545,77 @@ unsafe fn tile_avx2<const R: usize, const MASKED: bool>(t: &Tile) {
         for (r, v) in acc.iter().enumerate().take(rows) {
             _mm256_maskstore_ps(c.add(r * ldc), m0, v[0]);
             _mm256_maskstore_ps(c.add(r * ldc + 8), m1, v[1]);
+        }
+    }
+}
+
+/// An `mr` (6 or 4) x 32 tile on AVX-512: two 16-lane registers per row,
+/// every B row read whole (32 columns), `rows` rows stored.
+///
+/// # Safety
+/// The CPU must have AVX-512F; `base + offs[k] + col .. + 32` must be
+/// readable for every k, and `c` writable for `rows` rows of 32.
+#[inline(always)]
+unsafe fn kernel_wide(mr: usize, t: &Tile) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if mr == 6 {
+            tile_avx512_wide::<6>(t)
+        } else {
+            tile_avx512_wide::<4>(t)
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (mr, t);
+        // INVARIANT: callers reach the AVX-512 kernel only after detecting
+        // AVX-512F, which exists only on x86-64.
+        unreachable!("AVX-512 kernels run only on x86-64")
+    }
+}
+
+/// # Safety
+/// As for `kernel_wide`.
+// BOUNDS-FN: acc has R rows, bias MR >= R (R is 4 or 6), indexed by r < R;
+// ab packs offs.len() columns of R values.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn tile_avx512_wide<const R: usize>(t: &Tile) {
+    use std::arch::x86_64::*;
+    let Tile { ab, base, offs, col, c, ldc, rows, bias, clamp, .. } = *t;
+    let mut acc = [[_mm512_setzero_ps(); 2]; R];
+    for (r, a) in acc.iter_mut().enumerate() {
+        let v = _mm512_set1_ps(bias[r]);
+        *a = [v, v];
+    }
+    let ap = ab.as_ptr();
+    for (kk, &o) in offs.iter().enumerate() {
+        let bp = base.add(o + col);
+        let (b0, b1) = (_mm512_loadu_ps(bp), _mm512_loadu_ps(bp.add(NR)));
+        let a = ap.add(kk * R);
+        for (r, acc_r) in acc.iter_mut().enumerate() {
+            let av = _mm512_set1_ps(*a.add(r));
+            acc_r[0] = _mm512_fmadd_ps(av, b0, acc_r[0]);
+            acc_r[1] = _mm512_fmadd_ps(av, b1, acc_r[1]);
+        }
+    }
+    if let Some((lo, hi)) = clamp {
+        let (l, h) = (_mm512_set1_ps(lo), _mm512_set1_ps(hi));
+        for a in acc.iter_mut() {
+            // max(v, lo) first: a NaN becomes lo, as with f32::max.
+            a[0] = _mm512_min_ps(_mm512_max_ps(a[0], l), h);
+            a[1] = _mm512_min_ps(_mm512_max_ps(a[1], l), h);
+        }
+    }
+    if rows == R {
+        for (r, a) in acc.iter().enumerate() {
+            _mm512_storeu_ps(c.add(r * ldc), a[0]);
+            _mm512_storeu_ps(c.add(r * ldc + NR), a[1]);
+        }
+    } else {
+        for (r, a) in acc.iter().enumerate().take(rows) {
+            _mm512_storeu_ps(c.add(r * ldc), a[0]);
+            _mm512_storeu_ps(c.add(r * ldc + NR), a[1]);
         }
     }
 }

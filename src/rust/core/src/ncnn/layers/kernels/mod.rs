@@ -6,6 +6,7 @@ pub mod conv;
 pub mod conv_int8;
 pub mod deconv;
 pub mod depthwise;
+pub mod depthwise_pack;
 pub mod detect;
 pub mod gemm;
 pub mod gemv;

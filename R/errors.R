@@ -32,13 +32,24 @@
 }
 
 # `call`, unless it calls one of the package's internal helpers (".x()",
-# "rs_x()"): then the user's call. A helper's default `call = sys.call(-1L)`
+# "rs_x()") or a function of base R (`sys.call(-2L)` under tryCatch() is
+# doTryCatch()): then the user's call. A helper's default `call = sys.call(-1L)`
 # forced inside an argument of another call (`rs_get(t, .offset(t, o))`)
 # names that call, not the function the user called.
 .public_call <- function(call) {
   f <- if (is.call(call)) call[[1L]]
-  if (is.symbol(f) && grepl("^(\\.|rs_)", as.character(f))) .user_call() else call
+  if (!is.symbol(f)) return(call)
+  nm <- as.character(f)
+  base <- nm %in% .plumbing || exists(nm, envir = .BaseNamespaceEnv, inherits = FALSE)
+  if (grepl("^(\\.|rs_)", nm) || base) .user_call() else call
 }
+
+# Base R's plumbing, some of it local to tryCatch() (doTryCatch()): never the
+# user's call.
+.plumbing <- c("tryCatch", "tryCatchList", "tryCatchOne", "doTryCatch", "withCallingHandlers",
+               "withRestarts", "withOneRestart", "doWithOneRestart", "force", "eval", "evalq",
+               "lapply", "vapply", "sapply", "Map", "mapply", "FUN", "do.call", "Recall",
+               "stop", "signalCondition", "identity", "invisible", "structure")
 
 # The call of the user's function that is failing: the innermost call on the
 # stack that is neither one of the package's internal helpers (names that
@@ -46,15 +57,11 @@
 # an error names ggml_new_tensor(), not .new_tensor() or rs_new_tensor().
 .user_call <- function() {
   calls <- sys.calls()
-  plumbing <- c("tryCatch", "tryCatchList", "tryCatchOne", "doTryCatch", "withCallingHandlers",
-                "withRestarts", "withOneRestart", "doWithOneRestart", "force", "eval", "evalq",
-                "lapply", "vapply", "sapply", "Map", "mapply", "FUN", "do.call", "Recall",
-                "stop", "signalCondition", "identity", "invisible", "structure")
   for (i in rev(seq_along(calls))) {
     f <- calls[[i]][[1L]]
     if (is.symbol(f)) {
       nm <- as.character(f)
-      if (startsWith(nm, ".") || startsWith(nm, "rs_") || nm %in% plumbing) next
+      if (startsWith(nm, ".") || startsWith(nm, "rs_") || nm %in% .plumbing) next
       # Base R's functions that force an argument holding the failing call
       # (inherits(x) in .rs(rs_get(.offset(...)))) are not the user's.
       fn <- sys.function(i)

@@ -47,6 +47,17 @@ test_that("errors raised inside a helper's argument name the user's function", {
   expect_hostile_errors(cases, setup = calls_setup)
 })
 
+test_that("an error under tryCatch() names the function called, not doTryCatch()", {
+  cases <- list(
+    load_param_num = ncase(ncnn_net(1)$load_param(1), "^ncnn_net\\(1\\)\\$load_param: `path`"),
+    load_param_na = ncase(ncnn_net(1)$load_param(NA), "^ncnn_net\\(1\\)\\$load_param: `path`"),
+    load_param_folder = ncase(ncnn_net(1)$load_param(tempdir()), "^ncnn_net\\(1\\)\\$load_param: .*is a folder"),
+    gguf_folder = ncase(gguf_load(tempdir()), "^gguf_load: .*is a folder; `path` must be the path of a GGUF file"),
+    gguf_missing = ncase(gguf_load(tempfile()), "^gguf_load: there is no file")
+  )
+  expect_hostile_errors(cases, setup = calls_setup)
+})
+
 test_that("a scale mode that is not one number is the package's error, not switch()'s", {
   cases <- list(
     upscale_mode_list = ncase(ggml_upscale(ctx, a, 2, mode = list()), "^ggml_upscale: `mode` .*not an object of type list"),

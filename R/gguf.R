@@ -41,6 +41,7 @@ gguf_load <- function(path, meta_only = FALSE) {
   }
   if (!isTRUE(meta_only) && !isFALSE(meta_only)) .abort("`meta_only` must be TRUE or FALSE.")
   if (!file.exists(path)) .abort(sprintf("there is no file '%s'.", path))
+  if (dir.exists(path)) .abort(sprintf("'%s' is a folder; `path` must be the path of a GGUF file.", path))
   path <- normalizePath(path, mustWork = TRUE)
   ptr <- .rs(rs_gguf_open(path))
   info <- .rs(rs_gguf_info(ptr))

@@ -192,9 +192,10 @@ ggml_pad <- function(ctx, a, p0 = 0L, p1 = 0L, p2 = 0L, p3 = 0L) {
 #' @rdname ggml_pad
 #' @export
 ggml_upscale <- function(ctx, a, scale_factor, mode = 0L) {
-  name <- switch(as.character(mode), "0" = "upscale", "1" = "upscale_bilinear", "2" = "upscale_bicubic",
+  key <- if (is.numeric(mode) && length(mode) == 1L && !is.na(mode)) as.character(mode) else ""
+  name <- switch(key, "0" = "upscale", "1" = "upscale_bilinear", "2" = "upscale_bicubic",
     .abort(sprintf("`mode` must be GGML_SCALE_MODE_NEAREST (0), BILINEAR (1) or BICUBIC (2), not %s.",
-      format(mode))))
+      if (nzchar(key)) key else .describe_value(mode))))
   .op(ctx, name, list(a), scale_factor)
 }
 

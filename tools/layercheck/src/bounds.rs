@@ -66,6 +66,12 @@ pub const FILES: &[&str] = &[
     "src/rust/core/src/backend/cpu/rope.rs",
     "src/rust/core/src/backend/cpu/extended.rs",
     "src/rust/core/src/backend/cpu/mul_mat_id.rs",
+    "src/rust/core/src/backend/cpu/access.rs",
+    "src/rust/core/src/backend/cpu/elementwise.rs",
+    "src/rust/core/src/backend/cpu/driver.rs",
+    "src/rust/core/src/backend/cpu/fuse.rs",
+    "src/rust/core/src/backend/cpu/gemv.rs",
+    "src/rust/core/src/backend/cpu/mod.rs",
 ];
 
 /// Everything the gate checks: the readers, the gated folders and the

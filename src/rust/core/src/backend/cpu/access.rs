@@ -38,11 +38,16 @@ pub struct Src<'a, T: Float = f32> {
 
 impl<'a, T: Float> Src<'a, T> {
     /// Contiguous values `d` of sizes `ne`.
+    // BOUNDS-FN: ne is a [usize; 4] indexed by literals.
     pub fn new(d: Cow<'a, [T]>, ne: [usize; 4]) -> Src<'a, T> {
         Src { d, ne, st: [1, ne[0], ne[0] * ne[1], ne[0] * ne[1] * ne[2]] }
     }
 
     /// Value at logical index (i0, i1, i2, i3).
+    // BOUNDS-FN: st is a [usize; 4] indexed by literals; kernels pass ik < ne[k]
+    // (the sizes their op's rule in op/shape.rs gave), and d holds every such
+    // element at strides st: Src::new's d is contiguous with the product of ne
+    // values, gather_strided_in's the layout's whole span.
     #[inline]
     pub fn at(&self, i0: usize, i1: usize, i2: usize, i3: usize) -> T {
         self.d[i0 * self.st[0] + i1 * self.st[1] + i2 * self.st[2] + i3 * self.st[3]]
@@ -112,6 +117,7 @@ fn typed_mut<T: Float>(bytes: &mut [u8], offset: usize, n: usize) -> Option<&mut
 
 /// Bytes of a row of a quantized layout, checking that its blocks follow
 /// each other (a permuted view of quantized data cannot be read).
+// BOUNDS-FN: nb and ne are Dims indexed by the literal 0.
 fn quant_row(q: QType, l: &Layout) -> crate::Result<usize> {
     ensure!(
         l.nb[0] == q.type_size(),
@@ -124,6 +130,9 @@ fn quant_row(q: QType, l: &Layout) -> crate::Result<usize> {
 }
 
 /// Quantized rows dequantized to f32, in ggml order.
+// BOUNDS-FN: gather_in checked that l's span at off lies in b, and each row
+// (rs bytes from its start o, quant_row checked the blocks follow each other)
+// lies in that span; out holds nelements = rows * n0 values and i < rows.
 fn gather_quant(q: QType, b: &[u8], off: usize, l: &Layout) -> crate::Result<Vec<f32>> {
     let rs = quant_row(q, l)?;
     let n0 = l.ne[0];
@@ -140,6 +149,9 @@ fn gather_quant(q: QType, b: &[u8], off: usize, l: &Layout) -> crate::Result<Vec
 /// Rows of values (rounded to f32) quantized into the destination's rows:
 /// all rows at once, split over the threads (`quantize_chunk`), then each
 /// quantized row copied to its place (the destination may be strided).
+// BOUNDS-FN: host_mut checked that r's span lies in b (each row's rs bytes
+// lie in it, as in gather_quant); scatter checked vals.len() == nelements, so
+// the walk's i < rows and packed holds rows * rs bytes.
 fn scatter_quant<T: Float>(q: QType, b: &mut [u8], r: &DataRef, vals: &[T]) -> crate::Result<()> {
     let l = &r.layout;
     let rs = quant_row(q, l)?;
@@ -170,7 +182,15 @@ pub fn gather<'m, T: Float>(mem: &'m BufferMem, r: &DataRef) -> crate::Result<Sr
 
 /// [`gather`] of the tensor of layout `l` at byte `off` of `b` (whose span
 /// has been checked to lie in `b`).
+// BOUNDS-FN: the span of l at off is checked to lie in b first; out holds the
+// n = nelements values that for_each_offset numbers (i < n).
 pub fn gather_in<'m, T: Float>(b: &'m [u8], off: usize, l: &Layout) -> crate::Result<Src<'m, T>> {
+    ensure!(
+        off.checked_add(l.span_bytes()).is_some_and(|e| e <= b.len()),
+        "internal: a source (offset {off}, {} bytes) lies outside its {} bytes",
+        l.span_bytes(),
+        b.len()
+    );
     let n = l.nelements();
     if let Some(q) = l.dtype.quant() {
         let v = gather_quant(q, b, off, l)?;
@@ -194,6 +214,9 @@ pub fn gather_in<'m, T: Float>(b: &'m [u8], off: usize, l: &Layout) -> crate::Re
 }
 
 /// The elements of `span` (sizes `ne`, element strides `st`) packed in ggml order.
+// BOUNDS-FN: ne and st are [usize; 5] indexed by literals; the caller's span
+// holds span_bytes / es values, and the largest index, the sum of
+// (ne[k] - 1) * st[k], is the last element's (span_bytes counts to its end).
 fn pack<T: Float>(span: &[T], ne: Dims, st: Dims) -> crate::Result<Vec<T>> {
     let mut out = Vec::new();
     if out.try_reserve_exact(ne.iter().product()).is_err() {
@@ -259,6 +282,8 @@ pub fn dst_slice<'m, T: Float>(mem: &'m mut BufferMem, r: &DataRef) -> crate::Re
 }
 
 /// Write `vals` (ggml order) into the destination, converting to its type.
+// BOUNDS-FN: vals.len() == nelements is checked first; for_each_offset numbers
+// the elements i < nelements.
 pub fn scatter<T: Float>(mem: &mut BufferMem, r: &DataRef, vals: &[T]) -> crate::Result<()> {
     let l = &r.layout;
     ensure!(vals.len() == l.nelements(), "internal: {} values for {} elements", vals.len(), l.nelements());
@@ -292,6 +317,9 @@ fn walk_units(l: &Layout, base: usize, rows: bool, f: impl FnMut(usize, usize)) 
 }
 
 /// The element bytes of a tensor, packed in ggml order (no conversion).
+// BOUNDS-FN: ne is a Dims indexed by the literal 0; host checked that r's span
+// lies in b (each unit's es bytes from its start o lie in it), and out holds
+// n units of es bytes, i < n.
 pub fn gather_bytes(mem: &BufferMem, r: &DataRef) -> crate::Result<Vec<u8>> {
     let b = host(mem, r)?;
     let (es, rows) = units(&r.layout)?;
@@ -302,9 +330,13 @@ pub fn gather_bytes(mem: &BufferMem, r: &DataRef) -> crate::Result<Vec<u8>> {
 }
 
 /// Write packed element bytes into a tensor's (possibly strided) memory.
+// BOUNDS-FN: host_mut checked that r's span lies in b; vals is checked to hold
+// a unit of es bytes for every unit the walk numbers (i < n).
 pub fn scatter_bytes(mem: &mut BufferMem, r: &DataRef, vals: &[u8]) -> crate::Result<()> {
     let b = host_mut(mem, r)?;
     let (es, rows) = units(&r.layout)?;
+    let n = if rows { r.layout.nelements() / r.layout.ne[0].max(1) } else { r.layout.nelements() };
+    ensure!(n.checked_mul(es) == Some(vals.len()), "internal: {} bytes for {n} units of {es} bytes", vals.len());
     walk_units(&r.layout, r.offset, rows, |i, o| b[o..o + es].copy_from_slice(&vals[i * es..(i + 1) * es]));
     Ok(())
 }

@@ -24,7 +24,11 @@ use crate::op::Op;
 use anyhow::ensure;
 
 /// Compute one node on the CPU.
+// BOUNDS-FN: ne is a Dims indexed by the literal 4; srcs[0] is read after
+// `enough_srcs` checked that the node has the sources its op's rule asks (a
+// copy has at least one).
 pub fn run(node: &Node, pool: &CpuPool) -> crate::Result<()> {
+    enough_srcs(&node.op, node.srcs.len())?;
     // A fifth dimension: the kernels compute one slice of it at a time
     // (copies and the total sum walk all five dimensions themselves).
     let five = node.dst.layout.ne[4] > 1 || node.srcs.iter().any(|s| s.layout.ne[4] > 1);
@@ -68,6 +72,15 @@ pub fn run(node: &Node, pool: &CpuPool) -> crate::Result<()> {
     }
 }
 
+/// An internal error unless `n` sources are at least the number the rule of
+/// `op` takes (op/shape.rs, `arity`): the kernels index them. `cpy` and
+/// `repeat` have two, of which they read one.
+fn enough_srcs(op: &Op, n: usize) -> crate::Result<()> {
+    let lo = crate::op::shape::arity(op).0;
+    ensure!(n >= lo, "internal: {} has {n} source tensor(s), its rule takes at least {lo}", op.name());
+    Ok(())
+}
+
 /// Ops whose integer results must be exact beyond f32's 2^24: computed in f64.
 fn exact_counts(op: &Op) -> bool {
     matches!(op, Op::Rows(RowOp::CountEqual))
@@ -82,6 +95,7 @@ fn strided_operand(op: &Op, i: usize) -> bool {
     }
 }
 
+// BOUNDS-FN: `run` checked the sources (`enough_srcs`): cpy and repeat have two.
 fn run_as<T: GemmFloat>(node: &Node, pool: &CpuPool) -> crate::Result<()> {
     let dst = &node.dst;
     // `cpy` reads its first source only: the second is the destination;
@@ -152,6 +166,7 @@ fn shared_buffer<T: GemmFloat>(node: &Node, reads: &[DataRef], pool: &CpuPool) -
 
 /// Gets the sources `reads`, each at byte `spans[i].1` of the bytes
 /// `spans[i].0`, in the compute type, and computes the node into `out`.
+// BOUNDS-FN: srcs gets one source per read; srcs[0] is read with reads[1].
 fn compute<T: GemmFloat>(node: &Node, reads: &[DataRef], spans: &[(&[u8], usize)], out: &mut [T], pool: &CpuPool) -> crate::Result<()> {
     let mut srcs: Vec<Src<'_, T>> = Vec::with_capacity(reads.len());
     for (i, (s, &(b, off))) in reads.iter().zip(spans).enumerate() {
@@ -170,7 +185,15 @@ fn compute<T: GemmFloat>(node: &Node, reads: &[DataRef], spans: &[(&[u8], usize)
 }
 
 /// Computes `op` on `s` into `out` (every element written) of sizes `ne`.
+// BOUNDS-FN: s holds at least the sources the op's rule takes (checked first;
+// cpy and repeat pass the one they read), and each arm reads below that
+// number; s[1].d[0] of add1: its rule (op/shape.rs) gives b exactly one
+// element, gathered contiguous.
 pub(super) fn kernel<T: GemmFloat>(op: &Op, s: &[Src<'_, T>], out: &mut [T], ne: [usize; 4], pool: &CpuPool) -> crate::Result<()> {
+    let reads_one = matches!(op, Op::Cpy | Op::Repeat) && !s.is_empty();
+    if !reads_one {
+        enough_srcs(op, s.len())?;
+    }
     match op {
         Op::None | Op::Reshape | Op::View | Op::Transpose | Op::Permute { .. } => {
             anyhow::bail!("internal: {} has no kernel", op.name())

@@ -7,6 +7,10 @@ use crate::base::float::Float;
 use crate::op::{Op, UnaryOp};
 
 /// out[i] = f(a[i]).
+// BOUNDS-FN: a holds as many values as out: each caller's op keeps the shape
+// (Scale, Unary, LeakyRelu, Clamp, Add1: `same` in op/shape.rs; the maps of
+// op/extended_shape.rs), and a is gathered contiguous; par_rows's chunks of
+// 1024 start at r0 * 1024 and end by out.len().
 pub fn map<T: Float>(a: &Src<'_, T>, out: &mut [T], pool: &CpuPool, f: impl Fn(T) -> T + Sync + Send) {
     let x = &a.d;
     par_rows(pool, out, 1024, |r0, chunk| {
@@ -38,6 +42,9 @@ pub fn unary<T: Float>(u: UnaryOp, a: &Src<'_, T>, out: &mut [T], pool: &CpuPool
 }
 
 /// out[i] = f(a[i], b[i]) for a and b of one shape.
+// BOUNDS-FN: a, b and out hold the same number of values: the Glu rule
+// (op/glu.rs, split form) and `infer_silu_back` require a.ne == b.ne and give
+// out that shape; chunks as in `map`.
 pub fn zip<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, out: &mut [T], pool: &CpuPool, f: impl Fn(T, T) -> T + Sync + Send) {
     let (x, y) = (&a.d, &b.d);
     par_rows(pool, out, 1024, |r0, chunk| {
@@ -49,6 +56,8 @@ pub fn zip<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, out: &mut [T], pool: &CpuPo
     });
 }
 
+// BOUNDS-FN: b[0] is read when b.len() == 1, b[i % b.len()] when b is neither
+// empty nor a's length (the caller's b rows have bn[0] > 0 values: can_repeat).
 fn apply_row<T: Float>(op: &Op, a: &[T], b: &[T], out: &mut [T]) {
     // b is either a full row or repeats along the row.
     macro_rules! go {
@@ -82,6 +91,11 @@ fn apply_row<T: Float>(op: &Op, a: &[T], b: &[T], out: &mut [T]) {
 }
 
 /// out = a (op) b, b broadcast to a's shape.
+// BOUNDS-FN: the Add/Sub/Mul/Div rule (op/shape.rs) requires can_repeat(b, a):
+// every size of b is above 0 and divides a's, and out has a's shape; a and b
+// are gathered contiguous. Row r < n1 n2 n3 of out is row r of a, and br, the
+// row of b it reads, is below bn[1] bn[2] bn[3]; bn is a [usize; 4] indexed by
+// literals.
 pub fn binary<T: Float>(op: &Op, a: &Src<'_, T>, b: &Src<'_, T>, out: &mut [T], pool: &CpuPool) {
     let [n0, n1, n2, _] = a.ne;
     let bn = b.ne;
@@ -98,7 +112,10 @@ pub fn binary<T: Float>(op: &Op, a: &Src<'_, T>, b: &Src<'_, T>, out: &mut [T], 
 }
 
 /// out = g * u'(at the input that gave y), from the output y (`UnaryBack`).
+// BOUNDS-FN: the UnaryBack rule (op/shape.rs) requires g.ne == y.ne and gives
+// out that shape; chunks as in `map`.
 pub fn unary_back<T: Float>(u: UnaryOp, g: &Src<'_, T>, y: &Src<'_, T>, out: &mut [T], pool: &CpuPool) {
+    // BOUNDS-FN: g, y and out hold the same number of values (see above).
     fn each<T: Float>(g: &[T], y: &[T], out: &mut [T], pool: &CpuPool, f: impl Fn(T, T) -> T + Sync + Send) {
         par_rows(pool, out, 1024, |r0, chunk| {
             let start = r0 * 1024;

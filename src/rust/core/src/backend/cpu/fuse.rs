@@ -20,6 +20,9 @@ use crate::tensor::{DataRef, Tensor};
 /// that node and the number of nodes it stands for. Forms: ggml's conv_2d
 /// (copy of the product seen as [OW, OH, OC, N]); the ONNX import's (copy of
 /// it seen as [OW OH, OC, N]; for one image, the product alone).
+// BOUNDS-FN: n0 and n1 are read only once each is checked to have exactly two
+// sources, n2 once it has one (the filter); ne is a Dims and nb4() a
+// [usize; 4], indexed by literals below 4.
 pub fn conv_2d(nodes: &[Node], i: usize) -> Option<(Node, usize)> {
     let [n0, n1] = nodes.get(i..i + 2)? else { return None };
     let Op::Im2Col { s0, s1, p0, p1, d0, d1, is_2d: true } = n0.op else { return None };
@@ -77,6 +80,7 @@ pub fn conv_2d(nodes: &[Node], i: usize) -> Option<(Node, usize)> {
 }
 
 /// Whether `r` is a contiguous f32 tensor of sizes `ne`.
+// BOUNDS-FN: ne is a [usize; 4] indexed by literals.
 fn f32_contig(r: &DataRef, ne: [usize; 4]) -> bool {
     r.layout.dtype == DType::F32 && r.layout.is_contiguous() && r.layout.ne == [ne[0], ne[1], ne[2], ne[3], 1]
 }

@@ -82,6 +82,8 @@ impl Out {
 /// Runs `f(first_row, results)` over `out` (one result per row of
 /// `row_bytes` bytes of weights) in chunks of rows, on every thread of the
 /// pool when the weights are large (see the module's notes).
+// BOUNDS-FN: ranges holds n ranges; the threads are numbered t in 0..n and
+// each visits u = (t + d) % n < n.
 pub fn split_rows(pool: &CpuPool, out: &mut [f32], row_bytes: usize, f: impl Fn(usize, &mut [f32]) + Sync) {
     let m = out.len();
     let n = pool.n_threads;

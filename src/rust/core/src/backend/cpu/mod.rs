@@ -89,7 +89,7 @@ impl CpuBackend {
                 Some((f, n)) => (Some(f), n),
                 None => (None, 1),
             };
-            let node = fused.as_ref().unwrap_or(&nodes[i]);
+            let Some(node) = fused.as_ref().or(nodes.get(i)) else { break };
             driver::run(node, &pool)
                 .with_context(|| format!("computing {}", node.tensor.describe()))?;
             i += n;

@@ -1,6 +1,7 @@
 //! The general matrix product of f32 and f64 values through the `gemm`
 //! crate: register kernels for AVX-512, AVX2 + FMA or portable code, chosen
-//! at run time for the CPU in use. A large product is split here into one
+//! at run time for the CPU in use; large f32 products on CPUs with AVX-512
+//! go to the package's own kernels (`sgemm`) instead. A large product is split here into one
 //! block of C per thread of the CPU backend's pool
 //! (`ggml_backend_cpu_set_n_threads()`), each computed by the crate on one
 //! thread: one parallel region per product, where the crate's own threading
@@ -68,6 +69,12 @@ pub(super) unsafe fn product<T: Copy + Send + Sync + 'static + num_zero::Zero>(
     if c_cs.unsigned_abs() < c_rs.unsigned_abs() {
         let (at, bt) = (Strided { ptr: a.ptr, rs: a.cs, cs: a.rs }, Strided { ptr: b.ptr, rs: b.cs, cs: b.rs });
         return product(pool, n, k, m, bt, at, c, c_cs, c_rs);
+    }
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && super::sgemm::wanted(m, k, n, c_rs, pool.map_or(1, |p| p.n_threads)) {
+        let (a, b) = (Strided { ptr: a.ptr as *const f32, rs: a.rs, cs: a.cs }, Strided { ptr: b.ptr as *const f32, rs: b.rs, cs: b.cs });
+        // SAFETY: T is f32 (so the casts are the identity); the caller's
+        // contract, C's rows of stride 1, and AVX-512F (`wanted`).
+        return super::sgemm::product(pool, m, k, n, a, b, c as *mut f32, c_cs);
     }
     let pool = pool.filter(|p| p.n_threads > 1 && m * n * k >= PAR_PRODUCT);
     let Some(pool) = pool else {
@@ -333,7 +340,7 @@ unsafe fn gemm_call<T: Copy + Send + Sync + 'static + num_zero::Zero>(
 
 /// Carries the product's closure (raw pointers, used by one product at a
 /// time) into the pool.
-struct SendFn<F>(F);
+pub(super) struct SendFn<F>(pub F);
 // SAFETY: the pointers inside address memory the caller keeps alive and
 // exclusive for the whole call, which `install` does not outlive.
 unsafe impl<F> Send for SendFn<F> {}
@@ -344,7 +351,7 @@ unsafe impl<F> Sync for SendFn<F> {}
 
 impl<F: Fn(usize)> SendFn<F> {
     /// Runs the closure for one block.
-    fn each(&self, p: usize) {
+    pub(super) fn each(&self, p: usize) {
         (self.0)(p)
     }
 }

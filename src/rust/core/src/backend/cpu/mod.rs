@@ -26,6 +26,7 @@ mod mul_mat_id;
 mod optstep;
 mod pool_argmax;
 pub mod par;
+mod sgemm;
 mod quantized;
 mod reduce;
 mod rope;

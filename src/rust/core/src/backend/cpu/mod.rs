@@ -12,6 +12,7 @@ mod conv_gemm;
 pub mod dgemm;
 pub mod dgemm_par;
 pub mod driver;
+mod gemm_base;
 mod gemm_rt;
 pub(crate) mod gemv;
 mod elementwise;

@@ -8,7 +8,7 @@
 //! when the CPU has AVX-512F and C's columns are contiguous; elsewhere the
 //! `gemm` crate's kernels run.
 
-use super::gemm_rt::{transpose, SendFn, Strided};
+use super::gemm_base::{transpose, SendFn, Strided};
 use super::par::CpuPool;
 
 /// Rows of C per register tile (three vectors of 16 lanes).

@@ -1,6 +1,7 @@
 //! The general matrix product of f32 and f64 values through the `gemm`
 //! crate: register kernels for AVX-512, AVX2 + FMA or portable code, chosen
-//! at run time for the CPU in use. A large product is split here into one
+//! at run time for the CPU in use; large f32 products on CPUs with AVX-512
+//! go to the package's own kernels (`sgemm`) instead. A large product is split here into one
 //! block of C per thread of the CPU backend's pool
 //! (`ggml_backend_cpu_set_n_threads()`), each computed by the crate on one
 //! thread: one parallel region per product, where the crate's own threading
@@ -16,20 +17,14 @@
 //! gemm_candidates -- --ignored --nocapture`).
 
 use super::par::{CpuPool, PAR_PRODUCT};
+use super::gemm_base::SendFn;
+pub(super) use super::gemm_base::{transpose, Strided};
 
 /// Multiply-adds of one call at most, when a product is summed over slabs of
 /// its depth so that a requested stop (Ctrl-C) is seen between them...
 const SLAB_WORK: usize = 1 << 31;
 /// ...in whole multiples of this depth.
 const SLAB_DEPTH: usize = 256;
-
-/// A strided matrix: element (i, j) at `ptr + i*rs + j*cs`.
-#[derive(Clone, Copy)]
-pub(super) struct Strided<T> {
-    pub ptr: *const T,
-    pub rs: isize,
-    pub cs: isize,
-}
 
 /// `C (m x n) = A (m x k) * B (k x n)`, C at `c` with strides `c_rs`, `c_cs`
 /// (overwritten), on `pool`'s threads when the product is large (on the
@@ -68,6 +63,12 @@ pub(super) unsafe fn product<T: Copy + Send + Sync + 'static + num_zero::Zero>(
     if c_cs.unsigned_abs() < c_rs.unsigned_abs() {
         let (at, bt) = (Strided { ptr: a.ptr, rs: a.cs, cs: a.rs }, Strided { ptr: b.ptr, rs: b.cs, cs: b.rs });
         return product(pool, n, k, m, bt, at, c, c_cs, c_rs);
+    }
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && super::sgemm::wanted(m, k, n, c_rs, pool.map_or(1, |p| p.n_threads)) {
+        let (a, b) = (Strided { ptr: a.ptr as *const f32, rs: a.rs, cs: a.cs }, Strided { ptr: b.ptr as *const f32, rs: b.rs, cs: b.cs });
+        // SAFETY: T is f32 (so the casts are the identity); the caller's
+        // contract, C's rows of stride 1, and AVX-512F (`wanted`).
+        return super::sgemm::product(pool, m, k, n, a, b, c as *mut f32, c_cs);
     }
     let pool = pool.filter(|p| p.n_threads > 1 && m * n * k >= PAR_PRODUCT);
     let Some(pool) = pool else {
@@ -176,79 +177,6 @@ fn with_scratch(len: usize, f: impl FnOnce(&mut [f32])) {
     })
 }
 
-/// `dst (m x k, by columns: dst[i + j*m]) = src (m x k, rows of stride rs,
-/// columns contiguous)`.
-///
-/// # Safety
-/// `src` addresses m rows of k values at stride `rs`; `dst` holds m * k.
-pub(super) unsafe fn transpose(m: usize, k: usize, src: *const f32, rs: isize, dst: *mut f32) {
-    #[cfg(target_arch = "x86_64")]
-    if crate::base::simd::avx2_fma() {
-        let (m8, k8) = (m / 8 * 8, k / 8 * 8);
-        for j in (0..k8).step_by(8) {
-            for i in (0..m8).step_by(8) {
-                // SAFETY: the 8 x 8 block at (i, j) is inside both; the CPU has AVX2.
-                unsafe { t8x8(src.offset(i as isize * rs + j as isize), rs, dst.add(i + j * m), m) };
-            }
-        }
-        // SAFETY: as the caller's contract; the edges outside the blocks.
-        unsafe {
-            transpose_scalar(m8..m, 0..k, src, rs, dst, m);
-            transpose_scalar(0..m8, k8..k, src, rs, dst, m);
-        }
-        return;
-    }
-    // SAFETY: as the caller's contract.
-    unsafe { transpose_scalar(0..m, 0..k, src, rs, dst, m) }
-}
-
-/// The rows `is` x columns `js` part of [`transpose`], one value at a time.
-///
-/// # Safety
-/// As [`transpose`], `ld` being its m.
-unsafe fn transpose_scalar(is: std::ops::Range<usize>, js: std::ops::Range<usize>, src: *const f32, rs: isize, dst: *mut f32, ld: usize) {
-    for j in js {
-        for i in is.clone() {
-            *dst.add(i + j * ld) = *src.offset(i as isize * rs + j as isize);
-        }
-    }
-}
-
-/// The 8 x 8 block at `src` (rows of stride `rs`) stored transposed at
-/// `dst` (columns of stride `ld`).
-///
-/// # Safety
-/// Both blocks are valid; the CPU has AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn t8x8(src: *const f32, rs: isize, dst: *mut f32, ld: usize) {
-    use std::arch::x86_64::*;
-    let r = |i: isize| _mm256_loadu_ps(src.offset(i * rs));
-    let (r0, r1, r2, r3, r4, r5, r6, r7) = (r(0), r(1), r(2), r(3), r(4), r(5), r(6), r(7));
-    // Pairs of rows interleaved, then quads, then the 128-bit halves.
-    let (t0, t1) = (_mm256_unpacklo_ps(r0, r1), _mm256_unpackhi_ps(r0, r1));
-    let (t2, t3) = (_mm256_unpacklo_ps(r2, r3), _mm256_unpackhi_ps(r2, r3));
-    let (t4, t5) = (_mm256_unpacklo_ps(r4, r5), _mm256_unpackhi_ps(r4, r5));
-    let (t6, t7) = (_mm256_unpacklo_ps(r6, r7), _mm256_unpackhi_ps(r6, r7));
-    let (q0, q1) = (_mm256_shuffle_ps::<0x44>(t0, t2), _mm256_shuffle_ps::<0xEE>(t0, t2));
-    let (q2, q3) = (_mm256_shuffle_ps::<0x44>(t1, t3), _mm256_shuffle_ps::<0xEE>(t1, t3));
-    let (q4, q5) = (_mm256_shuffle_ps::<0x44>(t4, t6), _mm256_shuffle_ps::<0xEE>(t4, t6));
-    let (q6, q7) = (_mm256_shuffle_ps::<0x44>(t5, t7), _mm256_shuffle_ps::<0xEE>(t5, t7));
-    let cols = [
-        _mm256_permute2f128_ps::<0x20>(q0, q4),
-        _mm256_permute2f128_ps::<0x20>(q1, q5),
-        _mm256_permute2f128_ps::<0x20>(q2, q6),
-        _mm256_permute2f128_ps::<0x20>(q3, q7),
-        _mm256_permute2f128_ps::<0x31>(q0, q4),
-        _mm256_permute2f128_ps::<0x31>(q1, q5),
-        _mm256_permute2f128_ps::<0x31>(q2, q6),
-        _mm256_permute2f128_ps::<0x31>(q3, q7),
-    ];
-    for (j, v) in cols.into_iter().enumerate() {
-        _mm256_storeu_ps(dst.add(j * ld), v);
-    }
-}
-
 /// Blocks of a product's C: `parts` runs of whole rows (`rows`) or whole
 /// columns, each `per` long (a multiple of `GRANULE`) but the last. Rows
 /// when A is copied by columns first (each thread then copies only its
@@ -329,24 +257,6 @@ unsafe fn gemm_call<T: Copy + Send + Sync + 'static + num_zero::Zero>(
     add: bool,
 ) {
     gemm::gemm(m, n, k, c, c_cs, c_rs, add, a.ptr, a.cs, a.rs, b.ptr, b.cs, b.rs, T::ONE, T::ONE, false, false, false, gemm::Parallelism::None)
-}
-
-/// Carries the product's closure (raw pointers, used by one product at a
-/// time) into the pool.
-struct SendFn<F>(F);
-// SAFETY: the pointers inside address memory the caller keeps alive and
-// exclusive for the whole call, which `install` does not outlive.
-unsafe impl<F> Send for SendFn<F> {}
-
-// SAFETY: as for Send: the closure only reads the operands and writes
-// disjoint blocks of C, from however many threads call it.
-unsafe impl<F> Sync for SendFn<F> {}
-
-impl<F: Fn(usize)> SendFn<F> {
-    /// Runs the closure for one block.
-    fn each(&self, p: usize) {
-        (self.0)(p)
-    }
 }
 
 /// Zero and one of the element types.

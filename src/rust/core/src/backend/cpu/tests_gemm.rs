@@ -332,3 +332,130 @@ fn split_cpu_time() {
     }
     println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
 }
+
+/// The AVX-512 kernels (`sgemm`) called directly, below the size from
+/// which `gemm_rt` hands them products, on shapes with partial tiles in
+/// both directions, depths crossing the packed blocks, A and B by rows or
+/// transposed, C's columns of a wider stride, on one thread and split
+/// (by columns and by rows); and the same products with the kernels off.
+#[test]
+fn sgemm_matches_the_triple_loop() {
+    // (Not `available()`: other tests force the portable path meanwhile.)
+    #[cfg(target_arch = "x86_64")]
+    if !std::arch::is_x86_feature_detected!("avx512f") {
+        return;
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    return;
+    let pools = [CpuPool::single(), CpuPool::new(2).unwrap(), CpuPool::new(3).unwrap()];
+    for &(m, k, n) in &[(1, 1, 1), (48, 1, 8), (47, 3, 9), (49, 257, 7), (96, 256, 16), (5, 40, 300), (300, 70, 5), (97, 520, 33), (1000, 20, 17), (130, 600, 131), (1000, 300, 17), (40, 600, 300)] {
+        let (a, b) = (vals(m * k, 7), vals(k * n, 8));
+        let want = naive(m, k, n, &a, &b);
+        let a32: Vec<f32> = a.iter().map(|&x| x as f32).collect();
+        let b32: Vec<f32> = b.iter().map(|&x| x as f32).collect();
+        let at: Vec<f32> = (0..m * k).map(|x| a32[(x % m) * k + x / m]).collect();
+        let bt: Vec<f32> = (0..k * n).map(|x| b32[(x % k) * n + x / k]).collect();
+        let ldc = m + 3;
+        for (ad, ars, acs) in [(&a32, k, 1), (&at, 1, m)] {
+            for (bd, brs, bcs) in [(&b32, n, 1), (&bt, 1, k)] {
+                for (pi, pool) in pools.iter().enumerate() {
+                    let av = Strided { ptr: ad.as_ptr(), rs: ars as isize, cs: acs as isize };
+                    let bv = Strided { ptr: bd.as_ptr(), rs: brs as isize, cs: bcs as isize };
+                    let mut c = vec![f32::NAN; ldc * n];
+                    // SAFETY: the views address m x k and k x n values of their vectors; C is m x n
+                    // with columns of stride ldc >= m; the CPU has AVX-512F.
+                    unsafe { super::sgemm::product(Some(pool), m, k, n, av, bv, c.as_mut_ptr(), ldc as isize) };
+                    // The same through `gemm_rt` with the kernels off.
+                    let mut p = vec![f32::NAN; ldc * n];
+                    // SAFETY: as above.
+                    crate::base::simd::portable(|| unsafe { product(Some(pool), m, k, n, av, bv, p.as_mut_ptr(), 1, ldc as isize) });
+                    for j in 0..n {
+                        for i in 0..m {
+                            let w = want[i * n + j];
+                            let tol = 1e-4 * (1.0 + w.abs());
+                            let (got, port) = (c[i + j * ldc] as f64, p[i + j * ldc] as f64);
+                            assert!((got - w).abs() <= tol, "{m}x{k}x{n} pool {pi} a({ars},{acs}) b({brs},{bcs}) ({i},{j}): {got} vs {w}");
+                            assert!((port - w).abs() <= tol, "portable {m}x{k}x{n} ({i},{j}): {port} vs {w}");
+                        }
+                        // The gap between C's columns is left alone.
+                        assert!(c[m + j * ldc..(j + 1) * ldc].iter().all(|v| v.is_nan()), "{m}x{k}x{n}: wrote past a column");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn sgemm_splits_cover_c_in_whole_tiles() {
+    use super::sgemm::{Split, MR, NR};
+    for &(m, n, t) in &[(1000, 5, 2), (5, 1000, 2), (2048, 2048, 2), (65, 70, 3), (1, 1, 2), (300, 40, 4)] {
+        let s = Split::new(m, n, t);
+        let (len, g) = if s.cols { (n, NR) } else { (m, MR) };
+        assert_eq!(s.len, len);
+        assert!(s.parts >= 1 && s.parts <= t, "{s:?}");
+        let mut next = 0;
+        for p in 0..s.parts {
+            let (st, l) = s.part(p);
+            assert_eq!(st, next, "{s:?}");
+            assert!(l > 0 && (p + 1 == s.parts || l % g == 0), "{s:?} part {p}");
+            next += l;
+        }
+        assert_eq!(next, len, "{s:?}");
+    }
+    assert!(Split::new(2048, 2048, 2).cols && !Split::new(1000, 20, 2).cols);
+}
+
+/// GFLOP/s of f32 products in ggml's layout (A by rows, B by columns, C^T
+/// by columns) through the AVX-512 kernels and the `gemm` crate, side by
+/// side. `GEMM_SIZES=m:k:n,...` or square sizes;
+/// `cargo test --release -p ggmlr-core sgemm_candidates -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn sgemm_candidates() {
+    let shapes: Vec<(usize, usize, usize)> = std::env::var("GEMM_SIZES")
+        .map(|s| {
+            s.split(',')
+                .filter_map(|x| {
+                    let v: Vec<usize> = x.split(':').filter_map(|y| y.trim().parse().ok()).collect();
+                    match v[..] {
+                        [n] => Some((n, n, n)),
+                        [m, k, n] => Some((m, k, n)),
+                        _ => None,
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_else(|_| vec![(64, 64, 64), (128, 128, 128), (256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048)]);
+    println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
+    for threads in [1usize, 2] {
+        let pool = CpuPool::new(threads).unwrap();
+        for &(m, k, n) in &shapes {
+            let a: Vec<f32> = vals(m * k, 1).iter().map(|&x| x as f32).collect();
+            let b: Vec<f32> = vals(k * n, 2).iter().map(|&x| x as f32).collect();
+            let mut c = vec![0.0f32; m * n];
+            let gf = |t: f64| 2.0 * (m * k * n) as f64 / t / 1e9;
+            let av = Strided { ptr: a.as_ptr(), rs: k as isize, cs: 1 };
+            let bv = Strided { ptr: b.as_ptr(), rs: 1, cs: k as isize };
+            // SAFETY (both): the operands and C are m x k, k x n, m x n; the CPU has AVX-512F.
+            let own = best(|| unsafe { super::sgemm::product(Some(&pool), m, k, n, av, bv, c.as_mut_ptr(), m as isize) });
+            super::sgemm::OFF.store(true, std::sync::atomic::Ordering::SeqCst);
+            let crate_ = best(|| unsafe { product(Some(&pool), m, k, n, av, bv, c.as_mut_ptr(), 1, m as isize) });
+            super::sgemm::OFF.store(false, std::sync::atomic::Ordering::SeqCst);
+            let mut line = format!("{m:5} x {k:5} x {n:5} threads={threads}: sgemm {:7.1}  gemm crate {:7.1}", gf(own), gf(crate_));
+            // Other depths x rows of the packed blocks (`SGEMM_BLOCKS=kc:mc,...`).
+            for kb in std::env::var("SGEMM_BLOCKS").unwrap_or_default().split(',').filter(|x| !x.is_empty()) {
+                let v: Vec<usize> = kb.split(':').filter_map(|y| y.trim().parse().ok()).collect();
+                if let [kc, mc] = v[..] {
+                    super::sgemm::TUNE.store(kc << 32 | mc, std::sync::atomic::Ordering::SeqCst);
+                    // SAFETY: as above.
+                    let t = best(|| unsafe { super::sgemm::product(Some(&pool), m, k, n, av, bv, c.as_mut_ptr(), m as isize) });
+                    super::sgemm::TUNE.store(0, std::sync::atomic::Ordering::SeqCst);
+                    line += &format!("  {kc}:{mc} {:7.1}", gf(t));
+                }
+            }
+            println!("{line}");
+        }
+    }
+    println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
+}

@@ -303,7 +303,7 @@ pub enum Op {
     MulMatId,
     /// A whole recurrent layer in one node ([`recurrent`]). Computed by the
     /// CPU backend only (elsewhere builders unroll the steps).
-    Recurrent(recurrent::Recurrent),
+    Recurrent(recurrent::RecurrentOp<UnaryOp>),
     /// A 2-D convolution (direct or depthwise) with a bias over its output
     /// channels and an activation, in one node ([`conv_act`]). Computed by
     /// the CPU backend only.

@@ -1,7 +1,7 @@
 //! Whole recurrent layers as one node (CPU backend only; elsewhere graph
 //! builders unroll the sequence into per-step products and gates).
 //!
-//! [`Recurrent::Lstm`]: srcs [xw `[4h, T]`, rt `[h, 4h]`, h0 `[h]`, c0 `[h]`]
+//! [`RecurrentOp::Lstm`]: srcs [xw `[4h, T]`, rt `[h, 4h]`, h0 `[h]`, c0 `[h]`]
 //! -> `[h, T + 2]`. `xw` holds each step's input projection with both
 //! biases added, gates in ONNX order (input, output, forget, cell); `rt`
 //! the recurrent weights by columns within each gate: value `i` of column
@@ -11,27 +11,28 @@
 //! `T - 1` down to 0 (column `t` is still step `t`'s state).
 
 use super::rules::{f32_or_f64, float, sh, src, Out};
-use super::UnaryOp;
 use crate::layout::Layout;
 use anyhow::ensure;
 
+/// A whole recurrent layer; `A` is the type of its activations (the op
+/// set's `UnaryOp`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Recurrent {
+pub enum RecurrentOp<A> {
     /// An LSTM layer over one sequence: `acts` are the gate activation
     /// (input, output, forget), the cell candidate's and the output's.
-    Lstm { acts: [UnaryOp; 3], reverse: bool },
+    Lstm { acts: [A; 3], reverse: bool },
 }
 
-impl Recurrent {
+impl<A> RecurrentOp<A> {
     pub fn name(&self) -> &'static str {
         match self {
-            Recurrent::Lstm { .. } => "LSTM",
+            RecurrentOp::Lstm { .. } => "LSTM",
         }
     }
 
     pub fn arity(&self) -> (usize, usize) {
         match self {
-            Recurrent::Lstm { .. } => (4, 4),
+            RecurrentOp::Lstm { .. } => (4, 4),
         }
     }
 
@@ -70,7 +71,7 @@ mod tests {
 
     #[test]
     fn shapes_and_errors() {
-        let op = Recurrent::Lstm { acts: [UnaryOp::Sigmoid, UnaryOp::Tanh, UnaryOp::Tanh], reverse: false };
+        let op = RecurrentOp::Lstm { acts: [(); 3], reverse: false };
         let l = |ne: [usize; 4]| Layout::contiguous(DType::F32, ne);
         let ok = [l([12, 5, 1, 1]), l([3, 12, 1, 1]), l([3, 1, 1, 1]), l([3, 1, 1, 1])];
         assert_eq!(op.infer(&ok).unwrap().ne, [3, 7, 1, 1]);

@@ -1,4 +1,4 @@
-//! A whole LSTM layer over one sequence in one node ([`Recurrent::Lstm`]):
+//! A whole LSTM layer over one sequence in one node ([`RecurrentOp::Lstm`]):
 //! the input projection of every step comes precomputed (one matrix product
 //! over the sequence, outside this node), so each step is the recurrent
 //! matrix-vector product, the gates and the state update.
@@ -22,7 +22,7 @@ use super::access::Src;
 use super::par::CpuPool;
 use crate::base::dtype::DType;
 use crate::base::float::Float;
-use crate::op::recurrent::Recurrent;
+use crate::op::recurrent::RecurrentOp;
 use crate::op::UnaryOp;
 use anyhow::ensure;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -32,10 +32,10 @@ const PAR_MIN_HIDDEN: usize = 64;
 
 /// Computes `op` on its sources [xw, r, h0, c0] into `out` (see the op).
 // BOUNDS-FN: the shape rule gave four sources (arity 4, checked before the kernel runs).
-pub fn run<T: Float>(op: &Recurrent, s: &[Src<'_, T>], out: &mut [T], pool: &CpuPool) -> crate::Result<()> {
+pub fn run<T: Float>(op: &RecurrentOp<UnaryOp>, s: &[Src<'_, T>], out: &mut [T], pool: &CpuPool) -> crate::Result<()> {
     ensure!(s.len() == 4, "internal: LSTM takes 4 sources, got {}", s.len());
     match op {
-        Recurrent::Lstm { acts, reverse } => lstm(*acts, *reverse, &s[0].d, &s[1].d, &s[2].d, &s[3].d, out, pool),
+        RecurrentOp::Lstm { acts, reverse } => lstm(*acts, *reverse, &s[0].d, &s[1].d, &s[2].d, &s[3].d, out, pool),
     }
 }
 

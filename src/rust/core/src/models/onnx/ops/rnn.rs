@@ -177,7 +177,7 @@ fn fused_step(p: &mut Planner, f: &Fused, rt: &Arc<Tensor>, xt: &Dev, hp: &Dev, 
 }
 
 /// A whole LSTM layer over one sequence as one node (the CPU backend's
-/// `Recurrent::Lstm`): `xw` is the input projection with its bias
+/// `RecurrentOp::Lstm`): `xw` is the input projection with its bias
 /// [seq, 1, 4h], `rt` the recurrent weights by columns per gate [h, 4h], `hp` and `cp` the
 /// initial states [1, h]. Returns Y [seq, 1, 1, h] and the final hidden
 /// and cell states [1, 1, h].
@@ -190,7 +190,7 @@ fn whole_lstm(p: &mut Planner, f: &Fused, reverse: bool, xw: &Dev, rt: &Arc<Tens
     let x = shaped(p.eb(), xw, [4 * h, seq, 1, 1])?;
     let h0 = shaped(p.eb(), hp, [h, 1, 1, 1])?;
     let c0 = shaped(p.eb(), cp, [h, 1, 1, 1])?;
-    let op = Op::Recurrent(crate::op::recurrent::Recurrent::Lstm { acts: [f.acts[0], f.acts[1], f.acts[2]], reverse });
+    let op = Op::Recurrent(crate::op::recurrent::RecurrentOp::Lstm { acts: [f.acts[0], f.acts[1], f.acts[2]], reverse });
     let all = p.b.op(op, &[x, rt.clone(), h0, c0])?;
     let y = p.b.view(&all, [h, 1, 1, seq], [es, es * h, es * h, es * h], 0)?;
     let hn = p.b.view(&all, [h, 1, 1, 1], [es, es * h, es * h, es * h], seq * h * es)?;

@@ -235,6 +235,8 @@ impl Backend {
                             | Op::SgdStep { .. }
                             | Op::Im2ColBack { .. }
                             | Op::MaxPool(_)
+                            | Op::Recurrent(_)
+                            | Op::ConvAct { .. }
                     )
             }
         }

@@ -13,10 +13,12 @@ mod extended_shape;
 mod five;
 pub mod attn;
 pub mod conv;
+pub mod conv_act;
 pub mod glu;
 pub mod index;
 pub mod max_pool;
 pub mod names;
+pub mod recurrent;
 mod names_ext;
 pub mod rope;
 pub mod rows;
@@ -299,6 +301,13 @@ pub enum Op {
     /// srcs [as [K, M, E], b [K, nb1, T], ids i32 [n, T]] -> [M, n, T]:
     /// column (i, t) is as[.., .., ids[i, t]]^T b[.., i % nb1, t] (mixture of experts).
     MulMatId,
+    /// A whole recurrent layer in one node ([`recurrent`]). Computed by the
+    /// CPU backend only (elsewhere builders unroll the steps).
+    Recurrent(recurrent::RecurrentOp<UnaryOp>),
+    /// A 2-D convolution (direct or depthwise) with a bias over its output
+    /// channels and an activation, in one node ([`conv_act`]). Computed by
+    /// the CPU backend only.
+    ConvAct { conv: conv::Conv, act: Option<UnaryOp> },
 }
 
 impl Op {
@@ -368,6 +377,8 @@ impl Op {
             Op::Index(i) => i.name(),
             Op::MaxPool(m) => m.name(),
             Op::MulMatId => "MUL_MAT_ID",
+            Op::Recurrent(r) => r.name(),
+            Op::ConvAct { .. } => "CONV_ACT",
         }
     }
 

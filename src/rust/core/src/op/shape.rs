@@ -34,6 +34,8 @@ pub fn arity(op: &Op) -> (usize, usize) {
         Op::Rows(r) => r.arity(),
         Op::Index(i) => i.arity(),
         Op::MaxPool(m) => m.arity(),
+        Op::Recurrent(r) => r.arity(),
+        Op::ConvAct { .. } => (2, 3),
         _ => (1, 1),
     }
 }
@@ -76,6 +78,8 @@ pub(super) fn infer4(op: &Op, s: &[Layout]) -> crate::Result<Out> {
         Op::Conv(c) => c.infer(s)?,
         Op::Rows(r) => r.infer(s)?,
         Op::MaxPool(m) => m.infer(s)?,
+        Op::Recurrent(r) => r.infer(s)?,
+        Op::ConvAct { conv, .. } => super::conv_act::infer(conv, s)?,
         Op::MulMatId => mul_mat_id(s)?,
         Op::None => bail!("a leaf tensor has no sources"),
         Op::Reshape | Op::View | Op::Transpose | Op::Permute { .. } | Op::Cpy => {

@@ -272,6 +272,8 @@ pub(super) fn kernel<T: GemmFloat>(op: &Op, s: &[Src<'_, T>], out: &mut [T], ne:
         Op::Rows(r) => rows::run(r, s, out, pool),
         Op::Index(i) => index::run(i, s, out, ne, pool)?,
         Op::MaxPool(m) => pool_argmax::run(m, s, out, pool),
+        Op::Recurrent(r) => super::lstm::run(r, s, out, pool)?,
+        Op::ConvAct { conv, act } => super::conv_act::run(conv, *act, s, out, ne, pool)?,
         Op::MulMatId => mul_mat_id::mul_mat_id(&s[0], &s[1], &s[2], out, ne, pool)?,
     }
     Ok(())

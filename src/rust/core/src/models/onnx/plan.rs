@@ -146,19 +146,57 @@ impl Planner {
     }
 
     fn run_nodes(&mut self, g: &OnnxGraph) -> crate::Result<()> {
-        for n in &g.nodes {
+        let uses = reads(g);
+        let mut i = 0;
+        while let Some(n) = g.nodes.get(i) {
+            if let (Some(next), Some(uses)) = (g.nodes.get(i + 1), &uses) {
+                if self.pair(n, next, uses)? {
+                    i += 2;
+                    continue;
+                }
+            }
             self.node(n)?;
+            i += 1;
         }
         Ok(())
     }
 
-    fn node(&mut self, n: &OnnxNode) -> crate::Result<()> {
-        let ins = n
-            .inputs
+    /// Plans `n` and the node after it as one when the operator table maps
+    /// the pair (named "A+B", as "Conv+Relu"), `next` reads `n`'s only
+    /// output as its only input and nothing else reads that output. False
+    /// (nothing planned) otherwise, and when `n`'s inputs are all constant
+    /// (folded one node at a time).
+    // BOUNDS-FN: n has one output and next one input and one output (checked first).
+    fn pair(&mut self, n: &OnnxNode, next: &OnnxNode, uses: &HashMap<&str, usize>) -> crate::Result<bool> {
+        if n.outputs.len() != 1 || next.inputs.len() != 1 || next.outputs.len() != 1 || next.inputs[0] != n.outputs[0] {
+            return Ok(false);
+        }
+        if uses.get(n.outputs[0].as_str()) != Some(&1) {
+            return Ok(false);
+        }
+        let Some(lower) = (self.find)(&format!("{}+{}", n.op, next.op)).and_then(|(l, _)| l) else { return Ok(false) };
+        let ins = self.inputs_of(n)?;
+        if ins.iter().flatten().all(|v| v.konst().is_some()) {
+            return Ok(false);
+        }
+        let outs = lower(self, n, &ins).map_err(|e| if e.downcast_ref::<NeedsData>().is_some() { e } else { e.context(n.describe()) })?;
+        if let Some(v) = outs.first() {
+            self.bind(&next.outputs[0], v.clone());
+        }
+        Ok(true)
+    }
+
+    /// The values of `n`'s inputs (None for an omitted optional one).
+    fn inputs_of(&self, n: &OnnxNode) -> crate::Result<Vec<Option<Val>>> {
+        n.inputs
             .iter()
             .map(|s| if s.is_empty() { Ok(None) } else { self.lookup(s).map(Some) })
             .collect::<crate::Result<Vec<_>>>()
-            .with_context(|| n.describe())?;
+            .with_context(|| n.describe())
+    }
+
+    fn node(&mut self, n: &OnnxNode) -> crate::Result<()> {
+        let ins = self.inputs_of(n)?;
         let outs = self.eval(n, &ins).map_err(|e| {
             if e.downcast_ref::<NeedsData>().is_some() {
                 e
@@ -282,6 +320,19 @@ fn detach(ctx: &crate::tensor::Context, t: &Arc<Tensor>) -> crate::Result<Arc<Te
 }
 
 /// The values of a computed tensor, as a host tensor of its ONNX type.
+/// How many times each value of `g` is read (by its nodes and as a graph
+/// output); None when a node has subgraphs (they may read any value).
+fn reads(g: &OnnxGraph) -> Option<HashMap<&str, usize>> {
+    if g.nodes.iter().any(|n| matches!(n.op.as_str(), "If" | "Loop" | "Scan")) {
+        return None;
+    }
+    let mut uses: HashMap<&str, usize> = HashMap::new();
+    for name in g.nodes.iter().flat_map(|n| n.inputs.iter()).chain(g.outputs.iter().map(|o| &o.name)) {
+        *uses.entry(name.as_str()).or_default() += 1;
+    }
+    Some(uses)
+}
+
 pub fn download(d: &Dev) -> crate::Result<super::host::HTensor> {
     let v = crate::tensor::io::get_values(&d.t, 0, None)?;
     if d.elem.is_float() {

@@ -16,7 +16,7 @@ use crate::models::onnx::model::OnnxNode;
 use crate::models::onnx::plan::Planner;
 use crate::models::onnx::val::{Dev, Val};
 use crate::op::conv::Conv;
-use crate::op::{BinFn, Op, PadMode};
+use crate::op::{BinFn, Op, PadMode, UnaryOp};
 use crate::tensor::Tensor;
 use anyhow::{bail, ensure};
 use std::sync::Arc;
@@ -24,6 +24,7 @@ use std::sync::Arc;
 pub fn find(op: &str) -> Option<(Option<Lower>, Option<Fold>)> {
     Some(match op {
         "Conv" => (Some(lower_conv), None),
+        "Conv+Relu" => (Some(lower_conv_relu), None),
         "ConvTranspose" => (Some(lower_conv_transpose), None),
         _ => return None,
     })
@@ -121,6 +122,15 @@ fn weight(p: &mut Planner, w: &Val, ne: [usize; 4]) -> crate::Result<T> {
 /// in `group` groups, geometry `geo` (H, W) -> [N, OC, OH, OW].
 // BOUNDS-FN: x's rank 4 is checked first.
 pub fn conv2d(p: &mut Planner, x: &Dev, w: T, group: usize, geo: [Geo; 2]) -> crate::Result<Dev> {
+    Ok(conv2d_act(p, x, w, group, geo, None, None)?.0)
+}
+
+/// [`conv2d`], and on the CPU, where the convolution is the engine's own,
+/// the bias `bias` (`[OC]`) and the activation `act` in the same node
+/// (`ConvAct`). The flag says whether they were: when false the caller
+/// adds the bias and applies the activation.
+// BOUNDS-FN: x's rank 4 is checked first.
+pub fn conv2d_act(p: &mut Planner, x: &Dev, w: T, group: usize, geo: [Geo; 2], bias: Option<&Dev>, act: Option<UnaryOp>) -> crate::Result<(Dev, bool)> {
     ensure!(x.shape.len() == 4, "internal: a 2-D convolution of an input of shape {}", fmt_shape(&x.shape));
     let [nn, c, h, wd] = [x.shape[0], x.shape[1], x.shape[2], x.shape[3]];
     let [kw, kh, cg, oc] = w.ne();
@@ -150,9 +160,18 @@ pub fn conv2d(p: &mut Planner, x: &Dev, w: T, group: usize, geo: [Geo; 2]) -> cr
         _ => None,
     };
     if let Some(op) = direct.filter(|_| cpu) {
-        let t = b.op(Op::Conv(op), &[w, xt])?; // [OW, OH, OC, N]
+        let fuse = bias.is_some() || act.is_some();
+        let t = if fuse {
+            let mut srcs = vec![w, xt];
+            if let Some(bd) = bias {
+                srcs.push(dev::shaped(b, bd, [oc, 1, 1, 1])?);
+            }
+            b.op(Op::ConvAct { conv: op, act }, &srcs)?
+        } else {
+            b.op(Op::Conv(op), &[w, xt])?
+        }; // [OW, OH, OC, N]
         ensure!(t.ne() == [ow, oh, oc, nn], "internal: the convolution's result {:?} is not [{ow}, {oh}, {oc}, {nn}]", t.ne());
-        return Ok(Dev { t, shape: vec![nn, oc, oh, ow], elem });
+        return Ok((Dev { t, shape: vec![nn, oc, oh, ow], elem }, fuse));
     }
     // The kernel operand of im2col only gives sizes: a zero-stride view.
     let row = b.leaf(DType::F32, [kw, 1, 1, 1])?;
@@ -183,7 +202,7 @@ pub fn conv2d(p: &mut Planner, x: &Dev, w: T, group: usize, geo: [Geo; 2]) -> cr
         let cont = b.op(Op::Cont, &[pm])?;
         b.reshape(&cont, [ow, oh, oc, nn])?
     };
-    Ok(Dev { t, shape: vec![nn, oc, oh, ow], elem })
+    Ok((Dev { t, shape: vec![nn, oc, oh, ow], elem }, false))
 }
 
 /// 3-D convolution of `x` [N, C, D, H, W] by kernel `w` (ggml [KW, KH,
@@ -236,10 +255,21 @@ fn spatial(n: &OnnxNode, x: &Val, w: &Val) -> crate::Result<usize> {
     }
 }
 
+pub(super) fn lower_conv(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+    lower_conv_act(p, n, ins, None)
+}
+
+/// A Conv node whose only reader is a Relu, as the two in one (the
+/// planner asks for the pair "Conv+Relu").
+fn lower_conv_relu(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+    lower_conv_act(p, n, ins, Some(UnaryOp::Relu))
+}
+
+/// A Conv node, then the activation `act` on its result.
 // BOUNDS-FN: spatial() gives nsp with x and w both of rank nsp + 2 (3 to 5), so ws[2..]
 // and sp have nsp entries and geometry() gives nsp; ws[4] and g[2] only when nsp == 3;
-// conv2d's result has rank 4.
-pub(super) fn lower_conv(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Result<Vec<Val>> {
+// conv2d's result has rank 4; ws[0] exists (rank 3 or more).
+fn lower_conv_act(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>], act: Option<UnaryOp>) -> crate::Result<Vec<Val>> {
     let (xv, wv) = (arg(ins, 0, "X")?.clone(), arg(ins, 1, "W")?.clone());
     let nsp = spatial(n, &xv, &wv)?;
     let group = n.int("group", 1).max(1) as usize;
@@ -259,7 +289,7 @@ pub(super) fn lower_conv(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> 
             let bd = reshape(p.eb(), &bd, vec![1, bd.shape.iter().product(), 1, 1, 1])?;
             y = binary(p.eb(), BinFn::Add, &y, &bd, y.elem)?;
         }
-        return one(y);
+        return one(activate(p, y, act)?);
     }
     let (geo, kne) = if nsp == 1 {
         x = reshape(p.eb(), &x, vec![x.shape[0], x.shape[1], 1, sp[0]])?;
@@ -268,17 +298,33 @@ pub(super) fn lower_conv(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> 
         ([g[0], g[1]], [ws[3], ws[2], ws[1], ws[0]])
     };
     let w = weight(p, &wv, kne)?;
-    let mut y = conv2d(p, &x, w, group, geo)?;
-    if let Some(bv) = opt(ins, 2) {
-        let bd = p.dev(bv)?;
-        let bd = reshape(p.eb(), &bd, vec![1, bd.shape.iter().product(), 1, 1])?;
-        y = binary(p.eb(), BinFn::Add, &y, &bd, y.elem)?;
+    let bias = match opt(ins, 2) {
+        Some(bv) => Some(p.dev(bv)?),
+        None => None,
+    };
+    let bias_ok = bias.as_ref().is_none_or(|b| b.shape.iter().product::<usize>() == ws[0]);
+    let fused = if bias_ok { (bias.as_ref(), act) } else { (None, None) };
+    let (mut y, done) = conv2d_act(p, &x, w, group, geo, fused.0, fused.1)?;
+    if !done {
+        if let Some(bd) = &bias {
+            let bd = reshape(p.eb(), bd, vec![1, bd.shape.iter().product(), 1, 1])?;
+            y = binary(p.eb(), BinFn::Add, &y, &bd, y.elem)?;
+        }
+        y = activate(p, y, act)?;
     }
     if nsp == 1 {
         let s = vec![y.shape[0], y.shape[1], y.shape[3]];
         y = reshape(p.eb(), &y, s)?;
     }
     one(y)
+}
+
+/// `act` applied to `y` (none: `y` itself).
+fn activate(p: &mut Planner, y: Dev, act: Option<UnaryOp>) -> crate::Result<Dev> {
+    match act {
+        Some(u) => crate::models::onnx::dev::unary(p.eb(), Op::Unary(u), &y, y.elem),
+        None => Ok(y),
+    }
 }
 
 /// ConvTranspose weights [C, OCg, K...] as a convolution kernel

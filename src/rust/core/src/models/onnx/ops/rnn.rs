@@ -176,6 +176,32 @@ fn fused_step(p: &mut Planner, f: &Fused, rt: &Arc<Tensor>, xt: &Dev, hp: &Dev, 
     })
 }
 
+/// A whole LSTM layer over one sequence as one node (the CPU backend's
+/// `RecurrentOp::Lstm`): `xw` is the input projection with its bias
+/// [seq, 1, 4h], `rt` the recurrent weights by columns per gate [h, 4h], `hp` and `cp` the
+/// initial states [1, h]. Returns Y [seq, 1, 1, h] and the final hidden
+/// and cell states [1, 1, h].
+// BOUNDS-FN: f.acts has an LSTM's 3 activations (fusable keeps the kind's count).
+#[allow(clippy::too_many_arguments)]
+fn whole_lstm(p: &mut Planner, f: &Fused, reverse: bool, xw: &Dev, rt: &Arc<Tensor>, hp: &Dev, cp: &Dev, h: usize, seq: usize) -> crate::Result<(Dev, Dev, Dev)> {
+    use crate::models::onnx::dev::shaped;
+    let elem = xw.elem;
+    let es = 4;
+    let x = shaped(p.eb(), xw, [4 * h, seq, 1, 1])?;
+    let h0 = shaped(p.eb(), hp, [h, 1, 1, 1])?;
+    let c0 = shaped(p.eb(), cp, [h, 1, 1, 1])?;
+    let op = Op::Recurrent(crate::op::recurrent::RecurrentOp::Lstm { acts: [f.acts[0], f.acts[1], f.acts[2]], reverse });
+    let all = p.b.op(op, &[x, rt.clone(), h0, c0])?;
+    let y = p.b.view(&all, [h, 1, 1, seq], [es, es * h, es * h, es * h], 0)?;
+    let hn = p.b.view(&all, [h, 1, 1, 1], [es, es * h, es * h, es * h], seq * h * es)?;
+    let cn = p.b.view(&all, [h, 1, 1, 1], [es, es * h, es * h, es * h], (seq + 1) * h * es)?;
+    Ok((
+        Dev { t: y, shape: vec![seq, 1, 1, h], elem },
+        Dev { t: hn, shape: vec![1, 1, h], elem },
+        Dev { t: cn, shape: vec![1, 1, h], elem },
+    ))
+}
+
 // BOUNDS-FN: X's rank 3 and W's (spec) are checked; B is checked to hold dirs * 2gh
 // values; P to be [dirs, 3h] (slab gives 3h values); sequence_lens to have batch
 // values; wb, rb have gh entries and i < gh, GRU's gh = 3h; acts has the kind's count
@@ -251,8 +277,6 @@ fn lower_rnn(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Resul
             let bd = p.upload_host(&bt, None, DType::F32)?;
             xw = binary(p.eb(), BinFn::Add, &xw, &bd, elem)?;
         }
-        let rv = slab(&r, d)?;
-        let rt = p.b.constant(key("rnnR", d, &rval).as_deref(), DType::F32, [h, g * h, 1, 1], || Ok(rv))?;
         let zero_state = |p: &mut Planner| -> crate::Result<Dev> {
             let t = p.b.data([h, batch, 1, 1], vec![0.0; h * batch])?;
             Ok(Dev { t, shape: vec![batch, h], elem })
@@ -291,6 +315,20 @@ fn lower_rnn(p: &mut Planner, n: &OnnxNode, ins: &[Option<Val>]) -> crate::Resul
         let acts = &s.acts[d * s.acts.len() / s.dirs..(d + 1) * s.acts.len() / s.dirs];
         let short = lens.as_ref().is_some_and(|l| l.iter().any(|&v| v < seq));
         let fused = if short { None } else { fusable(p, &s, acts, batch, peeps.is_some()) };
+        if let Some(f) = fused.as_ref().filter(|f| f.kind == "LSTM") {
+            // The node takes the recurrent weights by columns within each
+            // gate: value i of column q h + k is R[q h + i, k].
+            let rv = slab(&r, d)?;
+            let rtv: Vec<f32> = (0..g * h * h).map(|x| rv[((x / (h * h)) * h + x % h) * h + (x / h) % h]).collect();
+            let rcols = p.b.constant(key("rnnRcols", d, &rval).as_deref(), DType::F32, [h, g * h, 1, 1], || Ok(rtv))?;
+            let (y, hn, cn) = whole_lstm(p, f, backward, &xw, &rcols, &hp, &cp, h, seq)?;
+            ys.push(y);
+            hs.push(hn);
+            cs.push(cn);
+            continue;
+        }
+        let rv = slab(&r, d)?;
+        let rt = p.b.constant(key("rnnR", d, &rval).as_deref(), DType::F32, [h, g * h, 1, 1], || Ok(rv))?;
         let mut outs: Vec<Option<Dev>> = vec![None; seq];
         for step in 0..seq {
             let t = if backward { seq - 1 - step } else { step };

@@ -46,14 +46,20 @@ run_case <- function(row, threads = 1, param = NULL, dir = ncnn_fixture_dir()) {
     net$load_param_bin(param)
   }
   net$load_model(file.path(dir, paste0(row$case, ".bin")))
-  ex <- net$create_extractor()
-  for (i in seq_along(ins)) {
-    blob <- if (is.null(param)) ins[[i]]$name else i - 1
-    ex$input(blob, read_blob(file.path(dir, sprintf("%s.%d.in", row$case, i - 1)), ins[[i]]$dim))
+  # One extractor per output: in light mode (the default) an extractor
+  # releases each blob once read, so a second output that needs the input
+  # again is refused on the same extractor.
+  fed <- function() {
+    ex <- net$create_extractor()
+    for (i in seq_along(ins)) {
+      blob <- if (is.null(param)) ins[[i]]$name else i - 1
+      ex$input(blob, read_blob(file.path(dir, sprintf("%s.%d.in", row$case, i - 1)), ins[[i]]$dim))
+    }
+    ex
   }
   lapply(seq_along(outs), function(i) {
     list(
-      got = ex$extract(outs[[i]]$name),
+      got = fed()$extract(outs[[i]]$name),
       ref = read_blob(file.path(dir, sprintf("%s.%d.out", row$case, i - 1)), outs[[i]]$dim)
     )
   })

@@ -240,6 +240,9 @@ ggml_apply <- function(tensor, layer) {
 #' vapply(nn_topo_sort(out), function(n) n$node_type, "")
 nn_topo_sort <- function(outputs) {
   if (inherits(outputs, "ggml_tensor_node")) outputs <- list(outputs)
+  if (!is.list(outputs) || !all(vapply(outputs, inherits, TRUE, "ggml_tensor_node"))) {
+    .abort("`outputs` must be a ggml_tensor_node (from ggml_input() or a layer) or a list of them")
+  }
   seen <- new.env(parent = emptyenv())
   ordered <- list()
   # Iterative depth-first walk: deep residual stacks do not grow R's stack.

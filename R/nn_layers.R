@@ -31,7 +31,8 @@
 }
 
 .nn_int <- function(x, what, len = 1L, min = 1L, call = sys.call(-1L)) {
-  ok <- is.numeric(x) && length(x) %in% len && !anyNA(x) && all(x == round(x)) && all(x >= min)
+  ok <- is.numeric(x) && length(x) %in% len && !anyNA(x) && all(abs(x) <= .Machine$integer.max) &&
+    all(x == round(x)) && all(x >= min)
   if (!ok) {
     .abort(sprintf("`%s` must be %s whole number%s >= %d, not %s", what,
                    if (identical(len, 1L)) "a" else paste(len, collapse = " or "),

@@ -58,6 +58,23 @@ test_that("an error under tryCatch() names the function called, not doTryCatch()
   expect_hostile_errors(cases, setup = calls_setup)
 })
 
+test_that("sizes past R's integers and non-nodes name the model function", {
+  cases <- list(
+    dataset_ndata_huge = ncase(ggml_opt_dataset_init(GGML_TYPE_F32, GGML_TYPE_F32, 4, 1, 1e15),
+                               "^ggml_opt_dataset_init: `ndata` must be a whole number"),
+    dataset_datapoint_huge = ncase(ggml_opt_dataset_init(GGML_TYPE_F32, GGML_TYPE_F32, 2^31, 1, 10),
+                                   "^ggml_opt_dataset_init: `ne_datapoint` must be a whole number"),
+    dense_units_huge = ncase(ggml_layer_dense(ggml_input(4), 1e10), "^ggml_layer_dense: `units` must be a whole number"),
+    topo_sort_na = ncase(nn_topo_sort(NA), "^nn_topo_sort: `outputs` must be a ggml_tensor_node"),
+    topo_sort_list = ncase(nn_topo_sort(list(1)), "^nn_topo_sort: `outputs` must be a ggml_tensor_node")
+  )
+  expect_hostile_errors(cases, setup = calls_setup)
+  # Whole numbers in range are still taken.
+  ds <- ggml_opt_dataset_init(GGML_TYPE_F32, GGML_TYPE_F32, 4, 1, 10)
+  expect_s3_class(ds, "ggml_opt_dataset")
+  expect_length(nn_topo_sort(ggml_layer_dense(ggml_input(4), 2)), 2L)
+})
+
 test_that("a scale mode that is not one number is the package's error, not switch()'s", {
   cases <- list(
     upscale_mode_list = ncase(ggml_upscale(ctx, a, 2, mode = list()), "^ggml_upscale: `mode` .*not an object of type list"),
@@ -83,8 +100,6 @@ test_that("hostile arguments to every function of a context or tensor name that 
   ns <- asNamespace("ggmlR")
   ex <- sort(getNamespaceExports("ggmlR"))
   ex <- ex[vapply(ex, function(n) is.function(get(n, ns)), TRUE)]
-  # Argument checks still to be written (quantization and optimizer data).
-  ex <- setdiff(ex, c("ggml_quantize_chunk", "ggml_opt_dataset_init"))
   tensor_args <- c("a", "b", "c", "x", "tensor", "t", "src", "src0", "src1", "q", "k", "v", "y", "input")
   vals <- list(na = quote(NA), chr = quote("x"), lst = quote(list()), neg = quote(-1), big = quote(1e15))
   cases <- list()

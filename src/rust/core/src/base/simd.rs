@@ -37,6 +37,22 @@ fn detect() -> bool {
     }
 }
 
+/// Whether the CPU has AVX-512F (the standard library caches the probe),
+/// for the kernels written for 16-lane registers. Not turned off by the
+/// tests' portable switch: callers that also need AVX2 and FMA ask
+/// [`avx2_fma`] as well.
+#[inline]
+pub fn avx512f() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// Run `f` compiled for AVX2 and FMA where the CPU has them, so that the
 /// loops in it vectorise eight lanes wide (the same operations, so the same
 /// results), else as it is.

@@ -1,6 +1,6 @@
 //! What the f32 and f64 products share: strided views of operands, the
-//! closure handed to the pool's threads, and the copy of a matrix stored
-//! by rows into one stored by columns.
+//! closure handed to the pool's threads, the copy of a matrix stored by
+//! rows into one stored by columns, and each thread's scratch buffer.
 
 /// A strided matrix: element (i, j) at `ptr + i*rs + j*cs`.
 #[derive(Clone, Copy)]
@@ -99,4 +99,34 @@ impl<F: Fn(usize)> SendFn<F> {
     pub(super) fn each(&self, p: usize) {
         (self.0)(p)
     }
+}
+
+/// Scratch a thread keeps between products at most (bytes); a larger one
+/// is freed after its product.
+const SCRATCH_KEEP: usize = 8 << 20;
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with `len` f32 values aligned to 64 bytes: the calling thread's
+/// own buffer, reused across products (a fresh one if that is in use).
+pub(super) fn with_scratch(len: usize, f: impl FnOnce(&mut [f32])) {
+    fn aligned(v: &mut Vec<f32>, len: usize) -> &mut [f32] {
+        if v.len() < len + 16 {
+            v.resize(len + 16, 0.0);
+        }
+        let off = v.as_ptr().align_offset(64).min(16);
+        // (off <= 16 and off + len <= v.len(): in bounds.)
+        &mut v[off..off + len]
+    }
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut v) => {
+            f(aligned(&mut v, len));
+            if v.capacity() * 4 > SCRATCH_KEEP {
+                *v = Vec::new();
+            }
+        }
+        Err(_) => f(aligned(&mut Vec::new(), len)),
+    })
 }

@@ -17,7 +17,7 @@
 //! gemm_candidates -- --ignored --nocapture`).
 
 use super::par::{CpuPool, PAR_PRODUCT};
-use super::gemm_base::SendFn;
+use super::gemm_base::{with_scratch, SendFn};
 pub(super) use super::gemm_base::{transpose, Strided};
 
 /// Multiply-adds of one call at most, when a product is summed over slabs of
@@ -152,31 +152,6 @@ const TRANSPOSE_DEPTH: usize = 512;
 /// Columns of C below which A is not copied (copying costs as much as a
 /// few columns of products).
 const TRANSPOSE_MIN_N: usize = 16;
-/// Scratch kept by a thread between products at most (bytes); a larger one
-/// is freed after its product.
-const SCRATCH_KEEP: usize = 8 << 20;
-
-thread_local! {
-    static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Runs `f` with a buffer of `len` f32 values: the calling thread's own,
-/// reused across products (a fresh one if that is in use).
-fn with_scratch(len: usize, f: impl FnOnce(&mut [f32])) {
-    SCRATCH.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut v) => {
-            if v.len() < len {
-                v.resize(len, 0.0);
-            }
-            f(&mut v[..len]);
-            if v.capacity() * 4 > SCRATCH_KEEP {
-                *v = Vec::new();
-            }
-        }
-        Err(_) => f(&mut vec![0.0; len]),
-    })
-}
-
 /// Blocks of a product's C: `parts` runs of whole rows (`rows`) or whole
 /// columns, each `per` long (a multiple of `GRANULE`) but the last. Rows
 /// when A is copied by columns first (each thread then copies only its

@@ -76,7 +76,7 @@ fn mat_vec<T: Float>(rt: &[T], g: usize, x: &[T], j0: usize, y: &mut [T]) {
 fn cols_f32(rt: &[f32], g: usize, x: &[f32], j0: usize, y: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::is_x86_feature_detected!("avx512f") {
+        if crate::base::simd::avx512f() {
             // SAFETY: the CPU has AVX-512F (detected just above), the only
             // requirement of a target_feature function.
             return unsafe { cols_avx512(rt, g, x, j0, y) };

@@ -8,7 +8,7 @@
 //! when the CPU has AVX-512F and C's columns are contiguous; elsewhere the
 //! `gemm` crate's kernels run.
 
-use super::gemm_base::{transpose, SendFn, Strided};
+use super::gemm_base::{transpose, with_scratch, SendFn, Strided};
 use super::par::CpuPool;
 
 /// Rows of C per register tile (three vectors of 16 lanes).
@@ -22,8 +22,6 @@ const KC: usize = 512;
 /// 256 x 960, 384 x 480 and 512 x 240 this was the fastest or within noise
 /// of it at 1024 and 2048, 1 and 2 threads: `sgemm_candidates`.)
 const MC: usize = MR * 10;
-/// Scratch a thread keeps between products at most (bytes).
-const SCRATCH_KEEP: usize = 8 << 20;
 
 /// Multiply-adds per thread from which a product goes to these kernels
 /// rather than the `gemm` crate's. Measured side by side (ignored test
@@ -38,24 +36,7 @@ const MIN_SPLIT: usize = 1 << 21;
 /// Whether this CPU runs these kernels (AVX-512F, and not forced onto the
 /// portable path by a test).
 pub(super) fn available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::sync::atomic::{AtomicU8, Ordering};
-        static HAS: AtomicU8 = AtomicU8::new(0);
-        let has = match HAS.load(Ordering::Relaxed) {
-            0 => {
-                let yes = std::arch::is_x86_feature_detected!("avx512f");
-                HAS.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
-                yes
-            }
-            v => v == 2,
-        };
-        has && crate::base::simd::avx2_fma()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    crate::base::simd::avx512f() && crate::base::simd::avx2_fma()
 }
 
 /// Whether a product of these sizes on `threads` threads, C with columns of
@@ -336,30 +317,4 @@ unsafe fn gather(len: usize, w: usize, kc: usize, src: *const f32, s_i: isize, s
             *d.add(i) = 0.0;
         }
     }
-}
-
-thread_local! {
-    static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Runs `f` with `len` f32 values aligned to 64 bytes: the calling thread's
-/// own buffer, reused across products (a fresh one if that is in use).
-fn with_scratch(len: usize, f: impl FnOnce(&mut [f32])) {
-    fn aligned(v: &mut Vec<f32>, len: usize) -> &mut [f32] {
-        if v.len() < len + 16 {
-            v.resize(len + 16, 0.0);
-        }
-        let off = v.as_ptr().align_offset(64).min(16);
-        // (off <= 16 and off + len <= v.len(): in bounds.)
-        &mut v[off..off + len]
-    }
-    SCRATCH.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut v) => {
-            f(aligned(&mut v, len));
-            if v.capacity() * 4 > SCRATCH_KEEP {
-                *v = Vec::new();
-            }
-        }
-        Err(_) => f(aligned(&mut Vec::new(), len)),
-    })
 }

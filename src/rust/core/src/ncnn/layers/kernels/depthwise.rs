@@ -66,7 +66,8 @@ pub fn dw_channel(
         let outh = o.len().div_ceil(outw.max(1));
         let reach = base.iter().map(|b| b.0).max().unwrap_or(0) + outh.saturating_sub(1) * rstep + outw;
         assert!(reach <= size, "depthwise: the output reads past the bordered plane");
-        if sw == 1 && p.sh == 1 && outh > 1 && fast && avx512() && outw < FLAT_BELOW {
+        // The flat path only on AVX-512: on 8-lane registers the row blocks waste less.
+        if sw == 1 && p.sh == 1 && outh > 1 && fast && crate::base::simd::avx512f() && outw < FLAT_BELOW {
             flat(&Taps { plane, taps: &base, bias, clamp }, pw, o, outw);
             if post {
                 p.act.apply(o);
@@ -103,19 +104,6 @@ thread_local! {
     /// The output of `flat` over whole bordered rows, before its columns
     /// past the output width are dropped.
     static FLAT: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Whether the CPU has AVX-512F (the `flat` path is chosen only there: on
-/// 8-lane registers the row blocks waste less).
-fn avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
 }
 
 /// A stride-1 convolution of a narrow plane as one long row: output value
@@ -410,7 +398,7 @@ mod speed {
         }
         // Stride 1 at narrow widths: one long row (AVX-512) against row
         // blocks (AVX2), on the same bordered plane.
-        if !(crate::base::simd::avx2_fma() && avx512()) {
+        if !(crate::base::simd::avx2_fma() && crate::base::simd::avx512f()) {
             return;
         }
         for (k, w) in [(3, 7), (5, 7), (3, 14), (5, 14), (3, 28), (5, 28), (3, 56), (3, 112)] {

@@ -17,14 +17,7 @@ thread_local! {
 
 /// Whether the CPU runs the 16-channel kernel (AVX-512F).
 pub fn available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    crate::base::simd::avx512f()
 }
 
 /// Input and output extents of one call.

@@ -54,7 +54,8 @@ pub const GATED: &[&str] = &[
 ];
 
 /// Single files gated ahead of their folder (whose other files are not
-/// checked yet): CPU kernels whose every index is checked or proved.
+/// checked yet): CPU kernels and ncnn net files whose every index is
+/// checked or proved.
 pub const FILES: &[&str] = &[
     "src/rust/core/src/backend/cpu/index.rs",
     "src/rust/core/src/backend/cpu/movement.rs",
@@ -72,6 +73,19 @@ pub const FILES: &[&str] = &[
     "src/rust/core/src/backend/cpu/fuse.rs",
     "src/rust/core/src/backend/cpu/gemv.rs",
     "src/rust/core/src/backend/cpu/mod.rs",
+    "src/rust/core/src/backend/cpu/optstep.rs",
+    "src/rust/core/src/backend/cpu/lstm.rs",
+    "src/rust/core/src/backend/cpu/dgemm_par.rs",
+    "src/rust/core/src/backend/cpu/gemm_base.rs",
+    "src/rust/core/src/backend/cpu/gemm_rt.rs",
+    "src/rust/core/src/backend/cpu/sgemm.rs",
+    "src/rust/core/src/backend/cpu/par.rs",
+    "src/rust/core/src/ncnn/net.rs",
+    "src/rust/core/src/ncnn/registry.rs",
+    "src/rust/core/src/ncnn/par.rs",
+    "src/rust/core/src/ncnn/types.rs",
+    "src/rust/core/src/ncnn/error.rs",
+    "src/rust/core/src/ncnn/layer.rs",
 ];
 
 /// Everything the gate checks: the readers, the gated folders and the

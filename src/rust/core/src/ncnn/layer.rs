@@ -77,6 +77,17 @@ impl Activation {
         Ok(Activation { kind, params })
     }
 
+    /// The first two activation_params (clip bounds, hard-sigmoid alpha and
+    /// beta); `new` requires both for the kinds that read them.
+    #[inline]
+    fn pair(&self) -> (f32, f32) {
+        match *self.params.as_slice() {
+            [a, b, ..] => (a, b),
+            [a] => (a, 0.0),
+            [] => (0.0, 0.0),
+        }
+    }
+
     #[inline]
     pub fn apply1(&self, x: f32) -> f32 {
         match self.kind {
@@ -89,11 +100,14 @@ impl Activation {
                     x
                 }
             }
-            3 => x.max(self.params[0]).min(self.params[1]),
+            3 => {
+                let (lo, hi) = self.pair();
+                x.max(lo).min(hi)
+            }
             4 => 1.0 / (1.0 + (-x).exp()),
             5 => x * (x.exp().ln_1p()).tanh(),
             6 => {
-                let (a, b) = (self.params[0], self.params[1]);
+                let (a, b) = self.pair();
                 let lower = -b / a;
                 let upper = 1.0 / a + lower;
                 if x < lower {
@@ -135,12 +149,12 @@ impl Activation {
                 })
             }
             3 => {
-                let (lo, hi) = (self.params[0], self.params[1]);
+                let (lo, hi) = self.pair();
                 xs.iter_mut().for_each(|x| *x = (*x + bias).max(lo).min(hi))
             }
             4 => xs.iter_mut().for_each(|x| *x = 1.0 / (1.0 + crate::ncnn::layers::kernels::math::exp(-(*x + bias)))),
             6 => {
-                let (a, b) = (self.params[0], self.params[1]);
+                let (a, b) = self.pair();
                 let lower = -b / a;
                 let upper = 1.0 / a + lower;
                 xs.iter_mut().for_each(|x| {
@@ -171,9 +185,9 @@ pub fn resolve_axis(axis: i32, dims: usize, what: &str) -> anyhow::Result<usize>
 
 /// (outer, n, inner) sizes around axis `a` of outermost-first extents.
 pub fn split_at_axis(axes: &[usize], a: usize) -> (usize, usize, usize) {
-    let outer: usize = axes[..a].iter().product();
-    let inner: usize = axes[a + 1..].iter().product();
-    (outer, axes[a], inner)
+    let outer: usize = axes.iter().take(a).product();
+    let inner: usize = axes.iter().skip(a + 1).product();
+    (outer, axes.get(a).copied().unwrap_or(1), inner)
 }
 
 /// The bottom of a one-blob layer.

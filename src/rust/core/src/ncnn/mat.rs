@@ -230,11 +230,12 @@ impl Mat {
                 shape.len()
             );
         }
-        let (w, h, d, c) = match shape.len() {
-            1 => (shape[0], 1, 1, 1),
-            2 => (shape[0], shape[1], 1, 1),
-            3 => (shape[0], shape[1], 1, shape[2]),
-            _ => (shape[0], shape[1], shape[2], shape[3]),
+        let (w, h, d, c) = match *shape {
+            [w] => (w, 1, 1, 1),
+            [w, h] => (w, h, 1, 1),
+            [w, h, c] => (w, h, 1, c),
+            [w, h, d, c] => (w, h, d, c),
+            _ => crate::ncnn_bail!("a blob has 1 to 4 dimensions (w, h, [d,] c), got {}", shape.len()),
         };
         let n = crate::base::alloc::product(shape, "a blob")?;
         if n != data.len() {

@@ -105,6 +105,7 @@ impl Net {
             match self.create(i) {
                 Ok(imp) => self.layers.push(imp),
                 Err(e) => {
+                    // BOUNDS: i < self.spec.layers.len() (the loop's range).
                     let what = self.spec.layers[i].describe();
                     self.clear();
                     return Err(err(format!("{what}: {e:#}")));
@@ -115,7 +116,7 @@ impl Net {
     }
 
     fn create(&self, i: usize) -> anyhow::Result<Imp> {
-        let l = &self.spec.layers[i];
+        let l = self.spec.layers.get(i).ok_or_else(|| anyhow::anyhow!("internal: the net has no layer {i}"))?;
         let custom = |key: RegKey| -> anyhow::Result<Imp> {
             let f = self
                 .registry
@@ -186,22 +187,26 @@ impl Net {
                 Imp::Custom(None, _) => Ok(()),
             };
             if let Err(e) = r {
+                // BOUNDS: one layer was built per layer of the spec, so i < self.spec.layers.len().
                 return Err(err(format!("{}: {e:#}", self.spec.layers[i].describe())));
             }
         }
         self.pipelines = vec![false; self.layers.len()];
         for i in 0..self.layers.len() {
             let opt = &self.opt;
+            // BOUNDS: i < self.layers.len() (the loop's range).
             let r = match &mut self.layers[i] {
                 Imp::Builtin(b) => b.create_pipeline(opt),
                 Imp::Custom(Some(c), _) => c.create_pipeline(opt),
                 Imp::Custom(None, _) => Ok(()),
             };
             if let Err(e) = r {
+                // BOUNDS: as many layers as the spec has; i < self.layers.len().
                 let what = self.spec.layers[i].describe();
                 self.destroy_pipelines();
                 return Err(err(format!("{what}: {e:#}")));
             }
+            // BOUNDS: pipelines has one entry per layer (set above), i < self.layers.len().
             self.pipelines[i] = true;
         }
         self.model_loaded = true;
@@ -226,8 +231,9 @@ impl Net {
         self.spec.blobs.len()
     }
 
+    /// The name of blob `i` ("" past the last blob).
     pub fn blob_name(&self, i: usize) -> &str {
-        &self.spec.blobs[i].name
+        self.spec.blobs.get(i).map_or("", |b| b.name.as_str())
     }
 
     /// Resolve a blob name to its index.
@@ -267,10 +273,12 @@ impl Net {
 
     /// Blobs with a producer and no consumer.
     pub fn output_indexes(&self) -> Vec<usize> {
-        (0..self.spec.blobs.len())
-            .filter(|&i| {
-                self.spec.blobs[i].producer.is_some() && self.spec.blobs[i].consumer.is_none()
-            })
+        self.spec
+            .blobs
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.producer.is_some() && b.consumer.is_none())
+            .map(|(i, _)| i)
             .collect()
     }
 

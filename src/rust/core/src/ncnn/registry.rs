@@ -64,6 +64,7 @@ impl Registry {
                     .iter()
                     .position(|e| e.name.as_deref() == Some(name))
                 {
+                    // BOUNDS: s is a position found in self.slots.
                     self.slots[s].factory = Some(factory);
                     return Ok(RegKey::Slot(s));
                 }
@@ -95,6 +96,7 @@ impl Registry {
                 if self.slots.len() <= s {
                     self.slots.resize_with(s + 1, SlotEntry::default);
                 }
+                // BOUNDS: slots was just grown to more than s entries.
                 self.slots[s].factory = Some(factory);
                 Ok(RegKey::Slot(s))
             }

@@ -126,6 +126,7 @@ unsafe fn by_columns(m: usize, k: usize, n: usize, a: F64View, b: F64View, c: *m
         let kc = KC.min(k - pc);
         let (first, last) = (pc == 0, pc + kc == k);
         // Pack op(A) in row blocks of 8 panels, side by side.
+        // BOUNDS: kc <= KC.min(k), and `grow` made sh at least mpan * MR * KC.min(k) long.
         sh[..mpan * MR * kc].par_chunks_mut(8 * MR * kc).enumerate().for_each(|(bi, dst)| {
             let ic = bi * 8 * MR;
             dgemm::pack_a((8 * MR).min(m - ic), kc, a, ic, pc, dst);
@@ -174,6 +175,7 @@ unsafe fn by_rows(m: usize, k: usize, n: usize, a: F64View, b: F64View, c: *mut 
         let kc = KC.min(k - pc);
         let (first, last) = (pc == 0, pc + kc == k);
         // Pack op(B) in column blocks of 8 panels, side by side.
+        // BOUNDS: kc <= KC.min(k), and `grow` made sh at least npan * NR * KC.min(k) long.
         sh[..npan * NR * kc].par_chunks_mut(8 * NR * kc).enumerate().for_each(|(bi, dst)| {
             let j0 = bi * 8 * NR;
             dgemm::pack_b(kc, (8 * NR).min(n - j0), b.shift(0, j0), pc, dst);

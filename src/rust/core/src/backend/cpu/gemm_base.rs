@@ -117,7 +117,7 @@ pub(super) fn with_scratch(len: usize, f: impl FnOnce(&mut [f32])) {
             v.resize(len + 16, 0.0);
         }
         let off = v.as_ptr().align_offset(64).min(16);
-        // (off <= 16 and off + len <= v.len(): in bounds.)
+        // BOUNDS: off <= 16 and v.len() >= len + 16, so off + len <= v.len().
         &mut v[off..off + len]
     }
     SCRATCH.with(|cell| match cell.try_borrow_mut() {

@@ -106,6 +106,7 @@ unsafe fn cols_avx2(rt: &[f32], g: usize, x: &[f32], j0: usize, y: &mut [f32]) {
 /// `y` in blocks of 128, 64, 32 and 16 results, then the rest one by one
 /// (`FMA`: fused multiply-adds, for callers compiled with them).
 #[inline(always)]
+// BOUNDS-FN: each block is taken while y.len() - i is at least its width.
 fn cols_blocks<const FMA: bool>(rt: &[f32], g: usize, x: &[f32], j0: usize, y: &mut [f32]) {
     let mut i = 0;
     while y.len() - i >= 128 {

@@ -28,18 +28,19 @@ pub fn run(node: &Node, pool: &CpuPool) -> crate::Result<()> {
 
 fn run_as<T: Float>(node: &Node, pool: &CpuPool) -> crate::Result<()> {
     let s = &node.srcs;
+    let grad = s.get(1).ok_or_else(|| anyhow::anyhow!("internal: {} has no gradient operand", node.op.name()))?;
     // The weight (the node's memory) and its moments are written, each in
     // its own buffer; the gradient is read.
     let written: Vec<_> = std::iter::once(&node.dst).chain(s.iter().skip(2)).collect();
     for (i, a) in written.iter().enumerate() {
         ensure!(
-            s[1].buf.id() != a.buf.id() && written[..i].iter().all(|b| b.buf.id() != a.buf.id()),
+            grad.buf.id() != a.buf.id() && written.iter().take(i).all(|b| b.buf.id() != a.buf.id()),
             "internal: {}'s weight, moments and gradient must be in separate buffers",
             node.op.name()
         );
     }
-    let locks = BufferLocks::read(std::iter::once(s[1].buf.as_ref()))?;
-    let g = access::gather::<T>(locks.mem(&s[1].buf)?, &s[1])?;
+    let locks = BufferLocks::read(std::iter::once(grad.buf.as_ref()))?;
+    let g = access::gather::<T>(locks.mem(&grad.buf)?, grad)?;
     let mut guards = Vec::with_capacity(written.len());
     for r in &written {
         guards.push(r.buf.write("an optimizer operand")?);
@@ -102,7 +103,7 @@ fn split<T: Float>(pool: &CpuPool, w: &mut [T], g: &[T], m: &mut [T], v: &mut [T
 /// `x` in `n` chunks (`n` empty ones when `x` is empty).
 fn chunks<T>(x: &mut [T], n: usize) -> Vec<&mut [T]> {
     if x.is_empty() {
-        (0..n).map(|_| &mut [][..]).collect()
+        (0..n).map(|_| Default::default()).collect()
     } else {
         x.chunks_mut(CHUNK).collect()
     }

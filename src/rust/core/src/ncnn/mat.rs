@@ -224,12 +224,6 @@ impl Mat {
     /// A Mat from extents in R order (w first); 1 to 4 extents.
     pub fn from_shape(shape: &[usize], data: impl Into<Buf>) -> anyhow::Result<Mat> {
         let data: Buf = data.into();
-        if shape.is_empty() || shape.len() > 4 {
-            crate::ncnn_bail!(
-                "a blob has 1 to 4 dimensions (w, h, [d,] c), got {}",
-                shape.len()
-            );
-        }
         let (w, h, d, c) = match *shape {
             [w] => (w, 1, 1, 1),
             [w, h] => (w, h, 1, 1),

@@ -180,15 +180,14 @@ impl Net {
         self.model_loaded = false;
         self.generation += 1;
         let mut mb = ModelBin::new(reader);
-        for (i, imp) in self.layers.iter_mut().enumerate() {
+        for (imp, l) in self.layers.iter_mut().zip(&self.spec.layers) {
             let r = match imp {
                 Imp::Builtin(b) => b.load_model(&mut mb),
                 Imp::Custom(Some(c), _) => c.load_model(&mut mb),
                 Imp::Custom(None, _) => Ok(()),
             };
             if let Err(e) = r {
-                // BOUNDS: one layer was built per layer of the spec, so i < self.spec.layers.len().
-                return Err(err(format!("{}: {e:#}", self.spec.layers[i].describe())));
+                return Err(err(format!("{}: {e:#}", l.describe())));
             }
         }
         self.pipelines = vec![false; self.layers.len()];

@@ -1,7 +1,8 @@
 //! The bottom layer: error conventions, element types, numbers from file
 //! bytes, the runtime choice of CPU kernels, human-readable formatting,
 //! allocations sized by input,
-//! cancellation (Ctrl-C), fork-safe worker pools, the CPU's features, where
+//! cancellation (Ctrl-C), fork-safe worker pools kept awake through a
+//! computation, the CPU's features, where
 //! messages go (logging, internal failures), the quantized block formats
 //! and scalar functions written to vectorise (exp, ln, tanh, sigmoid, erf).
 //! Imports nothing of the crate.
@@ -21,3 +22,4 @@ pub mod simd;
 pub mod threads;
 pub mod vdot;
 pub mod vmath;
+pub mod warm;

@@ -42,7 +42,7 @@ impl Extractor {
 
     /// (layer index, seconds) of every layer run so far, in run order.
     pub fn timings(&self) -> &[(usize, f64)] {
-        self.timings.as_ref().map(|t| &t.0[..]).unwrap_or(&[])
+        self.timings.as_ref().map(|t| t.0.as_slice()).unwrap_or(&[])
     }
 
     pub fn check(&self, net: &Net) -> anyhow::Result<()> {

@@ -37,6 +37,7 @@ pub fn chunks_mut<T: Send, F: Fn(usize, &mut [T]) + Sync + Send>(data: &mut [T],
     if sequential() {
         data.chunks_mut(size).enumerate().for_each(|(i, c)| f(i, c));
     } else {
+        crate::base::warm::rearm();
         data.par_chunks_mut(size).enumerate().for_each(|(i, c)| f(i, c));
     }
 }
@@ -46,6 +47,7 @@ pub fn range<F: Fn(usize) + Sync + Send>(n: usize, f: F) {
     if sequential() {
         (0..n).for_each(f);
     } else {
+        crate::base::warm::rearm();
         (0..n).into_par_iter().for_each(f);
     }
 }

@@ -16,7 +16,7 @@
 //! ignored test `gemm_candidates` (`cargo test --release -p ggmlr-core
 //! gemm_candidates -- --ignored --nocapture`).
 
-use super::par::{CpuPool, PAR_PRODUCT};
+use super::par::{threshold, CpuPool, PAR_PRODUCT};
 use super::gemm_base::{with_scratch, SendFn};
 pub(super) use super::gemm_base::{transpose, Strided};
 
@@ -70,7 +70,7 @@ pub(super) unsafe fn product<T: Copy + Send + Sync + 'static + num_zero::Zero>(
         // contract, C's rows of stride 1, and AVX-512F (`wanted`).
         return super::sgemm::product(pool, m, k, n, a, b, c as *mut f32, c_cs);
     }
-    let pool = pool.filter(|p| p.n_threads > 1 && m * n * k >= PAR_PRODUCT);
+    let pool = pool.filter(|p| p.n_threads > 1 && m * n * k >= threshold(PAR_PRODUCT));
     let Some(pool) = pool else {
         return block(m, k, n, a, b, c, c_rs, c_cs);
     };

@@ -14,7 +14,7 @@ use super::dgemm::F64View;
 use super::dgemm_par::{dgemm_par, Post};
 use super::gemm_rt::{self, Strided};
 use super::matmul::{batched, bias_act, GemmFloat};
-use super::par::{CpuPool, PAR_PRODUCT};
+use super::par::{threshold, CpuPool, PAR_PRODUCT};
 use crate::op::UnaryOp;
 
 /// A product of at least `PAR_PRODUCT` multiply-adds is split over threads
@@ -37,7 +37,7 @@ fn product(pool: &CpuPool, m: usize, k: usize, n: usize, a: Strided<f64>, b: Str
     if m == 0 || n == 0 {
         return;
     }
-    let large = m * n * k >= PAR_PRODUCT && pool.n_threads > 1;
+    let large = m * n * k >= threshold(PAR_PRODUCT) && pool.n_threads > 1;
     let big = large && k >= PAR_GEMM_DEPTH;
     // SAFETY: `view` checked that op(A) (m x k) and op(B) (k x n) lie inside
     // their slices, which outlive the call; C is exactly the m x n

@@ -83,23 +83,28 @@ impl CpuBackend {
 
     pub fn compute(&self, nodes: &[Node]) -> crate::Result<()> {
         let pool = self.pool();
-        // A stop requested through `base::cancel` (Ctrl-C) ends the
-        // computation between nodes (large kernels also stop between chunks).
-        let mut i = 0;
-        while i < nodes.len() {
-            crate::base::cancel::check()?;
-            // ggml's conv_2d (three nodes) may run as one convolution.
-            let (fused, n) = match fuse::conv_2d(nodes, i) {
-                Some((f, n)) => (Some(f), n),
-                None => (None, 1),
-            };
-            let Some(node) = fused.as_ref().or(nodes.get(i)) else { break };
-            driver::run(node, &pool)
-                .with_context(|| format!("computing {}", node.tensor.describe()))?;
-            i += n;
-        }
-        crate::base::cancel::check()
+        pool.pass(|| compute_nodes(nodes, &pool))
     }
+}
+
+/// The node loop of [`CpuBackend::compute`].
+fn compute_nodes(nodes: &[Node], pool: &CpuPool) -> crate::Result<()> {
+    // A stop requested through `base::cancel` (Ctrl-C) ends the
+    // computation between nodes (large kernels also stop between chunks).
+    let mut i = 0;
+    while i < nodes.len() {
+        crate::base::cancel::check()?;
+        // ggml's conv_2d (three nodes) may run as one convolution.
+        let (fused, n) = match fuse::conv_2d(nodes, i) {
+            Some((f, n)) => (Some(f), n),
+            None => (None, 1),
+        };
+        let Some(node) = fused.as_ref().or(nodes.get(i)) else { break };
+        driver::run(node, pool)
+            .with_context(|| format!("computing {}", node.tensor.describe()))?;
+        i += n;
+    }
+    crate::base::cancel::check()
 }
 
 impl Default for CpuBackend {

@@ -28,17 +28,34 @@ impl CpuPool {
     /// main thread, in the global pool of as many threads by default) runs
     /// `f` itself, its loops shared with its pool's threads: handing `f` to
     /// this pool's thread and the result back wakes two threads per kernel,
-    /// which on a busy machine costs more than small kernels take.
+    /// which on a busy machine costs more than small kernels take. Either
+    /// way the pool's other threads then look for work for a while
+    /// ([`crate::base::warm`]), so the next region costs a steal.
     pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
         if crate::base::threads::runs_as_pool_of(self.n_threads) {
+            crate::base::warm::rearm();
             return f();
         }
         match self.threads.get() {
-            Ok(Some(p)) => p.install(f),
+            Ok(Some(p)) => p.install(|| {
+                crate::base::warm::rearm();
+                f()
+            }),
             // One thread, or no threads could start in this process: the
             // caller's thread does the work.
             _ => f(),
         }
+    }
+
+    /// Run a computation of many kernels, `f`, on the pool: one hand-over
+    /// (a pool that R's main thread is not one of runs the whole node loop
+    /// on its own thread, whose regions then keep the pool awake:
+    /// [`crate::base::warm`]).
+    pub fn pass<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        if self.n_threads <= 1 {
+            return f();
+        }
+        self.install(f)
     }
 }
 
@@ -70,8 +87,39 @@ pub const PAR_MIN: usize = 1 << 18;
 /// products take twice as long and meet twice per depth step of 256
 /// (`dgemm_par`). The small products of the MLP steps of
 /// `inst/bench/train_step.R` (512 x 256 x 10: 2^20.3, tens of us) stay on one
-/// thread, with their operands in its cache.
+/// thread, with their operands in its cache, unless the pool is kept awake
+/// ([`threshold`]).
 pub const PAR_PRODUCT: usize = 1 << 22;
+
+/// Factor by which the thresholds of compute-bound kernels (products,
+/// [`PAR_MIN_HEAVY`]) drop while the pool's threads look for work
+/// ([`crate::base::warm`]): a region then costs 1-2 us (a steal) instead of
+/// a wake-up of 4-11 us on bare metal and 20-45 us on a 2-vCPU virtual
+/// machine (ignored test `pool_region_cost`). Ignored test
+/// `warm_split_break_even`, 2 vCPUs, kept awake: a product splits with gain
+/// from 2^20 multiply-adds (f32 20 -> 12 us), a map of an exponential per
+/// value from 2^12 values (19 -> 14 us). A plain map stays at [`PAR_MIN`]:
+/// split, it ran twice as long at every size from 2^12 to 2^18 f64 values,
+/// its data in the other core's cache.
+pub const WARM_DIV: usize = 8;
+
+/// `base`, a split threshold weighed against a sleeping pool, or
+/// `base / WARM_DIV` on a thread whose pool is kept awake.
+pub fn threshold(base: usize) -> usize {
+    if crate::base::warm::active() {
+        base / WARM_DIV_NOW.load(std::sync::atomic::Ordering::Relaxed).max(1)
+    } else {
+        base
+    }
+}
+
+/// [`WARM_DIV`], changed by the side-by-side timing test.
+static WARM_DIV_NOW: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(WARM_DIV);
+
+#[cfg(test)]
+pub(super) fn set_warm_div(d: usize) {
+    WARM_DIV_NOW.store(d, std::sync::atomic::Ordering::Relaxed);
+}
 
 /// Run `f(first_row, rows)` over `out` split into chunks of whole rows of
 /// `row_len`, in parallel on `pool` when the work is large enough.

@@ -2,7 +2,7 @@
 //! Sums accumulate in f64.
 
 use super::access::Src;
-use super::par::{par_rows, par_rows_from, CpuPool, PAR_MIN, PAR_MIN_HEAVY};
+use super::par::{par_rows, par_rows_from, threshold, CpuPool, PAR_MIN, PAR_MIN_HEAVY};
 use crate::base::float::Float;
 use crate::op::attn::alibi_slope;
 use rayon::prelude::*;
@@ -203,7 +203,7 @@ pub fn soft_max<T: Float>(
             }
         }
     };
-    par_rows_from(pool, out, n0, PAR_MIN_HEAVY, |r0, chunk| crate::base::vmath::wide(|| rows(r0, chunk)));
+    par_rows_from(pool, out, n0, threshold(PAR_MIN_HEAVY), |r0, chunk| crate::base::vmath::wide(|| rows(r0, chunk)));
 }
 
 /// Per row of `a`: its log-sum-exp (in f64), and `sum(t)`, `sum(t * a)`.

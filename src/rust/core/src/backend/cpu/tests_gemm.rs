@@ -257,26 +257,45 @@ fn transposed_copies_match_in_both_paths() {
 }
 
 /// The cost of one parallel region of a 2-thread pool, called from one
-/// of the pool's own threads (as R's main thread does), back to back and
-/// after the pool has been idle.
+/// of the pool's own threads (as R's main thread does), after the caller
+/// worked alone for a while (serial work between kernels), with the pool
+/// left to idle and kept awake ([`crate::base::warm::rearm`]). Each region is two
+/// halves of 10 us: the time over 10 us is what the second thread's
+/// arrival cost.
 #[test]
 #[ignore]
 fn pool_region_cost() {
     // `cargo test --release -p ggmlr-core pool_region_cost -- --ignored --nocapture`
     use rayon::prelude::*;
+    use std::time::{Duration, Instant};
+    let busy = |us: u64| {
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_micros(us) {
+            std::hint::spin_loop();
+        }
+    };
     println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
-    let pool = CpuPool::new(2).unwrap();
+    // A plain rayon pool: `CpuPool::install` would keep it awake.
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     pool.install(|| {
-        for idle_us in [0u64, 20, 100, 1000, 10000] {
-            let mut v = Vec::new();
-            for _ in 0..400 {
-                if idle_us > 0 { std::thread::sleep(std::time::Duration::from_micros(idle_us)) }
-                let t = std::time::Instant::now();
-                (0..2).into_par_iter().for_each(|i| { std::hint::black_box(i); });
-                v.push(t.elapsed().as_secs_f64() * 1e6);
+        for warm in [false, true] {
+            for serial_us in [0u64, 20, 100, 1000, 10000] {
+                let mut v = Vec::new();
+                for _ in 0..200 {
+                    busy(serial_us);
+                    if warm {
+                        crate::base::warm::rearm();
+                    }
+                    let t = Instant::now();
+                    (0..2).into_par_iter().with_max_len(1).for_each(|_| busy(10));
+                    v.push(t.elapsed().as_secs_f64() * 1e6 - 10.0);
+                }
+                v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+                println!(
+                    "warm {warm:5}, serial {serial_us:6} us before: region over 10 us: min {:6.2}, median {:6.2}, p90 {:7.2}",
+                    v[0], v[100], v[180]
+                );
             }
-            v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-            println!("idle {idle_us:6} us before: region min {:6.2} us, p25 {:6.2}, median {:6.2}, p90 {:7.2}", v[0], v[100], v[200], v[360]);
         }
     });
     println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
@@ -457,5 +476,88 @@ fn sgemm_candidates() {
             println!("{line}");
         }
     }
+    println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
+}
+
+/// Where a split pays while the pool is kept awake: the f32 and f64
+/// products (`gemm_rt`) and a plain map (`par_rows`) of the sizes of a small
+/// training step, on one thread and split over two, alternated in one
+/// process (`HEAVY=1`: the map computes a logistic function per value).
+/// `cargo test --release -p ggmlr-core warm_split_break_even -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn warm_split_break_even() {
+    use std::time::Instant;
+    println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
+    let pool = CpuPool::new(2).unwrap();
+    let time = |f: &mut dyn FnMut()| {
+        let t = Instant::now();
+        f();
+        t.elapsed().as_secs_f64() * 1e6
+    };
+    pool.pass(|| {
+        super::par::set_warm_div(1 << 20);
+        for &(m, k, n) in &[(64usize, 128usize, 64usize), (128, 128, 64), (256, 128, 64), (256, 512, 64), (512, 256, 128), (256, 512, 512)] {
+            for f64s in [false, true] {
+                let a = vals(m * k, 1);
+                let b = vals(k * n, 2);
+                let (af, bf): (Vec<f32>, Vec<f32>) = (a.iter().map(|&x| x as f32).collect(), b.iter().map(|&x| x as f32).collect());
+                let mut c = vec![0.0f64; m * n];
+                let mut cf = vec![0.0f32; m * n];
+                let mut run = |split: bool| {
+                    crate::base::warm::rearm();
+                    let p = split.then_some(&pool);
+                    // SAFETY: m x k and k x n operands, m x n result, exclusively borrowed.
+                    unsafe {
+                        if f64s {
+                            let av = Strided { ptr: a.as_ptr(), rs: k as isize, cs: 1 };
+                            let bv = Strided { ptr: b.as_ptr(), rs: n as isize, cs: 1 };
+                            product(p, m, k, n, av, bv, c.as_mut_ptr(), n as isize, 1)
+                        } else {
+                            let av = Strided { ptr: af.as_ptr(), rs: k as isize, cs: 1 };
+                            let bv = Strided { ptr: bf.as_ptr(), rs: n as isize, cs: 1 };
+                            product(p, m, k, n, av, bv, cf.as_mut_ptr(), n as isize, 1)
+                        }
+                    }
+                };
+                let (mut one, mut two) = (Vec::new(), Vec::new());
+                for _ in 0..300 {
+                    one.push(time(&mut || run(false)));
+                    two.push(time(&mut || run(true)));
+                }
+                one.sort_by(|x, y| x.total_cmp(y));
+                two.sort_by(|x, y| x.total_cmp(y));
+                println!(
+                    "{} {m:4} x {k:4} x {n:4} (2^{:.1}): 1 thread median {:8.2} us, 2 threads {:8.2} (min {:.2} / {:.2})",
+                    if f64s { "f64" } else { "f32" },
+                    ((m * k * n) as f64).log2(),
+                    one[150], two[150], one[0], two[0]
+                );
+            }
+        }
+        for lg in [12usize, 13, 14, 15, 16, 17, 18] {
+            let len = 1 << lg;
+            let x = vals(len, 3);
+            let mut out = vec![0.0f64; len];
+            let (mut one, mut two) = (Vec::new(), Vec::new());
+            let heavy = std::env::var("HEAVY").is_ok();
+            let f = |r0: usize, chunk: &mut [f64]| {
+                for (i, o) in chunk.iter_mut().enumerate() {
+                    let v = x[r0 * 64 + i];
+                    *o = if heavy { v.exp() / (1.0 + v.exp()) } else { v * v + 1.0 };
+                }
+            };
+            for _ in 0..300 {
+                crate::base::warm::rearm();
+                one.push(time(&mut || f(0, &mut out)));
+                crate::base::warm::rearm();
+                two.push(time(&mut || super::par::par_rows_from(&pool, &mut out, 64, 0, f)));
+            }
+            one.sort_by(|x, y| x.total_cmp(y));
+            two.sort_by(|x, y| x.total_cmp(y));
+            println!("map 2^{lg} f64: 1 thread median {:8.2} us, 2 threads {:8.2} (min {:.2} / {:.2})", one[150], two[150], one[0], two[0]);
+        }
+        super::par::set_warm_div(super::par::WARM_DIV);
+    });
     println!("load: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
 }

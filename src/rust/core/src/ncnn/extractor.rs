@@ -68,6 +68,8 @@ impl Extractor {
                 *b = None;
             }
         }
+        // BOUNDS: blob < blobs.len() (checked above) == given.len() (both
+        // made with the net's blob count in `new`).
         self.blobs[blob] = Some(m);
         self.given[blob] = true;
         Ok(())
@@ -84,7 +86,8 @@ impl Extractor {
         }
         match net.pool() {
             // Without custom layers the whole pass runs on the pool: one
-            // hand-over instead of one per layer.
+            // hand-over instead of one per layer, and the pass's thread keeps
+            // the pool awake between layers (`base::warm`).
             Some(pool) if !net.has_custom() => {
                 let job = AssertSend((self, net));
                 pool.install(move || {
@@ -97,6 +100,13 @@ impl Extractor {
         }
     }
 
+    // BOUNDS-FN: `blob` < the blob count (`extract` looked it up). Every
+    // other blob index is a bottom or top of the spec's layers, which
+    // `param::link` checked against the spec's blobs, whose count sized
+    // `self.blobs` and `self.given` in `new`, for the net state that `check`
+    // confirmed; every layer index is `first` or a blob's producer (set by
+    // `link` to a layer's position), below the layer count that sizes
+    // `state`.
     fn run(&mut self, net: &Net, blob: usize) -> anyhow::Result<Mat> {
         let spec = net.spec();
         let first = match spec.blobs[blob].producer {
@@ -236,6 +246,7 @@ impl Extractor {
     fn take_bottoms(&mut self, net: &Net, list: &[usize]) -> anyhow::Result<Vec<Mat>> {
         let mut out = Vec::with_capacity(list.len());
         for (j, &b) in list.iter().enumerate() {
+            // BOUNDS: j < list.len(), so j + 1 <= list.len().
             let last = !list[j + 1..].contains(&b);
             let slot = self.blobs.get_mut(b);
             let m = match slot {

@@ -20,6 +20,11 @@ fn builtin<T: 'static>(net: &Net, li: usize) -> Option<&T> {
 /// bottom not yet computed nor given, made by a builtin Convolution with
 /// one bottom and one top, and used by this Concat alone; the convolutions'
 /// own inputs all distinct.
+// BOUNDS-FN: `li` is a layer of the net (the extractor's), every `b` one of
+// its bottoms, which `param::link` checked against the spec's blobs (the
+// count that sized `computed` and `given`), every `p` a blob's producer
+// (a layer's position, set by `link`); `pl.bottoms[0]` is read after
+// `pl.bottoms.len() == 1` held.
 pub(super) fn convs_of_concat(net: &Net, li: usize, computed: &[Option<Mat>], given: &[bool]) -> Option<Vec<usize>> {
     let spec = net.spec();
     let l = &spec.layers[li];
@@ -53,33 +58,37 @@ pub(super) fn convs_of_concat(net: &Net, li: usize, computed: &[Option<Mat>], gi
 /// reject) take the ordinary path, so the error is the usual one.
 pub(super) fn run(net: &Net, li: usize, convs: &[usize], xs: Vec<Mat>, clock: Option<fn() -> f64>, timings: &mut Vec<(usize, f64)>) -> anyhow::Result<Mat> {
     // An error names its layer, as on the ordinary path.
-    let at = |i: usize| move |e: anyhow::Error| err(format!("{}: {e:#}", net.spec().layers[i].describe()));
+    let describe = |i: usize| net.spec().layers.get(i).map_or_else(|| format!("layer {i}"), |l| l.describe());
+    let at = |i: usize| move |e: anyhow::Error| err(format!("{}: {e:#}", describe(i)));
     let layers = convs
         .iter()
-        .map(|&p| builtin::<Convolution>(net, p).ok_or_else(|| err(format!("internal: {} is not a convolution", net.spec().layers[p].describe()))))
+        .map(|&p| builtin::<Convolution>(net, p).ok_or_else(|| err(format!("internal: {} is not a convolution", describe(p)))))
         .collect::<anyhow::Result<Vec<&Convolution>>>()?;
     let mut shapes = Vec::with_capacity(convs.len());
-    for (k, (c, x)) in layers.iter().zip(&xs).enumerate() {
-        shapes.push(c.out_shape(x).map_err(at(convs[k]))?);
+    for ((c, x), &p) in layers.iter().zip(&xs).zip(convs) {
+        shapes.push(c.out_shape(x).map_err(at(p))?);
     }
-    let (w, h) = (shapes[0].0, shapes[0].1);
+    let Some(&(w, h, _)) = shapes.first() else {
+        return Err(err(format!("internal: {} was to join no convolutions", describe(li))));
+    };
     if shapes.iter().any(|s| (s.0, s.1) != (w, h)) {
         let mut tops = Vec::with_capacity(convs.len());
         for (&p, x) in convs.iter().zip(xs) {
             tops.extend(net.run_layer(p, vec![x], 1).map_err(at(p))?);
         }
-        let mut out = net.run_layer(li, tops, 1).map_err(at(li))?;
-        return Ok(out.remove(0));
+        let out = net.run_layer(li, tops, 1).map_err(at(li))?;
+        return out.into_iter().next().ok_or_else(|| err(format!("{}: produced no blob", describe(li))));
     }
     let mut out = Mat::for_overwrite_3d(w, h, shapes.iter().map(|s| s.2).sum());
     let mut rest: &mut [f32] = &mut out.data;
-    for (k, (c, x)) in layers.iter().zip(&xs).enumerate() {
-        let (part, tail) = std::mem::take(&mut rest).split_at_mut(w * h * shapes[k].2);
+    for (((c, x), &p), s) in layers.iter().zip(&xs).zip(convs).zip(&shapes) {
+        // The parts sum to the data's length (its channels are the sum).
+        let (part, tail) = std::mem::take(&mut rest).split_at_mut(w * h * s.2);
         rest = tail;
         let t0 = clock.map(|f| f());
-        net.on_pool(|| c.forward_into(x, part)).map_err(at(convs[k]))?;
+        net.on_pool(|| c.forward_into(x, part)).map_err(at(p))?;
         if let (Some(f), Some(t0)) = (clock, t0) {
-            timings.push((convs[k], f() - t0));
+            timings.push((p, f() - t0));
         }
     }
     Ok(out)

@@ -51,6 +51,8 @@ pub const GATED: &[&str] = &[
     "src/rust/core/src/graph",
     "src/rust/core/src/graph/sched",
     "src/rust/core/src/graph/gallocr",
+    "src/rust/core/src/memory",
+    "src/rust/core/src/tensor",
 ];
 
 /// Single files gated ahead of their folder (whose other files are not
@@ -88,6 +90,15 @@ pub const FILES: &[&str] = &[
     "src/rust/core/src/ncnn/layer.rs",
     "src/rust/core/src/ncnn/extractor.rs",
     "src/rust/core/src/ncnn/fuse_concat.rs",
+    "src/rust/core/src/ncnn/mat.rs",
+    "src/rust/core/src/backend/cpu/conv.rs",
+    "src/rust/core/src/backend/cpu/col2im.rs",
+    "src/rust/core/src/backend/cpu/dgemm.rs",
+    "src/rust/core/src/backend/cpu/conv_gemm.rs",
+    "src/rust/core/src/backend/cpu/conv_direct.rs",
+    "src/rust/core/src/backend/cpu/matmul.rs",
+    "src/rust/core/src/backend/cpu/matmul_f64.rs",
+    "src/rust/core/src/backend/cpu/attn.rs",
     "src/rust/core/src/base/warm.rs",
 ];
 

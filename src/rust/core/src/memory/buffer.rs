@@ -88,8 +88,9 @@ pub struct Mapped {
 
 impl Mapped {
     pub fn bytes(&self) -> &[u8] {
-        let all = (*self.map).as_ref();
-        &all[self.start.min(all.len())..(self.start + self.len).min(all.len())]
+        let all: &[u8] = (*self.map).as_ref();
+        let end = self.start.saturating_add(self.len).min(all.len());
+        all.get(self.start..end).unwrap_or(&[])
     }
 }
 
@@ -134,6 +135,7 @@ impl BufferMem {
     pub fn host_f32(&self, offset: usize, n: usize) -> Option<&[f32]> {
         match self {
             BufferMem::Host(w) if offset % 4 == 0 && offset / 4 + n <= w.len() => {
+                // BOUNDS: the guard checked offset / 4 + n <= w.len().
                 let words = &w[offset / 4..offset / 4 + n];
                 // SAFETY: u32 and f32 have the same size and alignment and every
                 // bit pattern is a valid f32.
@@ -155,6 +157,7 @@ impl BufferMem {
     pub fn host_f32_mut(&mut self, offset: usize, n: usize) -> Option<&mut [f32]> {
         match self {
             BufferMem::Host(w) if offset % 4 == 0 && offset / 4 + n <= w.len() => {
+                // BOUNDS: the guard checked offset / 4 + n <= w.len().
                 let words = &mut w[offset / 4..offset / 4 + n];
                 // SAFETY: as in `host_f32`; the borrow is exclusive.
                 Some(unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr() as *mut f32, n) })
@@ -315,6 +318,7 @@ impl Buffer {
                 let mut at = 0;
                 while at < self.size {
                     let n = chunk.len().min(self.size - at);
+                    // BOUNDS: n <= chunk.len().
                     d.write(at, &chunk[..n]).map_err(|e| e.context(what.to_string()))?;
                     at += n;
                 }
@@ -346,12 +350,8 @@ impl Buffer {
         } else {
             let src = self.read(what)?;
             match &*src {
-                BufferMem::Host(w) => dst.write_raw(dst_off, &words_as_bytes(w)[src_off..src_off + len], what)?,
-                BufferMem::Mapped(m) => {
-                    let b = m.bytes();
-                    ensure!(src_off + len <= b.len(), "{what}: the mapped file is shorter than {}", self.describe());
-                    dst.write_raw(dst_off, &b[src_off..src_off + len], what)?
-                }
+                BufferMem::Host(w) => dst.write_raw(dst_off, self.span(words_as_bytes(w), src_off, len, what)?, what)?,
+                BufferMem::Mapped(m) => dst.write_raw(dst_off, self.span(m.bytes(), src_off, len, what)?, what)?,
                 BufferMem::Device(d) => {
                     let mut tmp = vec![0u8; len];
                     d.read(src_off, &mut tmp).map_err(|e| e.context(what.to_string()))?;
@@ -367,10 +367,23 @@ impl Buffer {
         Ok(())
     }
 
+    /// `len` bytes at `offset` of this buffer's memory `b`, or the error that
+    /// they overrun it (a mapped file shorter than its buffer).
+    fn span<'b>(&self, b: &'b [u8], offset: usize, len: usize, what: &str) -> crate::Result<&'b [u8]> {
+        b.get(offset..offset.saturating_add(len)).ok_or_else(|| self.overrun(offset, len, what))
+    }
+
+    fn overrun(&self, offset: usize, len: usize, what: &str) -> anyhow::Error {
+        anyhow::anyhow!("{what}: {} at offset {offset} overrun the memory of {}", fmt_bytes(len), self.describe())
+    }
+
     fn write_raw(&self, offset: usize, data: &[u8], what: &str) -> crate::Result<()> {
         let mut g = self.write(what)?;
         match &mut *g {
-            BufferMem::Host(w) => words_as_bytes_mut(w)[offset..offset + data.len()].copy_from_slice(data),
+            BufferMem::Host(w) => {
+                let to = words_as_bytes_mut(w).get_mut(offset..offset.saturating_add(data.len()));
+                to.ok_or_else(|| self.overrun(offset, data.len(), what))?.copy_from_slice(data)
+            }
             BufferMem::Device(d) => d.write(offset, data).map_err(|e| e.context(what.to_string()))?,
             BufferMem::Mapped(_) => bail!(
                 "{what}: {} is a read-only mapped file; copy the tensor into an allocated one \
@@ -385,12 +398,8 @@ impl Buffer {
     fn read_raw(&self, offset: usize, out: &mut [u8], what: &str) -> crate::Result<()> {
         let g = self.read(what)?;
         match &*g {
-            BufferMem::Host(w) => out.copy_from_slice(&words_as_bytes(w)[offset..offset + out.len()]),
-            BufferMem::Mapped(m) => {
-                let b = m.bytes();
-                ensure!(offset + out.len() <= b.len(), "{what}: the mapped file is shorter than {}", self.describe());
-                out.copy_from_slice(&b[offset..offset + out.len()])
-            }
+            BufferMem::Host(w) => out.copy_from_slice(self.span(words_as_bytes(w), offset, out.len(), what)?),
+            BufferMem::Mapped(m) => out.copy_from_slice(self.span(m.bytes(), offset, out.len(), what)?),
             BufferMem::Device(d) => d.read(offset, out).map_err(|e| e.context(what.to_string()))?,
             BufferMem::Freed => return Err(self.freed_error(what)),
         }

@@ -63,11 +63,13 @@ impl Stats {
     }
 
     /// Live bytes of one tag.
+    // BOUNDS-FN: the arrays have N_TAGS entries and tag_index gives 0..N_TAGS.
     pub fn bytes_of(&self, tag: BufferTag) -> u64 {
         self.bytes[tag_index(tag)]
     }
 
     /// Live buffers of one tag.
+    // BOUNDS-FN: the arrays have N_TAGS entries and tag_index gives 0..N_TAGS.
     pub fn buffers_of(&self, tag: BufferTag) -> u64 {
         self.buffers[tag_index(tag)]
     }
@@ -149,6 +151,7 @@ pub fn before_alloc(bytes: usize, tag: BufferTag) -> crate::Result<()> {
 }
 
 /// Called once the memory of a buffer exists.
+// BOUNDS-FN: the arrays have N_TAGS entries and tag_index gives 0..N_TAGS.
 pub fn after_alloc(bytes: usize, tag: BufferTag) {
     let mut s = lock();
     let i = tag_index(tag);
@@ -161,6 +164,7 @@ pub fn after_alloc(bytes: usize, tag: BufferTag) {
 }
 
 /// Called when a buffer's memory is released.
+// BOUNDS-FN: the arrays have N_TAGS entries and tag_index gives 0..N_TAGS.
 pub fn released(bytes: usize, tag: BufferTag) {
     let mut s = lock();
     let i = tag_index(tag);
@@ -168,12 +172,14 @@ pub fn released(bytes: usize, tag: BufferTag) {
     s.buffers[i] = s.buffers[i].saturating_sub(1);
 }
 
+// BOUNDS-FN: the arrays have N_TAGS entries and tag_index gives 0..N_TAGS.
 pub fn uploaded(bytes: usize, tag: BufferTag) {
     let mut s = lock();
     s.upload_bytes[tag_index(tag)] += bytes as u64;
     s.upload_calls[tag_index(tag)] += 1;
 }
 
+// BOUNDS-FN: the arrays have N_TAGS entries and tag_index gives 0..N_TAGS.
 pub fn downloaded(bytes: usize, tag: BufferTag) {
     let mut s = lock();
     s.download_bytes[tag_index(tag)] += bytes as u64;
@@ -181,6 +187,7 @@ pub fn downloaded(bytes: usize, tag: BufferTag) {
 }
 
 /// A copy of `bytes` from one buffer into a buffer tagged `tag`.
+// BOUNDS-FN: the arrays have N_TAGS entries and tag_index gives 0..N_TAGS.
 pub fn copied(bytes: usize, tag: BufferTag) {
     let mut s = lock();
     s.copy_bytes[tag_index(tag)] += bytes as u64;

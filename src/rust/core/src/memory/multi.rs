@@ -42,6 +42,7 @@ impl MultiBuffer {
 
     /// The parts' usage when they agree, else `Any`.
     pub fn usage(&self) -> Usage {
+        // BOUNDS: `new` refuses an empty list of parts.
         let u = self.parts[0].usage();
         if self.parts.iter().all(|b| b.usage() == u) {
             u

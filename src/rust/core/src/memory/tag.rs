@@ -52,6 +52,7 @@ impl BufferTag {
 
 static GENERATIONS: [AtomicI32; 2] = [AtomicI32::new(0), AtomicI32::new(0)];
 
+// BOUNDS-FN: GENERATIONS is a [AtomicI32; 2] indexed by the literals 0 and 1.
 fn slot(tag: BufferTag) -> Option<&'static AtomicI32> {
     match tag {
         BufferTag::Pass => Some(&GENERATIONS[0]),

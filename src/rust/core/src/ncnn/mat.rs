@@ -65,6 +65,7 @@ fn elements(dims: &[usize]) -> usize {
 pub fn f32_from_f64(s: &[f64]) -> Vec<f32> {
     let mut v = take_vec(s.len());
     v.clear();
+    // BOUNDS: take_vec(n) has room for at least n values.
     let spare = &mut v.spare_capacity_mut()[..s.len()];
     crate::base::simd::wide(|| {
         for (d, x) in spare.iter_mut().zip(s) {
@@ -281,8 +282,12 @@ impl Mat {
     pub fn cstep(&self) -> usize {
         self.w * self.h * self.d
     }
+    /// Channel `q < c`.
     pub fn channel(&self, q: usize) -> &[f32] {
         let s = self.cstep();
+        // BOUNDS: callers pass q < c (the layers' loops over a blob's
+        // channels), and data holds c * cstep values (`from_shape` and the
+        // constructors check it).
         &self.data[q * s..(q + 1) * s]
     }
     pub fn shape_eq(&self, o: &Mat) -> bool {

@@ -33,6 +33,7 @@ impl Context {
             for (l, t) in few.iter_mut().zip(srcs) {
                 *l = *t.layout();
             }
+            // BOUNDS: srcs.len() <= few.len() in this branch.
             &few[..srcs.len()]
         } else {
             many = srcs.iter().map(|t| *t.layout()).collect();
@@ -40,10 +41,10 @@ impl Context {
         };
         let out = shape::infer(&op, layouts).with_context(what)?;
         // An op that updates its first source in place is that source's memory.
-        let pushed = if op.is_in_place() {
-            self.push(layouts[0], op.clone(), srcs.to_vec(), Some((srcs[0].clone(), 0)))
-        } else {
-            self.push(Layout::contiguous(out.dtype, out.ne), op.clone(), srcs.to_vec(), None)
+        // (An op in place has a first source: `shape::infer` read it.)
+        let pushed = match (op.is_in_place(), srcs.first(), layouts.first()) {
+            (true, Some(first), Some(l)) => self.push(*l, op.clone(), srcs.to_vec(), Some((first.clone(), 0))),
+            _ => self.push(Layout::contiguous(out.dtype, out.ne), op.clone(), srcs.to_vec(), None),
         };
         pushed.with_context(what)
     }
@@ -86,6 +87,7 @@ impl Context {
             ne.len()
         );
         let mut full = [1usize; MAX_DIMS];
+        // BOUNDS: 1 <= ne.len() <= MAX_DIMS, checked above.
         full[..ne.len()].copy_from_slice(ne);
         ensure!(
             a.layout().is_contiguous(),
@@ -125,10 +127,13 @@ impl Context {
             );
         }
         let mut full_ne = [1usize; MAX_DIMS];
+        // BOUNDS: 1 <= ne.len() = nb.len() + 1 <= MAX_DIMS (checked above),
+        // and 1 <= i < MAX_DIMS in the loop.
         full_ne[..ne.len()].copy_from_slice(ne);
         let mut full_nb = [es; MAX_DIMS];
         full_nb[1..ne.len()].copy_from_slice(nb);
         for i in ne.len().max(1)..MAX_DIMS {
+            // BOUNDS: 1 <= i < MAX_DIMS.
             full_nb[i] = full_nb[i - 1] * full_ne[i - 1];
         }
         let layout = Layout { dtype: a.dtype(), ne: full_ne, nb: full_nb };
@@ -162,6 +167,8 @@ impl Context {
         let what = || format!("ggml_permute({}, axes = {:?})", args(&[a]), axes);
         a.check_live().with_context(what)?;
         let mut seen = [false; 4];
+        // BOUNDS: x < 4 is checked before seen[x]; axes is a [usize; 4] of
+        // axes below 4 (checked) and ne, nb are Dims of MAX_DIMS >= 4.
         for &x in &axes {
             ensure!(x < 4 && !seen[x], "{}: the axes must be 0, 1, 2 and 3 in some order", what());
             seen[x] = true;
@@ -169,6 +176,7 @@ impl Context {
         let l = a.layout();
         let (mut ne, mut nb) = (l.ne, l.nb);
         for i in 0..4 {
+            // BOUNDS: i < 4 and axes[i] < 4 (checked above); Dims hold MAX_DIMS >= 4.
             ne[axes[i]] = l.ne[i];
             nb[axes[i]] = l.nb[i];
         }
@@ -208,11 +216,13 @@ impl Context {
     ) -> crate::Result<Arc<Tensor>> {
         let op = Op::Im2Col { s0, s1, p0, p1, d0, d1, is_2d: true };
         let cols = self.im2col(a, b, op, a.dtype()).context("ggml_conv_2d")?;
+        // BOUNDS: ne() is a [usize; 4], indexed by literals below.
         let cn = cols.ne();
         let an = a.ne();
         let cols2 = self.reshape(&cols, &[cn[0], cn[1] * cn[2] * cn[3]])?;
         let k2 = self.reshape(a, &[an[0] * an[1] * an[2], an[3]]).context("ggml_conv_2d")?;
         let prod = self.op(Op::MulMat, &[cols2, k2])?; // [OW*OH*N, OC]
+        // BOUNDS: literals below 4 on [usize; 4].
         let r = self.reshape(&prod, &[cn[1], cn[2], cn[3], an[3]])?; // [OW, OH, N, OC]
         let p = self.permute(&r, [0, 1, 3, 2])?; // [OW, OH, OC, N]
         self.op(Op::Cont, &[p])

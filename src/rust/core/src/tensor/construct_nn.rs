@@ -26,6 +26,7 @@ impl Context {
         }
         let layouts: Vec<Layout> = srcs.iter().map(|t| *t.layout()).collect();
         let out = shape::infer(&op, &layouts).with_context(what)?;
+        // BOUNDS: srcs is not empty (checked above).
         let a = &srcs[0];
         ensure!(
             out.ne == a.dims() && out.dtype == a.dtype(),
@@ -61,6 +62,7 @@ impl Context {
 
     /// ggml's conv_1d: kernel a [K, Cin, Cout], input b [L, Cin, N] -> [OL, Cout, N],
     /// as im2col and one product.
+    // BOUNDS-FN: ne() is a [usize; 4], indexed by literals.
     pub fn conv_1d(&self, a: &Arc<Tensor>, b: &Arc<Tensor>, s0: i32, p0: i32, d0: i32) -> crate::Result<Arc<Tensor>> {
         let what = || format!("ggml_conv_1d({})", args(&[a, b]));
         let op = Op::Im2Col { s0, s1: 1, p0, p1: 0, d0, d1: 1, is_2d: false };
@@ -77,6 +79,7 @@ impl Context {
 
     /// ggml's conv_1d_dw: kernel a [K, 1, C], input b [L, C, N] -> [OL, C, N],
     /// one kernel per channel.
+    // BOUNDS-FN: ne() is a [usize; 4], indexed by literals.
     pub fn conv_1d_dw(&self, a: &Arc<Tensor>, b: &Arc<Tensor>, s0: i32, p0: i32, d0: i32) -> crate::Result<Arc<Tensor>> {
         let what = || format!("ggml_conv_1d_dw({})", args(&[a, b]));
         let (an, bn) = (a.ne(), b.ne());

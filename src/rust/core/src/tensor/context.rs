@@ -189,12 +189,13 @@ impl Context {
             s.check_live()?;
         }
         let bs = layout.dtype.block_size();
+        // BOUNDS: ne is a Dims, indexed by the literal 0.
+        let n0 = layout.ne[0];
         ensure!(
-            layout.ne[0] % bs == 0,
-            "a {} tensor stores values in blocks of {bs} along its first dimension; {} values \
+            n0 % bs == 0,
+            "a {} tensor stores values in blocks of {bs} along its first dimension; {n0} values \
              is not a whole number of blocks (use a multiple of {bs})",
-            layout.dtype.name(),
-            layout.ne[0]
+            layout.dtype.name()
         );
         ensure!(
             layout.checked_span_bytes().is_some(),
@@ -248,6 +249,7 @@ impl Context {
             ne.len()
         );
         let mut full = [1usize; MAX_DIMS];
+        // BOUNDS: 1 <= ne.len() <= MAX_DIMS, checked above.
         full[..ne.len()].copy_from_slice(ne);
         self.push(Layout::contiguous(dtype, full), Op::None, Vec::new(), None)
     }

@@ -220,6 +220,7 @@ impl Tensor {
             "a tensor's op parameters are {OP_PARAMS_BYTES} bytes; {} bytes at byte {at} do not fit",
             bytes.len()
         );
+        // BOUNDS: at + bytes.len() <= OP_PARAMS_BYTES, the block's length (checked above).
         self.params.lock().unwrap_or_else(|e| e.into_inner())[at..at + bytes.len()].copy_from_slice(bytes);
         Ok(())
     }

@@ -50,6 +50,8 @@ pub fn set_values(t: &Tensor, vals: &[f64], first: usize) -> crate::Result<()> {
     for_each_offset(&r.layout, 0, |i, o| {
         if i >= first && i < first + vals.len() {
             let k = i - first;
+            // BOUNDS: `bytes` holds the layout's span and o is an element's
+            // offset in it (o + es <= span); k < vals.len(), packed's values.
             bytes[o..o + es].copy_from_slice(&packed[k * es..(k + 1) * es]);
         }
     });
@@ -66,6 +68,7 @@ pub fn set_zero(t: &Tensor) -> crate::Result<()> {
     }
     let mut bytes = vec![0u8; r.layout.span_bytes()];
     r.buf.read_bytes(r.offset, &mut bytes, &what)?;
+    // BOUNDS: `bytes` holds the layout's span, o an element's offset in it.
     for_each_offset(&r.layout, 0, |_, o| bytes[o..o + es].fill(0));
     r.buf.write_bytes(r.offset, &bytes, &what)
 }
@@ -77,6 +80,7 @@ pub fn get_values(t: &Tensor, first: usize, n: Option<usize>) -> crate::Result<V
     check_range(t, first, n)?;
     if let Some(q) = r.layout.dtype.quant() {
         let all = get_quantized(t, q)?;
+        // BOUNDS: check_range: first + n <= the element count, all's length.
         return Ok(all[first..first + n].iter().map(|&v| v as f64).collect());
     }
     let what = t.describe();
@@ -97,6 +101,7 @@ pub fn get_values(t: &Tensor, first: usize, n: Option<usize>) -> crate::Result<V
     for_each_offset(&r.layout, 0, |i, o| {
         if i >= first && i < first + n {
             let k = i - first;
+            // BOUNDS: k < n, packed's values; o an element's offset in the span.
             packed[k * es..(k + 1) * es].copy_from_slice(&span[o..o + es]);
         }
     });
@@ -128,6 +133,7 @@ pub fn copy(dst: &Tensor, src: &Tensor) -> crate::Result<()> {
 /// refused: quantize those with `quant::quantize_chunk` and set the bytes).
 fn set_quantized(t: &Tensor, q: QType, vals: &[f64], first: usize) -> crate::Result<()> {
     let r = t.resolve()?;
+    // BOUNDS: ne is a Dims, indexed by the literal 0.
     let n0 = r.layout.ne[0];
     ensure!(
         r.layout.is_contiguous() && first % n0 == 0 && vals.len() % n0 == 0,
@@ -144,6 +150,7 @@ fn set_quantized(t: &Tensor, q: QType, vals: &[f64], first: usize) -> crate::Res
 fn get_quantized(t: &Tensor, q: QType) -> crate::Result<Vec<f32>> {
     let r = t.resolve()?;
     let l = &r.layout;
+    // BOUNDS: nb and ne are Dims indexed by the literal 0 (also below).
     ensure!(l.nb[0] == q.type_size(), "{} is a transposed view of quantized data; read the tensor it views", t.describe());
     let mut span = vec![0u8; l.span_bytes()];
     r.buf.read_bytes(r.offset, &mut span, &t.describe())?;
@@ -152,6 +159,8 @@ fn get_quantized(t: &Tensor, q: QType) -> crate::Result<Vec<f32>> {
     let mut res = Ok(());
     for_each_row(l, 0, |i, o| {
         if res.is_ok() {
+            // BOUNDS: rows are rs bytes from o (nb[0] is the block size, checked)
+            // inside the span; row i < the row count, out's n0-value rows.
             res = quant::dequantize_row(q, &span[o..o + rs], &mut out[i * n0..(i + 1) * n0]);
         }
     });

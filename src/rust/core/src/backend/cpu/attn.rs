@@ -16,12 +16,21 @@ fn dot<T: Float>(a: &[T], b: &[T]) -> T {
 }
 
 /// Contiguous row (`len` values) of `t` at (i1, i2, i3).
+// BOUNDS-FN: `st` is a [usize; 4] indexed by literals; the callers (below)
+// pass a contiguous `t` (a kernel's `Src`), i1 < ne[1], i2 < ne[2], i3 <
+// ne[3] and len = ne[0], so the row ends inside `t.d`.
 fn row<'a, T: Float>(t: &'a Src<'_, T>, i1: usize, i2: usize, i3: usize, len: usize) -> &'a [T] {
     let at = i1 * t.st[1] + i2 * t.st[2] + i3 * t.st[3];
     &t.d[at..at + len]
 }
 
 /// out [Dv, H, N, B] = softmax(scale q.k (softcapped) + slope mask) v.
+// BOUNDS-FN: `ne` is a [usize; 4] indexed by literals. `op::attn` (Attn::
+// FlashExt) checked q.ne[0] == k.ne[0], k and v of the same ne[1..4], k's
+// heads and batches dividing q's, and a mask of [M, >= N, a divisor of H, a
+// divisor of B], and made `out` [Dv, H, N, B]: a result row r has ih < H, iq
+// < N, ib < B, so ikh = ih / (H / Hk) < Hk and ikb < Bk; rows read are q's
+// (d = q.ne[0]), k's and v's key im < M, and the mask's row of M values.
 #[allow(clippy::too_many_arguments)]
 pub fn flash_attn_ext<T: Float>(
     q: &Src<'_, T>,
@@ -87,6 +96,13 @@ pub fn flash_attn_ext<T: Float>(
 /// The gradients of q, k and v (packed as [`back_offsets`] says) of
 /// flash_attn_ext with scale 1/sqrt(D), no mask but an optional causal one,
 /// given the gradient `g` of its result.
+// BOUNDS-FN: `ne`, `st` and `offs` are fixed-size arrays indexed by literals.
+// `op::attn` (Attn::FlashBack) checked q, k, v as for flash_attn_ext and g
+// of [Dv, H, N, B], and `out` holds back_offsets(...)[3] values (checked
+// again below), so gq, gk and gv hold at least q's, k's and v's element
+// counts, and qo + x, ko + x, vo + x (offsets of an element of the
+// contiguous q, k, v) fall inside them; g's row (ih, iq, ib) is Dv values
+// inside g; `p` and `dp` hold M values and im < lim <= M.
 pub fn flash_attn_back<T: Float>(
     q: &Src<'_, T>,
     k: &Src<'_, T>,
@@ -101,6 +117,7 @@ pub fn flash_attn_back<T: Float>(
     let (rh, rb) = (h / hk, nb / bk);
     let scale = T::from_f64(1.0 / (d as f64).sqrt());
     let offs = back_offsets(q.d.len(), k.d.len(), v.d.len());
+    anyhow::ensure!(out.len() >= offs[3], "internal: flash_attn_back's result is too small");
     out.iter_mut().for_each(|o| *o = T::ZERO);
     let (gq, rest) = out.split_at_mut(offs[1]);
     let (gk, gv) = rest.split_at_mut(offs[2] - offs[1]);

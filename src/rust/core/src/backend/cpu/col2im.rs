@@ -11,6 +11,14 @@ use crate::base::float::Float;
 /// `[W, H, C, N]`; `p` is [s0, s1, p0, p1, d0, d1, kw, kh]. One sample per
 /// task: the patches are read once, in order, and each sample's sums stay
 /// in the cache.
+// BOUNDS-FN: `ne`, `a.ne` and `p` are fixed-size arrays indexed by literals.
+// `op::shape` (Op::Im2ColBack) checked that `a` is [C*KW*KH, OW, OH, N] for
+// this kernel over a W x H input and made `out` [W, H, C, N]; `a` is
+// contiguous (a kernel's `Src`). For sample n < N (a chunk of whole images)
+// and output position (ox, oy), `col` is row ox + OW*(oy + OH*n) of `a`; `e`
+// advances one per tap of each channel, C*KH*KW = the row in all; a write
+// goes to channel c's row 0 <= y < H at 0 <= x < W, or to the kernel row
+// x0..x0 + kw when it lies inside (x0 >= 0, x0 + kw <= W).
 pub fn im2col_back<T: Float>(a: &Src<'_, T>, p: [i32; 8], out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
     let [s0, s1, p0, p1, d0, d1, kw, kh] = p.map(|v| v as i64);
     let (w, h, ch) = (ne[0] as i64, ne[1] as i64, ne[2]);

@@ -9,6 +9,14 @@ pub use super::window::pool_2d;
 
 /// Unfold patches of `b` for kernel `k`: params are [s0, s1, p0, p1, d0, d1].
 /// 2-D: b [IW, IH, IC, N] -> [IC*KH*KW, OW, OH, N]; 1-D: b [IW, IC, N] -> [IC*KW, OW, N].
+// BOUNDS-FN: `ne`, `k.ne`, `b.ne` and `p` are fixed-size arrays indexed by
+// literals. `op::shape` (Op::Im2Col) made `out` [KW*KH*IC, OW, OH, N] (1-D:
+// [KW*IC, OW, N]) with IC the kernel's and the input's channel count, and `b`
+// is contiguous (a kernel's `Src`): IW*IH*IC*N values (1-D: IW*IC*N). A row
+// r < OW*OH*N has n = r / (OW*OH) < N; ics = IC, so cbase + IH*IW <=
+// N*IC*IW*IH; `orow[e..e + kw]` advances kw per (ic, ky), IC*KH*KW = the row
+// in all; `src` is one input row (0 <= iy < IH), read at ix0..ix0 + kw only
+// when that lies inside it, else at 0 <= ix < IW.
 pub fn im2col<T: Float>(
     k: &Src<'_, T>,
     b: &Src<'_, T>,

@@ -11,17 +11,23 @@ use crate::op::PoolOp;
 
 /// Computes `c` on srcs [kernel, input] (pool_1d: [input]) into `out` of sizes `ne`.
 pub fn run<T: GemmFloat>(c: &Conv, s: &[Src<'_, T>], out: &mut [T], ne: [usize; 4], pool: &CpuPool) -> crate::Result<()> {
+    // The node has the op's arity (`Conv::arity`, checked when it was made).
+    let src = |i: usize| s.get(i).ok_or_else(|| anyhow::anyhow!("internal: {} without its source {i}", c.name()));
     match *c {
-        Conv::Pool1d { op, k0, s0, p0 } => pool_1d(&s[0], op, [k0, s0, p0], out, ne, pool),
-        Conv::Transpose1d { s0, p0, d0 } => transpose_1d(&s[0], &s[1], [s0, p0, d0], out, ne, pool),
-        Conv::Transpose2d { stride } => transpose_2d(&s[0], &s[1], stride as usize, out, ne, pool),
-        Conv::Depthwise2d { s0, s1, p0, p1, d0, d1 } => super::window::depthwise_2d(&s[0], &s[1], [s0, s1, p0, p1, d0, d1], out, ne, pool),
-        Conv::Direct2d { s0, s1, p0, p1, d0, d1 } => T::conv_2d(&s[0], &s[1], [s0, s1, p0, p1, d0, d1], out, ne, pool)?,
+        Conv::Pool1d { op, k0, s0, p0 } => pool_1d(src(0)?, op, [k0, s0, p0], out, ne, pool),
+        Conv::Transpose1d { s0, p0, d0 } => transpose_1d(src(0)?, src(1)?, [s0, p0, d0], out, ne, pool),
+        Conv::Transpose2d { stride } => transpose_2d(src(0)?, src(1)?, stride as usize, out, ne, pool),
+        Conv::Depthwise2d { s0, s1, p0, p1, d0, d1 } => super::window::depthwise_2d(src(0)?, src(1)?, [s0, s1, p0, p1, d0, d1], out, ne, pool),
+        Conv::Direct2d { s0, s1, p0, p1, d0, d1 } => T::conv_2d(src(0)?, src(1)?, [s0, s1, p0, p1, d0, d1], out, ne, pool)?,
     }
     Ok(())
 }
 
 /// Max or average over windows of the first dimension.
+// BOUNDS-FN: `ne` and `a.ne` are [usize; 4] indexed by literals. `Conv::infer`
+// made `out` [OW, a.ne[1], a.ne[2], a.ne[3]], so row r of `out` is row r of
+// the contiguous `a` (n values each); a window reads t in max(0, start)..
+// min(n, start + k0), inside the row.
 fn pool_1d<T: Float>(a: &Src<'_, T>, op: PoolOp, p: [i32; 3], out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
     let [k0, s0, p0] = p.map(|v| v as i64);
     let (n, ow) = (a.ne[0] as i64, ne[0]);
@@ -41,6 +47,8 @@ fn pool_1d<T: Float>(a: &Src<'_, T>, op: PoolOp, p: [i32; 3], out: &mut [T], ne:
 }
 
 /// out[o, oc, n] = sum over (l, k) with l s0 + k d0 - p0 = o of b[l, ic, n] a[k, oc, ic].
+// BOUNDS-FN: `ne`, `a.ne` and `b.ne` are [usize; 4] indexed by literals (the
+// values go through `Src::at`).
 fn transpose_1d<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, p: [i32; 3], out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
     let [s0, p0, d0] = p.map(|v| v as i64);
     let (kw, cin, len) = (a.ne[0], a.ne[2], b.ne[0] as i64);
@@ -68,6 +76,8 @@ fn transpose_1d<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, p: [i32; 3], out: &mut
 }
 
 /// out[x, y, oc, n] = sum of b[ix, iy, ic, n] a[kx, ky, oc, ic] over ix s + kx = x, iy s + ky = y.
+// BOUNDS-FN: `ne`, `a.ne` and `b.ne` are [usize; 4] indexed by literals (the
+// values go through `Src::at`).
 fn transpose_2d<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, st: usize, out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
     let (kw, kh, cin) = (a.ne[0], a.ne[1], a.ne[3]);
     let (iw, ih) = (b.ne[0], b.ne[1]);

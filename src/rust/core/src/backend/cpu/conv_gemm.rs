@@ -42,6 +42,9 @@ unsafe impl<T> Sync for OutPtr<T> {}
 
 /// `out [OW, OH, OC, N] = conv(x [IW, IH, IC, N], k [KW, KH, IC, OC])` with
 /// `p` = [s0, s1, p0, p1, d0, d1]; `ne` are the result's sizes.
+// BOUNDS-FN: `ne`, `k.ne` and `x.ne` are [usize; 4] indexed by literals;
+// image n < N starts at n * IW*IH*IC inside `x.d`, which holds IW*IH*IC*N
+// values (checked above); `buf` was resized to px * depth just before.
 pub fn conv_2d<T: Float + Zero + 'static>(
     k: &Src<'_, T>,
     x: &Src<'_, T>,
@@ -112,6 +115,11 @@ pub fn conv_2d<T: Float + Zero + 'static>(
 /// Unfold output rows y0..y1 of one image `x` [IW, IH, IC] into `cols`:
 /// column (ic, ky, kx) (kx fastest, the kernel's order) holds, for each
 /// pixel of the band, the input value under that kernel tap (0 in padding).
+// BOUNDS-FN: `x` holds at least one image, IW*IH*IC values (`conv_2d`'s
+// check), so channel c < IC and its row 0 <= iy < IH lie inside it. Each
+// `seg` is ow long and lo <= hi <= ow. lo = ceil(-off / s0) (0 when off >=
+// 0) and hi = ceil((IW - off) / s0) make every ox in lo..hi read ix = ox *
+// s0 + off in 0..IW: for s0 = 1, `src[lo + off..hi + off]`.
 fn unfold<T: Float>(sh: &Shape, x: &[T], y0: usize, y1: usize, cols: &mut [T]) {
     let [s0, s1, p0, p1, d0, d1] = sh.p;
     let (iw, ih, ow) = (sh.iw as i64, sh.ih as i64, sh.ow);

@@ -125,6 +125,8 @@ pub(super) fn grow(buf: &mut Vec<f64>, len: usize) {
 /// `apan` and `bpan` hold full packed panels of depth `kc` (`MR x kc`,
 /// `kc x NR`); `cij` addresses an `mr x nr` block (mr <= MR, nr <= NR) of a
 /// column-major C with leading dimension `ldc`; the CPU has AVX2 and FMA.
+// BOUNDS-FN: i < mr <= MR and j < nr <= NR, so i + j * MR < MR * NR, the
+// length of `t`.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 #[inline]
@@ -166,6 +168,11 @@ fn prefetch_span(p: *const f64, len: usize) {
 /// # Safety
 /// `b` addresses op(B) with at least `pc + kc` rows and `n` columns;
 /// `bp` has room for the panels (indexing of `bp` is checked).
+// BOUNDS-FN: `bp` holds n.div_ceil(NR) panels of NR * kc values (the
+// caller's room: `blocked` and `dgemm_par` grow it so); jp <
+// n.div_ceil(NR), so panel jp, jp * NR * kc..(jp + 1) * NR * kc, lies
+// inside, and p < kc, jj < NR give p * NR + jj < NR * kc, the panel's
+// length.
 pub(super) unsafe fn pack_b(kc: usize, n: usize, b: F64View, pc: usize, bp: &mut [f64]) {
     let full = n / NR;
     if b.cs == 1 {
@@ -219,6 +226,9 @@ pub(super) unsafe fn pack_b(kc: usize, n: usize, b: F64View, pc: usize, bp: &mut
 /// # Safety
 /// `a` addresses op(A) with at least `ic + mc` rows and `pc + kc` columns;
 /// `ap` has room for the panels (indexing of `ap` is checked).
+// BOUNDS-FN: `ap` holds mc.div_ceil(MR) panels of MR * kc values (the
+// caller's room); ip < mc.div_ceil(MR), so panel ip lies inside, and
+// p < kc, ii < MR give p * MR + ii < MR * kc, the panel's length.
 pub(super) unsafe fn pack_a(mc: usize, kc: usize, a: F64View, ic: usize, pc: usize, ap: &mut [f64]) {
     let full = if a.rs == 1 { mc / MR } else { 0 };
     // Columns are contiguous: read each column of the block once, front to
@@ -258,6 +268,7 @@ pub(super) unsafe fn pack_a(mc: usize, kc: usize, a: F64View, ic: usize, pc: usi
 /// The CPU has AVX2 and FMA; `a` holds `MR * kc` and `b` `kc * NR` values;
 /// `c` addresses a full 8 x 6 block of a column-major C with leading
 /// dimension `ldc`.
+// BOUNDS-FN: each `acc` is a [__m256d; 2] indexed by the literals 0 and 1.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn kernel(kc: usize, a: *const f64, b: *const f64, c: *mut f64, ldc: usize, first: bool) {

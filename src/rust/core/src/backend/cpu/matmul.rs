@@ -47,6 +47,7 @@ impl GemmFloat for f32 {
     }
     fn linear(a: &Src<'_, f32>, b: &Src<'_, f32>, c: &[f32], act: Option<UnaryOp>, out: &mut [f32], pool: &CpuPool) {
         mul_mat(a, b, out, pool);
+        // BOUNDS: `ne` is a [usize; 4].
         let m = a.ne[1];
         par_rows(pool, out, m, |_, cols| {
             for col in cols.chunks_mut(m.max(1)) {
@@ -105,7 +106,10 @@ fn gemm(pool: &CpuPool, m: usize, k: usize, n: usize, a: Mat<'_>, b: Mat<'_>, c:
 
 /// Batched product with ggml's broadcasting of a over b's dimensions 2 and 3.
 /// `prod(a_slice, b_slice, c_slice)` computes one 2-D slice; the operand
-/// slices start at the slice's first element and keep the source's strides.
+/// slices start at the slice's first element and keep the source's strides
+/// (an operand without elements, whose slices may start past its end, gives
+/// empty ones). `out` holds `slice_out` values per slice of b, in b's order.
+// BOUNDS-FN: `ne` and `st` are [usize; 4] indexed by literals.
 pub(super) fn batched<'s, T: Float>(
     a: &'s Src<'_, T>,
     b: &'s Src<'_, T>,
@@ -113,17 +117,26 @@ pub(super) fn batched<'s, T: Float>(
     slice_out: usize,
     mut prod: impl FnMut(&'s [T], &'s [T], &mut [T]),
 ) {
-    let (r2, r3) = (b.ne[2] / a.ne[2], b.ne[3] / a.ne[3]);
+    if slice_out == 0 {
+        return;
+    }
+    let (r2, r3) = (b.ne[2] / a.ne[2].max(1), b.ne[3] / a.ne[3].max(1));
+    let (r2, r3) = (r2.max(1), r3.max(1));
+    let mut slices = out.chunks_exact_mut(slice_out);
     for i3 in 0..b.ne[3] {
         for i2 in 0..b.ne[2] {
             let ia = (i2 / r2) * a.st[2] + (i3 / r3) * a.st[3];
             let ib = i2 * b.st[2] + i3 * b.st[3];
-            let io = i2 + b.ne[2] * i3;
-            prod(&a.d[ia..], &b.d[ib..], &mut out[io * slice_out..(io + 1) * slice_out]);
+            // Slice i2 + ne2 * i3 of the result: the next one.
+            let Some(c) = slices.next() else { return };
+            prod(a.d.get(ia..).unwrap_or(&[]), b.d.get(ib..).unwrap_or(&[]), c);
         }
     }
 }
 
+// BOUNDS-FN: `ne` and `st` are [usize; 4] indexed by literals; the gemv
+// paths take `sb[..k]` (`sa[..k]`) of a contiguous column (row) of k values
+// that starts the slice (b0 == 1, or a0 == 1 and a1 == k).
 pub fn mul_mat(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &CpuPool) {
     let (k, m, n) = (a.ne[0], a.ne[1], b.ne[1]);
     if m * n == 0 {
@@ -148,6 +161,7 @@ pub fn mul_mat(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &CpuPo
 }
 
 /// out[m, n] = sum_k a[m, k] * b[n, k] for a [M,K], b [N,K].
+// BOUNDS-FN: `ne` and `st` are [usize; 4] indexed by literals.
 fn out_prod(a: &Src<'_, f32>, b: &Src<'_, f32>, out: &mut [f32], pool: &CpuPool) {
     let (m, k, n) = (a.ne[0], a.ne[1], b.ne[0]);
     if m * n == 0 {

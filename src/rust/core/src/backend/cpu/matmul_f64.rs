@@ -64,6 +64,7 @@ impl GemmFloat for f64 {
     fn extended(op: &crate::op::Op, _: &[Src<'_, f64>], _: &mut [f64], _: [usize; 4], _: &CpuPool) -> crate::Result<()> {
         anyhow::bail!("{} has no f64 kernel on the CPU backend (it computes in f32)", op.name())
     }
+    // BOUNDS-FN: `ne` and `st` are [usize; 4] indexed by literals.
     fn mul_mat(a: &Src<'_, f64>, b: &Src<'_, f64>, out: &mut [f64], pool: &CpuPool) {
         let (k, m, n) = (a.ne[0], a.ne[1], b.ne[1]);
         let (a0, a1, b0, b1) = (a.st[0], a.st[1], b.st[0], b.st[1]);
@@ -73,6 +74,7 @@ impl GemmFloat for f64 {
         });
     }
 
+    // BOUNDS-FN: `ne` and `st` are [usize; 4] indexed by literals.
     fn out_prod(a: &Src<'_, f64>, b: &Src<'_, f64>, out: &mut [f64], pool: &CpuPool) {
         let (m, k, n) = (a.ne[0], a.ne[1], b.ne[0]);
         let (a0, a1, b0, b1) = (a.st[0], a.st[1], b.st[0], b.st[1]);
@@ -82,6 +84,9 @@ impl GemmFloat for f64 {
         });
     }
 
+    // BOUNDS-FN: `ne` and `st` are [usize; 4] indexed by literals; the bias
+    // `c` has M values (`op::shape`, Op::Linear) and a column segment starts
+    // at row i0 < M.
     fn linear(a: &Src<'_, f64>, b: &Src<'_, f64>, c: &[f64], act: Option<UnaryOp>, out: &mut [f64], pool: &CpuPool) {
         let (k, m, n) = (a.ne[0], a.ne[1], b.ne[1]);
         let post = |i0: usize, _j: usize, col: &mut [f64]| bias_act(col, &c[i0..], act);

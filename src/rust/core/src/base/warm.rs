@@ -59,7 +59,10 @@ pub fn active() -> bool {
 /// Keep the other workers of the calling thread's pool looking for work
 /// (for [`IDLE_LIMIT`] after the last they find); cheap when they already
 /// do. Nothing when the caller is no worker, the pool is the caller alone,
-/// or its other workers are not in this process (a forked child).
+/// or its other workers are not in this process (a forked child). Never
+/// inlined: the parallel loops that call it stay small enough to be
+/// inlined where they are written.
+#[inline(never)]
 pub fn rearm() {
     let threads = rayon::current_num_threads();
     let Some(me) = rayon::current_thread_index() else { return };

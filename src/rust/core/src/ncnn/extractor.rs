@@ -86,8 +86,7 @@ impl Extractor {
         }
         match net.pool() {
             // Without custom layers the whole pass runs on the pool: one
-            // hand-over instead of one per layer, and the pass's thread keeps
-            // the pool awake between layers (`base::warm`).
+            // hand-over instead of one per layer.
             Some(pool) if !net.has_custom() => {
                 let job = AssertSend((self, net));
                 pool.install(move || {

@@ -15,7 +15,8 @@
 //! for [`IDLE_LIMIT`] (as OpenMP runtimes spin before they block). A region
 //! started while they look costs a steal, about 1-2 us. While they do,
 //! [`active`] is true on the starting thread: the CPU backend's split
-//! thresholds weigh the cheaper region.
+//! thresholds weigh the cheaper region. (ncnn's layer loops, which split
+//! whatever their size, do not rearm: see `ncnn::par::chunks_mut`.)
 
 use rayon::Yield;
 use std::cell::RefCell;

@@ -65,6 +65,11 @@ pub fn active() -> bool {
 /// inlined where they are written.
 #[inline(never)]
 pub fn rearm() {
+    // The usual case first, with no look at the pool (whose fork check asks
+    // the process id): its workers still look for work.
+    if active() {
+        return;
+    }
     let threads = rayon::current_num_threads();
     let Some(me) = rayon::current_thread_index() else { return };
     if !super::threads::runs_as_pool_of(threads) {
@@ -73,9 +78,6 @@ pub fn rearm() {
     KEPT.with(|k| {
         let mut k = k.borrow_mut();
         let s = k.get_or_insert_with(Default::default);
-        if s.awake() {
-            return;
-        }
         s.pending.fetch_add(threads - 1, Ordering::AcqRel);
         let state = s.clone();
         rayon::spawn_broadcast(move |ctx| {

@@ -120,8 +120,7 @@ pub(super) fn batched<'s, T: Float>(
     if slice_out == 0 {
         return;
     }
-    let (r2, r3) = (b.ne[2] / a.ne[2].max(1), b.ne[3] / a.ne[3].max(1));
-    let (r2, r3) = (r2.max(1), r3.max(1));
+    let (r2, r3) = ((b.ne[2] / a.ne[2].max(1)).max(1), (b.ne[3] / a.ne[3].max(1)).max(1));
     let mut slices = out.chunks_exact_mut(slice_out);
     for i3 in 0..b.ne[3] {
         for i2 in 0..b.ne[2] {

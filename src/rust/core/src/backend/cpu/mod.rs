@@ -83,7 +83,10 @@ impl CpuBackend {
 
     pub fn compute(&self, nodes: &[Node]) -> crate::Result<()> {
         let pool = self.pool();
-        pool.pass(|| compute_nodes(nodes, &pool))
+        // The whole node loop on the pool: one hand-over per graph where R's
+        // thread is not one of the pool's, and every kernel's region started
+        // from a pool thread, which keeps the pool awake (`base::warm`).
+        pool.install(|| compute_nodes(nodes, &pool))
     }
 }
 

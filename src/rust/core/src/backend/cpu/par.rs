@@ -46,17 +46,6 @@ impl CpuPool {
             _ => f(),
         }
     }
-
-    /// Run a computation of many kernels, `f`, on the pool: one hand-over
-    /// (a pool that R's main thread is not one of runs the whole node loop
-    /// on its own thread, whose regions then keep the pool awake:
-    /// [`crate::base::warm`]).
-    pub fn pass<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
-        if self.n_threads <= 1 {
-            return f();
-        }
-        self.install(f)
-    }
 }
 
 /// Threads of a new CPU backend: `RAYON_NUM_THREADS` when it is set to a

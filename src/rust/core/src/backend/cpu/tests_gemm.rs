@@ -495,7 +495,7 @@ fn warm_split_break_even() {
         f();
         t.elapsed().as_secs_f64() * 1e6
     };
-    pool.pass(|| {
+    pool.install(|| {
         super::par::set_warm_div(1 << 20);
         for &(m, k, n) in &[(64usize, 128usize, 64usize), (128, 128, 64), (256, 128, 64), (256, 512, 64), (512, 256, 128), (256, 512, 512)] {
             for f64s in [false, true] {

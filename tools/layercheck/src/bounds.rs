@@ -53,6 +53,9 @@ pub const GATED: &[&str] = &[
     "src/rust/core/src/graph/gallocr",
     "src/rust/core/src/memory",
     "src/rust/core/src/tensor",
+    "src/rust/core/src/ncnn",
+    "src/rust/core/src/autograd",
+    "src/rust/ggmlr/src",
 ];
 
 /// Single files gated ahead of their folder (whose other files are not
@@ -82,15 +85,6 @@ pub const FILES: &[&str] = &[
     "src/rust/core/src/backend/cpu/gemm_rt.rs",
     "src/rust/core/src/backend/cpu/sgemm.rs",
     "src/rust/core/src/backend/cpu/par.rs",
-    "src/rust/core/src/ncnn/net.rs",
-    "src/rust/core/src/ncnn/registry.rs",
-    "src/rust/core/src/ncnn/par.rs",
-    "src/rust/core/src/ncnn/types.rs",
-    "src/rust/core/src/ncnn/error.rs",
-    "src/rust/core/src/ncnn/layer.rs",
-    "src/rust/core/src/ncnn/extractor.rs",
-    "src/rust/core/src/ncnn/fuse_concat.rs",
-    "src/rust/core/src/ncnn/mat.rs",
     "src/rust/core/src/backend/cpu/conv.rs",
     "src/rust/core/src/backend/cpu/col2im.rs",
     "src/rust/core/src/backend/cpu/dgemm.rs",

@@ -89,16 +89,16 @@ impl Rescue for Resident {
 fn rs_ag_res_register(env: Robj, h: Robj, ptr: Robj, shape: Robj, scope: Robj) -> Robj {
     guard(|| {
         let e = env.as_environment().ok_or_else(|| anyhow!("`t` must be an ag_tensor"))?;
-        let dims = shape.as_integer_slice().filter(|d| d.len() == 2 && d.iter().all(|&x| x >= 0));
-        let dims = dims.ok_or_else(|| anyhow!("`shape` must be two non-negative integers"))?;
+        let dims = shape.as_integer_slice().and_then(|d| <[i32; 2]>::try_from(d).ok()).filter(|d| d.iter().all(|&x| x >= 0));
+        let [rows, cols] = dims.ok_or_else(|| anyhow!("`shape` must be two non-negative integers"))?.map(|d| d as usize);
         let scope = Scope::parse(&scalar_str(&scope, "scope")?)?;
         let (t, src) = (handle(&h, "tensor")?, tensor(&ptr, "ptr")?.clone());
         let r = Resident {
             env: WeakEnv::new(&e),
             t: std::rc::Rc::downgrade(&t),
             src: Arc::downgrade(&src),
-            rows: dims[0] as usize,
-            cols: dims[1] as usize,
+            rows,
+            cols,
         };
         rescue::register_held(scope, Box::new(r));
         Ok(().into())

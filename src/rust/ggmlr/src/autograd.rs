@@ -94,7 +94,8 @@ fn rs_ag_samples(x: Robj) -> Robj {
             Some(d) if d.len() >= 2 && d.iter().all(|&v| v > 0) => d.iter().map(|&v| v as usize).collect(),
             _ => bail!("`x` must be a matrix or an array with samples in its first dimension"),
         };
-        let s = Samples::from_array(data, dim[0], &dim[1..])?;
+        let Some((&n, rest)) = dim.split_first() else { bail!("`x` must be a matrix or an array") };
+        let s = Samples::from_array(data, n, rest)?;
         Ok(ExternalPtr::new(s).into())
     })
 }
@@ -251,9 +252,9 @@ fn rs_ag_op(name: Robj, inputs: Robj, rg: Robj, params: Robj, idx: Robj, device:
             bail!("rg must have one flag per input");
         }
         let mut ins = Vec::with_capacity(list.len());
-        for (i, (_, x)) in list.iter().enumerate() {
+        for (i, ((_, x), flag)) in list.iter().zip(flags).enumerate() {
             ins.push(if x.is_external_pointer() {
-                Input::Tensor(handle(&x, "input")?, flags[i].is_true())
+                Input::Tensor(handle(&x, "input")?, flag.is_true())
             } else {
                 Input::Value(to_mat(&x, &format!("input {} of {}", i + 1, op.r_name()))?)
             });

@@ -80,6 +80,12 @@ pub fn usize_vec(x: &Robj, what: &str, min: usize) -> anyhow::Result<Vec<usize>>
         .collect()
 }
 
+/// The `N` values of `v` as an array; `msg` when there are not exactly `N`.
+pub fn exactly<T, const N: usize>(v: Vec<T>, msg: &str) -> anyhow::Result<[T; N]> {
+    let n = v.len();
+    v.try_into().map_err(|_| anyhow!("{msg} (got {n} values)"))
+}
+
 /// A context argument (contexts are shared with the residency pools, hence `Arc`).
 pub fn ctx_arg<'a>(x: &'a Robj, what: &str) -> anyhow::Result<&'a std::sync::Arc<ggmlr_core::tensor::Context>> {
     xptr(x, what, "ggml_context")

@@ -126,7 +126,7 @@ fn rs_gguf_tensor_info(x: Robj, name: Robj) -> Robj {
         let name = scalar_str(&name, "name")?;
         with(&x, |f| {
             let t = f.tensor(&name)?;
-            let shape: Vec<f64> = t.ne[..t.n_dims.max(1)].iter().map(|&n| n as f64).collect();
+            let shape: Vec<f64> = t.ne.iter().take(t.n_dims.max(1)).map(|&n| n as f64).collect();
             let names = ["name", "shape", "type", "type_code", "size_bytes", "offset"];
             let values: [Robj; 6] = [
                 out(&t.name).into(),
@@ -151,7 +151,7 @@ fn rs_gguf_tensor_data(x: Robj, name: Robj) -> Robj {
             let t = f.tensor(&name)?;
             let mut r: Robj = f.tensor_values(t)?.into();
             if t.n_dims >= 2 {
-                r.set_attrib("dim", t.ne[..t.n_dims].iter().map(|&n| n as i32).collect::<Vec<i32>>())
+                r.set_attrib("dim", t.ne.iter().take(t.n_dims).map(|&n| n as i32).collect::<Vec<i32>>())
                     .map_err(|e| anyhow!("could not set dimensions: {e}"))?;
             }
             Ok(r)

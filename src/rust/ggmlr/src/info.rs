@@ -34,10 +34,11 @@ fn rs_cpu_features() -> Robj {
 fn rs_op_info(code: Robj) -> Robj {
     guard(|| {
         let c = scalar_i64(&code, "op")?;
-        let i = usize::try_from(c).ok().filter(|&i| i < codes::OP_NAMES.len()).ok_or_else(|| {
-            anyhow::anyhow!("`op` must be an op code from 0 to {}, not {c}", codes::OP_NAMES.len() - 1)
-        })?;
-        Ok(list!(name = codes::OP_NAMES[i], symbol = codes::OP_SYMBOLS[i], can_inplace = codes::can_inplace(i as u32)).into())
+        let i = usize::try_from(c).ok();
+        let (Some(name), Some(symbol)) = (i.and_then(|i| codes::OP_NAMES.get(i)), i.and_then(|i| codes::OP_SYMBOLS.get(i))) else {
+            anyhow::bail!("`op` must be an op code from 0 to {}, not {c}", codes::OP_NAMES.len().min(codes::OP_SYMBOLS.len()).saturating_sub(1))
+        };
+        Ok(list!(name = *name, symbol = *symbol, can_inplace = codes::can_inplace(c as u32)).into())
     })
 }
 

@@ -205,10 +205,9 @@ fn opt_list(opt: &Opt) -> Robj {
 impl RLayer {
     /// Call callback `i` (see `callbacks`) with `arg`, when the layer has it.
     fn callback(&self, i: usize, what: &str, arg: Robj) -> anyhow::Result<()> {
-        let f = &self.callbacks[i];
-        if f.is_null() {
+        let Some(f) = self.callbacks.get(i).filter(|f| !f.is_null()) else {
             return Ok(());
-        }
+        };
         self.owner
             .invoker
             .call(what, f, arg)
@@ -223,6 +222,7 @@ impl Layer for RLayer {
     }
 
     fn load_param(&mut self, pd: &ParamDict) -> anyhow::Result<()> {
+        // BOUNDS: `callbacks` is a [Robj; 4].
         if self.callbacks[0].is_null() {
             return Ok(());
         }
@@ -231,6 +231,7 @@ impl Layer for RLayer {
     }
 
     fn load_model(&mut self, mb: &mut ModelBin) -> anyhow::Result<()> {
+        // BOUNDS: `callbacks` is a [Robj; 4].
         if self.callbacks[1].is_null() {
             return Ok(());
         }
@@ -267,6 +268,7 @@ impl Layer for RLayer {
             )));
         }
         let arg: Robj = if self.one_blob_only {
+            // BOUNDS: one_blob_only with bottoms.len() == 1 checked just above.
             mat_to_r(&bottoms[0])
         } else {
             List::from_values(bottoms.iter().map(mat_to_r)).into()

@@ -41,7 +41,7 @@ fn rs_ncnn_pd_get(p: Robj, id: Robj, default: Robj) -> Robj {
             return Err(err(format!("pd$get(): parameter ids are 0 to 31, got {id}")));
         }
         let want_int = default.is_integer();
-        Ok(match &pd.values[id as usize] {
+        Ok(match pd.values.get(id as usize).unwrap_or(&ParamValue::None) {
             ParamValue::None => default,
             ParamValue::Int(i) => Robj::from(*i),
             ParamValue::Float(f) => Robj::from(*f as f64),

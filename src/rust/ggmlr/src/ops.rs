@@ -1,10 +1,9 @@
 //! Graph ops: one entry for the computing ops (by ggml name), and the views,
 //! copies and composites that take extra arguments.
 
-use crate::conv::{f64_vec, scalar_i64, scalar_str, scalar_usize, usize_vec};
+use crate::conv::{exactly, f64_vec, scalar_i64, scalar_str, scalar_usize, usize_vec};
 use crate::guard;
 use crate::tensor::{tensor, tensor_robj, TensorPtr};
-use anyhow::ensure;
 use extendr_api::prelude::*;
 use ggmlr_core::op::names::op_from_name;
 use ggmlr_core::tensor::Context;
@@ -52,10 +51,9 @@ fn rs_im2col(c: Robj, a: Robj, b: Robj, params: Robj, dst_type: Robj) -> Robj {
 fn rs_conv_2d(c: Robj, a: Robj, b: Robj, params: Robj) -> Robj {
     guard(|| {
         let c = ctx(&c)?;
-        let p = f64_vec(&params, "params")?;
-        ensure!(p.len() == 6, "internal: conv_2d takes 6 parameters");
-        let p: Vec<i32> = p.iter().map(|&v| v as i32).collect();
-        let t = c.conv_2d(tensor(&a, "a")?, tensor(&b, "b")?, p[0], p[1], p[2], p[3], p[4], p[5])?;
+        let p: [f64; 6] = exactly(f64_vec(&params, "params")?, "internal: conv_2d takes 6 parameters")?;
+        let [s0, s1, p0, p1, d0, d1] = p.map(|v| v as i32);
+        let t = c.conv_2d(tensor(&a, "a")?, tensor(&b, "b")?, s0, s1, p0, p1, d0, d1)?;
         Ok(tensor_robj(t))
     })
 }
@@ -81,9 +79,8 @@ fn rs_view(c: Robj, a: Robj, ne: Robj, nb: Robj, offset: Robj) -> Robj {
 #[extendr]
 fn rs_permute(c: Robj, a: Robj, axes: Robj) -> Robj {
     guard(|| {
-        let ax = usize_vec(&axes, "axis", 0)?;
-        ensure!(ax.len() == 4, "ggml_permute needs four axes");
-        Ok(tensor_robj(ctx(&c)?.permute(tensor(&a, "a")?, [ax[0], ax[1], ax[2], ax[3]])?))
+        let ax: [usize; 4] = exactly(usize_vec(&axes, "axis", 0)?, "ggml_permute needs four axes")?;
+        Ok(tensor_robj(ctx(&c)?.permute(tensor(&a, "a")?, ax)?))
     })
 }
 

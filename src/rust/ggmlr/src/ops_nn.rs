@@ -1,10 +1,9 @@
 //! Graph ops with arguments beyond numbers: in-place results, `set` (byte
 //! strides), the composite 1-D convolutions, and zeroing a tensor.
 
-use crate::conv::{f64_vec, scalar_bool, scalar_str, usize_vec};
+use crate::conv::{exactly, f64_vec, scalar_bool, scalar_str, usize_vec};
 use crate::guard;
 use crate::tensor::{tensor, tensor_robj, TensorPtr};
-use anyhow::ensure;
 use extendr_api::prelude::*;
 use ggmlr_core::op::names::op_from_name;
 use ggmlr_core::tensor::{io, Context};
@@ -38,11 +37,9 @@ fn rs_op_inplace(c: Robj, name: Robj, src: Robj, params: Robj) -> Robj {
 #[extendr]
 fn rs_set(c: Robj, a: Robj, b: Robj, nb: Robj, offset: Robj, inplace: Robj) -> Robj {
     guard(|| {
-        let nb = usize_vec(&nb, "nb", 0)?;
-        ensure!(nb.len() == 3, "internal: set takes three strides");
-        let off = usize_vec(&offset, "offset", 0)?;
-        ensure!(off.len() == 1, "`offset` must be a single number");
-        let t = ctx(&c)?.set(tensor(&a, "a")?, tensor(&b, "b")?, [nb[0], nb[1], nb[2]], off[0], scalar_bool(&inplace, "inplace")?)?;
+        let nb: [usize; 3] = exactly(usize_vec(&nb, "nb", 0)?, "internal: set takes three strides")?;
+        let [off]: [usize; 1] = exactly(usize_vec(&offset, "offset", 0)?, "`offset` must be a single number")?;
+        let t = ctx(&c)?.set(tensor(&a, "a")?, tensor(&b, "b")?, nb, off, scalar_bool(&inplace, "inplace")?)?;
         Ok(tensor_robj(t))
     })
 }
@@ -53,14 +50,13 @@ fn rs_set(c: Robj, a: Robj, b: Robj, nb: Robj, offset: Robj, inplace: Robj) -> R
 fn rs_conv_1d(c: Robj, a: Robj, b: Robj, params: Robj, depthwise: Robj) -> Robj {
     guard(|| {
         let c = ctx(&c)?;
-        let p = f64_vec(&params, "params")?;
-        ensure!(p.len() == 3, "internal: conv_1d takes 3 parameters");
-        let p: Vec<i32> = p.iter().map(|&v| v as i32).collect();
+        let p: [f64; 3] = exactly(f64_vec(&params, "params")?, "internal: conv_1d takes 3 parameters")?;
+        let [s0, p0, d0] = p.map(|v| v as i32);
         let (a, b) = (tensor(&a, "a")?, tensor(&b, "b")?);
         let t = if scalar_bool(&depthwise, "depthwise")? {
-            c.conv_1d_dw(a, b, p[0], p[1], p[2])?
+            c.conv_1d_dw(a, b, s0, p0, d0)?
         } else {
-            c.conv_1d(a, b, p[0], p[1], p[2])?
+            c.conv_1d(a, b, s0, p0, d0)?
         };
         Ok(tensor_robj(t))
     })

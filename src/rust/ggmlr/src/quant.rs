@@ -67,11 +67,11 @@ fn rs_quantize_ref(type_: Robj, src: Robj, n: Robj) -> Robj {
         let q = qtype(&type_)?;
         let n = scalar_usize(&n, "n_elements")?;
         let x = f32_values(&src, "src_data")?;
-        if x.len() < n {
+        let Some(x) = x.get(..n) else {
             bail!("`src_data` has {} values, fewer than `n_elements` ({n})", x.len());
-        }
+        };
         let mut y = vec![0u8; q.row_size(n)?];
-        quant::quantize_row_ref(q, &x[..n], &mut y)?;
+        quant::quantize_row_ref(q, x, &mut y)?;
         Ok(Robj::from(y.as_slice()))
     })
 }

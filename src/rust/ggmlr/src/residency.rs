@@ -1,7 +1,7 @@
 //! Residency pools and the byte ledger, for the `.ag_*` internals and
 //! `ag_memory_stats()` / `ag_memory_limit()`.
 
-use crate::conv::{backend_arg, ctx_arg, f64_vec, scalar_i64, scalar_str, scalar_usize};
+use crate::conv::{backend_arg, ctx_arg, exactly, f64_vec, scalar_i64, scalar_str, scalar_usize};
 use crate::guard;
 use crate::tensor::{tensor, tensor_robj};
 use extendr_api::prelude::*;
@@ -145,7 +145,7 @@ fn rs_res_mem() -> Robj {
 fn rs_ledger_stats() -> Robj {
     guard(|| {
         let s = ledger::stats();
-        let by = |a: &[u64; ledger::N_TAGS], t: BufferTag| a[ledger::tag_index(t)] as f64;
+        let by = |a: &[u64; ledger::N_TAGS], t: BufferTag| a.get(ledger::tag_index(t)).copied().unwrap_or(0) as f64;
         let sum = |a: &[u64; ledger::N_TAGS]| ledger::counted(a) as f64;
         let user = |a: &[u64; ledger::N_TAGS]| by(a, BufferTag::User) + by(a, BufferTag::Context);
         Ok(list!(
@@ -186,9 +186,8 @@ fn rs_ledger_limit(bytes: Robj) -> Robj {
         if bytes.is_null() {
             return Ok(ledger::limit().into());
         }
-        let v = f64_vec(&bytes, "bytes")?;
-        anyhow::ensure!(v.len() == 1, "`bytes` must be a single number (or Inf for no limit)");
-        Ok(ledger::set_limit(v[0])?.into())
+        let [v]: [f64; 1] = exactly(f64_vec(&bytes, "bytes")?, "`bytes` must be a single number (or Inf for no limit)")?;
+        Ok(ledger::set_limit(v)?.into())
     })
 }
 
@@ -196,12 +195,10 @@ fn rs_ledger_limit(bytes: Robj) -> Robj {
 #[extendr]
 fn rs_ledger_check(extra: Robj) -> Robj {
     guard(|| {
-        let v = f64_vec(&extra, "extra_bytes")?;
-        anyhow::ensure!(
-            v.len() == 1 && v[0] >= 0.0 && v[0].is_finite(),
-            "`extra_bytes` must be a single non-negative number"
-        );
-        ledger::check_budget(v[0] as u64, "an autograd device tensor")?;
+        const MSG: &str = "`extra_bytes` must be a single non-negative number";
+        let [v]: [f64; 1] = exactly(f64_vec(&extra, "extra_bytes")?, MSG)?;
+        anyhow::ensure!(v >= 0.0 && v.is_finite(), "{MSG}");
+        ledger::check_budget(v as u64, "an autograd device tensor")?;
         Ok(().into())
     })
 }

@@ -35,7 +35,7 @@ fn elt(x: &Robj, i: usize, what: &str) -> anyhow::Result<Option<String>> {
         }
         let n = Rf_xlength(s).max(0) as usize;
         let p = R_CHAR(s) as *const u8;
-        let bytes = if n == 0 { &[][..] } else { std::slice::from_raw_parts(p, n) };
+        let bytes: &[u8] = if n == 0 { &[] } else { std::slice::from_raw_parts(p, n) };
         match Rf_getCharCE(s) {
             CE_LATIN1 => Ok(Some(bytes.iter().map(|&b| b as char).collect())),
             CE_BYTES => bail!("`{what}` is a string of encoding \"bytes\"; give text (see enc2utf8())"),
@@ -85,7 +85,7 @@ pub fn lossy(x: &Robj) -> Option<String> {
         }
         let n = Rf_xlength(s).max(0) as usize;
         let p = R_CHAR(s) as *const u8;
-        let bytes = if n == 0 { &[][..] } else { std::slice::from_raw_parts(p, n) };
+        let bytes: &[u8] = if n == 0 { &[] } else { std::slice::from_raw_parts(p, n) };
         Some(String::from_utf8_lossy(bytes).into_owned())
     }
 }

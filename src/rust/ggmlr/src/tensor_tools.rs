@@ -85,6 +85,7 @@ fn rs_tensor_like(ctx: Robj, t: Robj, view: Robj) -> Robj {
         let t = tensor(&t, "tensor")?;
         let l = t.layout();
         Ok(tensor_robj(if scalar_bool(&view, "view")? {
+            // BOUNDS: `nb` is a Dims ([usize; 4]): `1..` is in range.
             c.view(t, &l.ne, &l.nb[1..], 0)?
         } else {
             c.new_tensor(t.dtype(), &l.ne)?

@@ -12,13 +12,18 @@ use crate::base::dtype::DType;
 use crate::op::{Op as G, UnaryOp};
 use crate::tensor::Context;
 use crate::tensor::Tensor as ETensor;
-use anyhow::Result;
+use anyhow::{bail, Result};
 use std::sync::Arc;
 
 type T = Arc<ETensor>;
 
 /// Gradients of the inputs of one node (None where `need[i]` is false);
 /// `g` has the output's shape.
+// BOUNDS-FN: `op.arity_ok(xs.len())` is checked first: xs.len() >= 1 for
+// every op and each arm indexes `xs` and `res` (xs.len() entries) below its
+// op's arity (2 for the binary ops and losses, 3 for linear, batch norm and
+// conv2d); concatenation indexes by the position in `xs`. `saved` is read
+// with checked access.
 #[allow(clippy::too_many_arguments)]
 pub fn backward(
     b: &mut GraphBuilder,
@@ -30,6 +35,10 @@ pub fn backward(
     g: &T,
     need: &[bool],
 ) -> Result<Vec<Option<T>>> {
+    if !op.arity_ok(xs.len()) {
+        bail!("internal: {} backward with {} inputs", op.r_name(), xs.len());
+    }
+    let missing = || anyhow::anyhow!("internal: {} backward without the values its forward saved", op.r_name());
     let want = |i: usize| need.get(i).copied().unwrap_or(false);
     let x = |b: &GraphBuilder, i: usize| cast(b, c, &xs[i].t);
     let shape = |i: usize| xs[i].shape();
@@ -172,7 +181,8 @@ pub fn backward(
         }
         AgOp::BatchNorm { training, .. } => {
             let (f, n) = shape(0);
-            let (xhat, std) = (&saved[0].t, &saved[1].t);
+            let [xhat, std, ..] = saved else { return Err(missing()) };
+            let (xhat, std) = (&xhat.t, &std.t);
             let gsum = row_sums(b, c, &gt, f)?;
             let gxh = row_sums(b, c, &bin(c, G::Mul, &gt, xhat)?, f)?;
             if want(0) {
@@ -203,7 +213,8 @@ pub fn backward(
         }
         AgOp::MaxPool2d(geom) => {
             if want(0) {
-                res[0] = Some(super::pool_rules::backward(b, c, geom, &xs[0], &saved[0], &gt)?);
+                let packed = saved.first().ok_or_else(missing)?;
+                res[0] = Some(super::pool_rules::backward(b, c, geom, &xs[0], packed, &gt)?);
             }
         }
         AgOp::SliceRows(from, to) => {
@@ -242,10 +253,16 @@ pub fn backward(
 /// `m * rows < idx.len()` (the taps of a convolution's patches), it is the
 /// sum of `m` gathers of `g` with a zero column appended (memory m * rows * v);
 /// otherwise `g %*% t(onehot)` (memory v * idx.len()).
+// BOUNDS-FN: every i in `idx` is < v (checked by the first loop); `oh`
+// holds v n values and k < n; seen[i] < hits[i] <= m where `inv` (m v
+// values) is written, and j < m.
 fn gather_grad(b: &mut GraphBuilder, c: &Context, g: T, idx: &[usize], rows: usize, v: usize) -> Result<T> {
     let mut hits = vec![0usize; v];
     for &i in idx {
-        hits[i] += 1;
+        let Some(h) = hits.get_mut(i) else {
+            bail!("ag_embedding: index {i} is out of range; indices are 0-based and must be below the vocabulary size {v}")
+        };
+        *h += 1;
     }
     let m = hits.iter().copied().max().unwrap_or(0);
     let n = idx.len();

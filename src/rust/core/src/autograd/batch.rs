@@ -22,6 +22,8 @@ pub fn columns(src: &[f64], rows: usize, cols: &[usize], place: Place) -> Result
     if let Some(bad) = cols.iter().find(|&&j| j >= n) {
         anyhow::bail!("column {} of a batch is outside the data's {n} columns", bad + 1);
     }
+    // BOUNDS: every j in `cols` is < n (checked above) and n * rows is
+    // src.len() (whole columns, checked above), so (j + 1) * rows <= src.len().
     let col = |j: usize| &src[j * rows..(j + 1) * rows];
     let shape = [rows, cols.len()];
     let t = match place {

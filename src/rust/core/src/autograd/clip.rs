@@ -53,6 +53,8 @@ pub fn clip_grads(cells: &[GradCell], max_norm: f64) -> Result<f64> {
             }
             Ok(vec![(acc.ok_or_else(|| anyhow::anyhow!("internal: a norm over no gradients"))?, 1, 1)])
         })?;
+        // BOUNDS: the build returns one 1x1 output, `run_vals` gives one value
+        // per output, and a 1x1 HostMat holds one value (`HostMat::new`).
         sq += r[0].download()?.data[0];
     }
     for c in cells {

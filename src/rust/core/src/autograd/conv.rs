@@ -46,6 +46,7 @@ fn whole(v: f64, what: &str, min: usize) -> Result<usize> {
 impl Conv2d {
     /// From R's parameters (after the activation code): C, W, H, KW, KH,
     /// stride, padding and dilation (each width, then height).
+    // BOUNDS-FN: p.len() == 11 (checked first); `n` is called with literals 0..=10.
     pub fn parse(p: &[f64]) -> Result<Conv2d> {
         ensure!(p.len() == 11, "{NAME}: expected 11 convolution parameters, got {}", p.len());
         let n = |i: usize, what: &str, min: usize| whole(p[i], what, min);
@@ -74,12 +75,15 @@ impl Conv2d {
     }
 
     /// The kernel's reach along each axis: `d (k - 1) + 1`.
+    // BOUNDS-FN: `dil` is [usize; 2] indexed by literals.
     fn reach(&self) -> [usize; 2] {
         [self.dil[0] * (self.kw - 1) + 1, self.dil[1] * (self.kh - 1) + 1]
     }
 
     /// Output width and height. Padding beyond the kernel's reach (which
     /// adds outputs that read only zeros) is refused.
+    // BOUNDS-FN: `reach`, `out`, `pad`, `dil` and `stride` are [usize; 2],
+    // indexed by literals or by i from enumerating a 2-element array.
     pub fn out_size(&self) -> Result<(usize, usize)> {
         let reach = self.reach();
         let mut out = [0; 2];
@@ -105,7 +109,9 @@ impl Conv2d {
     /// The result's shape for inputs kernel, x and bias, or the error that
     /// names the layer and the shapes.
     pub fn check(&self, x: &[(usize, usize)]) -> Result<(usize, usize)> {
-        let (k, xs, b) = (x[0], x[1], x[2]);
+        let &[k, xs, b] = x else {
+            bail!("{NAME}: expected 3 inputs (kernel, x, bias), got {}", x.len());
+        };
         let f = k.0;
         if k.1 != self.patch() {
             bail!(

@@ -16,7 +16,7 @@
 //!   the kernel flipped and its channels swapped, padded by `d (k - 1) - p`,
 //!   whose product again gives channels first.
 
-use super::conv::Conv2d;
+use super::conv::{Conv2d, NAME};
 use super::graph::GraphBuilder;
 use super::nodes::{act_grad, cast, contig, linear, row_sums};
 use super::op::AgActivation;
@@ -25,13 +25,16 @@ use crate::base::dtype::DType;
 use crate::op::Op as G;
 use crate::tensor::Context;
 use crate::tensor::Tensor as ETensor;
-use anyhow::Result;
+use anyhow::{bail, Result};
 use std::sync::Arc;
 
 type T = Arc<ETensor>;
 
 /// `x` (contiguous) as the permuted copy `permute(x, axes)`, or a view
 /// when the permutation moves only sizes of 1.
+// BOUNDS-FN: `ne` and `axes` are [usize; 4] indexed by i in 0..4; every
+// caller passes `axes` as a literal permutation of 0..4, so axes[i] < 4;
+// `windows(2)` gives slices of 2.
 fn permuted(c: &Context, x: &T, ne: [usize; 4], axes: [usize; 4]) -> Result<T> {
     let x4 = c.reshape(&contig(c, x)?, &ne)?;
     let mut out = [0; 4];
@@ -46,12 +49,14 @@ fn permuted(c: &Context, x: &T, ne: [usize; 4], axes: [usize; 4]) -> Result<T> {
 }
 
 /// The engine's 2-D `im2col` with strides `s`, paddings `p` and dilations `d`.
+// BOUNDS-FN: `s`, `p` and `d` are [usize; 2] indexed by literals.
 fn im2col(s: [usize; 2], p: [usize; 2], d: [usize; 2]) -> G {
     let i = |v: usize| v as i32;
     G::Im2Col { s0: i(s[0]), s1: i(s[1]), p0: i(p[0]), p1: i(p[1]), d0: i(d[0]), d1: i(d[1]), is_2d: true }
 }
 
 /// The adjoint of the forward's `im2col`.
+// BOUNDS-FN: `stride`, `pad` and `dil` are [usize; 2] indexed by literals.
 fn im2col_back(g: &Conv2d) -> G {
     let i = |v: usize| v as i32;
     let (s, p, d) = (g.stride, g.pad, g.dil);
@@ -71,10 +76,11 @@ fn im2col_back(g: &Conv2d) -> G {
 
 /// The forward: the output `[filters, OW OH N]` and the saved patches.
 pub fn forward(b: &GraphBuilder, c: &Context, g: &Conv2d, a: AgActivation, xs: &[EngineVal]) -> Result<(T, Vec<(T, usize, usize)>)> {
-    let f = xs[0].rows;
-    let n = xs[1].len() / g.sample();
+    let [k, x, bias] = xs else { bail!("{NAME}: expected 3 inputs (kernel, x, bias), got {}", xs.len()) };
+    let f = k.rows;
+    let n = x.len() / g.sample();
     let (ow, oh) = g.out_size()?;
-    let (k, x, bias) = (cast(b, c, &xs[0].t)?, cast(b, c, &xs[1].t)?, cast(b, c, &xs[2].t)?);
+    let (k, x, bias) = (cast(b, c, &k.t)?, cast(b, c, &x.t)?, cast(b, c, &bias.t)?);
     let img = permuted(c, &x, [g.c, g.w, g.h, n], [2, 0, 1, 3])?;
     // kernel [F, C, KW, KH] -> [KW, KH, C, F]
     let kp = permuted(c, &k, [f, g.c, g.kw, g.kh], [3, 2, 0, 1])?;
@@ -89,6 +95,7 @@ pub fn forward(b: &GraphBuilder, c: &Context, g: &Conv2d, a: AgActivation, xs: &
 
 /// The gradients of kernel, input and bias (where `need` asks) from the
 /// output's gradient `gt` `[filters, OW OH N]`.
+// BOUNDS-FN: `need` is [bool; 3] and `res` a Vec of 3, indexed by literals.
 #[allow(clippy::too_many_arguments)]
 pub fn backward(
     b: &mut GraphBuilder,
@@ -101,19 +108,21 @@ pub fn backward(
     gt: &T,
     need: [bool; 3],
 ) -> Result<Vec<Option<T>>> {
-    let f = xs[0].rows;
-    let n = xs[1].len() / g.sample();
+    let [kernel, x, _] = xs else { bail!("{NAME}: expected 3 inputs (kernel, x, bias), got {}", xs.len()) };
+    let f = kernel.rows;
+    let n = x.len() / g.sample();
     let (ow, oh) = g.out_size()?;
     let gz = if a == AgActivation::None { gt.clone() } else { act_grad(b, c, a, gt, &out.t)? };
     let mut res = vec![None, None, None];
     if need[0] {
         // [F, KW KH C] in the patches' order -> the kernel's [F, C KW KH].
-        let dk = c.op(G::OutProd, &[gz.clone(), saved[0].t.clone()])?;
+        let Some(cols) = saved.first() else { bail!("internal: {NAME} backward without the saved patches") };
+        let dk = c.op(G::OutProd, &[gz.clone(), cols.t.clone()])?;
         let dk = permuted(c, &dk, [f, g.kw, g.kh, g.c], [0, 2, 3, 1])?;
         res[0] = Some(c.reshape(&dk, &[f, g.patch()])?);
     }
     if need[1] {
-        res[1] = Some(input_grad(b, c, g, &xs[0], &gz, (f, ow, oh, n), xs[1].shape())?);
+        res[1] = Some(input_grad(b, c, g, kernel, &gz, (f, ow, oh, n), x.shape())?);
     }
     if need[2] {
         res[2] = Some(row_sums(b, c, &gz, f)?);
@@ -122,6 +131,8 @@ pub fn backward(
 }
 
 /// The input's gradient `[rows, cols]` (the input's shape).
+// BOUNDS-FN: `dil` and `pad` are [usize; 2], `ne()` is [usize; 4] and `nb`
+// Dims ([usize; MAX_DIMS]), all indexed by literals.
 fn input_grad(
     b: &mut GraphBuilder,
     c: &Context,

@@ -12,7 +12,7 @@ use crate::base::dtype::DType;
 use crate::op::{Op as G, UnaryOp};
 use crate::tensor::Context;
 use crate::tensor::Tensor as ETensor;
-use anyhow::Result;
+use anyhow::{bail, Result};
 use std::sync::Arc;
 
 type T = Arc<ETensor>;
@@ -39,6 +39,9 @@ fn built(t: T, rows: usize, cols: usize) -> Result<Built> {
 
 /// Runs `op` on `xs` (values in `place`), as one graph.
 pub fn forward(op: &AgOp, xs: &[EngineVal], place: Place) -> Result<Fwd> {
+    if !op.arity_ok(xs.len()) {
+        bail!("{}: wrong number of inputs ({})", op.r_name(), xs.len());
+    }
     let mut b = GraphBuilder::new(place)?;
     let c = b.ctx()?;
     let bt = build(&mut b, &c, op, xs)?;
@@ -58,6 +61,9 @@ pub fn forward(op: &AgOp, xs: &[EngineVal], place: Place) -> Result<Fwd> {
     Ok(Fwd { out, saved, aux })
 }
 
+// BOUNDS-FN: `forward`, the only caller, checked `op.arity_ok(xs.len())`:
+// xs.len() >= 1 for every op, and each arm indexes below its op's arity
+// (2 for the binary ops and losses, 3 for linear and conv2d).
 fn build(b: &mut GraphBuilder, c: &Context, op: &AgOp, xs: &[EngineVal]) -> Result<Built> {
     let x0 = &xs[0];
     let (r0, c0) = x0.shape();
@@ -169,6 +175,9 @@ fn build(b: &mut GraphBuilder, c: &Context, op: &AgOp, xs: &[EngineVal]) -> Resu
     }
 }
 
+// BOUNDS-FN: called by `build` for batch norm, whose arity (checked by
+// `forward`) is 3 in training and 5 otherwise; xs[3] and xs[4] are read
+// only when not training.
 fn batch_norm(b: &mut GraphBuilder, c: &Context, xs: &[EngineVal], eps: f64, training: bool) -> Result<Built> {
     let (f, n) = xs[0].shape();
     let x = cast(b, c, &xs[0].t)?;

@@ -198,6 +198,7 @@ pub fn ce_clamp(c: &Context, p: &T) -> Result<T> {
 }
 
 /// Rows `from..to` of a `[rows, cols]` matrix, contiguous.
+// BOUNDS-FN: `nb` is Dims ([usize; MAX_DIMS]) indexed by literals.
 pub fn rows_of(c: &Context, x: &T, from: usize, to: usize, cols: usize) -> Result<T> {
     let l = x.layout();
     let v = c.view(x, &[to - from, cols], &[l.nb[1]], from * l.nb[0])?;

@@ -119,6 +119,7 @@ const POOL_NAME: &str = "ggml_layer_max_pooling_2d";
 
 /// A max pooling's geometry from R's parameters: C, W, H, KW, KH and the
 /// strides along the width and the height.
+// BOUNDS-FN: p.len() == 7 (checked first); `n` is called with literals 0..=6.
 fn pool_geom(p: &[f64]) -> Result<crate::op::max_pool::PoolGeom> {
     if p.len() != 7 {
         bail!("{POOL_NAME}: expected 7 pooling parameters, got {}", p.len());
@@ -203,6 +204,7 @@ impl AgOp {
             "conv2d" => {
                 let name = super::conv::NAME;
                 let a = act_code(param(p, 0, name, "activation")?, name)?;
+                // BOUNDS: `param(p, 0, ..)` above returned, so p.len() >= 1.
                 AgOp::Conv2d(super::conv::Conv2d::parse(&p[1..])?, a)
             }
             "max_pool2d" => AgOp::MaxPool2d(pool_geom(p)?),
@@ -315,6 +317,9 @@ fn conformable(a: (usize, usize), b: (usize, usize), name: &str) -> Result<()> {
 impl AgOp {
     /// The shape of the result of the op on inputs of shapes `x`, or the
     /// error that names the op and the shapes.
+    // BOUNDS-FN: `arity_ok(x.len())` is checked first: x.len() is at least 1
+    // for every op, and each arm indexes below its op's arity (2 for the
+    // binary ops and losses, 3 for linear, 3 or 5 for batch norm).
     pub fn check(&self, x: &[(usize, usize)]) -> Result<(usize, usize)> {
         let name = self.r_name();
         if !self.arity_ok(x.len()) {

@@ -128,12 +128,16 @@ impl Optimizer {
     fn moments(&mut self, i: usize, w: &EngineVal) -> Result<(EngineVal, EngineVal)> {
         let plain = matches!(self.kind, OptKind::Sgd { momentum } if momentum <= 0.0);
         let (mr, mc) = if plain { (1, 1) } else { (w.rows, w.cols) };
-        if !matches!(&self.slots[i], Some(s) if s.0.shape() == (mr, mc) && s.0.place == w.place) {
+        let n = self.slots.len();
+        let Some(slot) = self.slots.get_mut(i) else {
+            bail!("internal: parameter {} of an optimizer made for {n} parameters", i + 1)
+        };
+        if !matches!(slot, Some(s) if s.0.shape() == (mr, mc) && s.0.place == w.place) {
             let zeros = HostMat::filled(mr, mc, 0.0);
             let z = || place::upload(&zeros, w.place, Scope::Persistent, crate::base::dtype::DType::F32);
-            self.slots[i] = Some((z()?, z()?));
+            *slot = Some((z()?, z()?));
         }
-        self.slots[i].clone().ok_or_else(|| anyhow::anyhow!("internal: parameter {i} has no moments"))
+        slot.clone().ok_or_else(|| anyhow::anyhow!("internal: parameter {i} has no moments"))
     }
 }
 

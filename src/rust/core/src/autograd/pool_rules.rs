@@ -67,6 +67,7 @@ pub fn forward(b: &mut GraphBuilder, c: &Context, g: &PoolGeom, x: &EngineVal) -
         let (best, at) = (c.reshape(&best, &[p, 1])?, c.reshape(&at, &[p, 1])?);
         cast(b, c, &c.op(G::Concat { dim: 1 }, &[best, at])?)?
     };
+    // BOUNDS: `nb` is Dims ([usize; MAX_DIMS]) indexed by a literal.
     let vals = c.view(&packed, &[g.c, p / g.c], &[packed.layout().nb[0] * g.c], 0)?;
     Ok((vals, vec![(packed, p, 2)]))
 }
@@ -86,6 +87,7 @@ pub fn backward(b: &mut GraphBuilder, c: &Context, g: &PoolGeom, x: &EngineVal, 
     let k = g.kw * g.kh;
     let q = p / g.c;
     let l = saved.t.layout();
+    // BOUNDS: `nb` is Dims ([usize; MAX_DIMS]) indexed by a literal.
     let at = c.view(&saved.t, &[1, p], &[l.nb[0]], p * l.nb[0])?;
     let ks = c.op(G::Index(IndexOp::Arange { start: 0.0, stop: k as f32, step: 1.0 }), &[])?;
     let hit = c.op(G::Binary { f: BinFn::Equal }, &[ks, at])?;

@@ -29,6 +29,11 @@ const BLOCK: usize = 64;
 
 impl Samples {
     /// The `n` samples of `src` (R's array `[n, dims...]`, column-major).
+    // BOUNDS-FN: `idx` has k = dims.len() entries and a < k; idx[a] stays
+    // below dims[a] (reset to 0 on reaching it), so each o < rows and
+    // offs[f] = o n <= (rows - 1) n. src.len() = data.len() = rows n
+    // (checked); block `blk` holds b = dst.len() / rows whole samples
+    // i0..i0 + b <= n, so o + i0 + j < rows n and j rows + f < dst.len().
     pub fn from_array(src: &[f64], n: usize, dims: &[usize]) -> Result<Samples> {
         ensure!(n > 0 && !dims.is_empty(), "the data needs at least one sample and one dimension");
         let rows = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
@@ -93,7 +98,8 @@ impl Samples {
         let r = self.rows;
         let mut bytes = Vec::with_capacity(r * cols.len() * 4);
         for &j in cols {
-            // In range: j < self.cols, checked above, and data holds cols * rows values.
+            // BOUNDS: j < self.cols, checked above, and `data` holds cols * rows
+            // values (made so by `from_array`, never resized).
             bytes.extend(self.data[j * r..(j + 1) * r].iter().flat_map(|v| v.to_ne_bytes()));
         }
         let mut st = residency::state();

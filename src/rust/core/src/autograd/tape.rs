@@ -275,6 +275,10 @@ impl Grad {
 
 /// Computes the leaves' gradients (and their sums with the gradients the
 /// leaves already hold) in one graph per place, and hands them to the leaves.
+// BOUNDS-FN: `outs` and `done` are [_; 2] indexed by `Place as usize` (two
+// variants: 0, 1). Each plan entry `at` was `outs[slot].len()` before one
+// push (two when `has_acc`), and `compute_keep` returns one tensor per
+// output, so `done[slot]` holds `at` (and `at + 1`).
 fn finish(mut bs: Builders, out: Vec<(AgTensorRef, Grad)>) -> Result<Vec<(AgTensorRef, Storage)>> {
     // Per gradient: where its result and its sum with the held one are among
     // its place's outputs.

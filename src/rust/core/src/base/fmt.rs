@@ -12,6 +12,7 @@ pub fn fmt_bytes(n: usize) -> String {
         v /= 1024.0;
         u += 1;
     }
+    // BOUNDS: the loop stops at u = UNITS.len() - 1 at the latest.
     format!("{v:.1} {}", UNITS[u])
 }
 

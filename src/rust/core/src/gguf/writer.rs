@@ -77,6 +77,7 @@ pub fn to_bytes(kv: &[(String, GgufValue)], tensors: &[WriteTensor<'_>], alignme
         None => {}
     }
     for (i, (k, _)) in kv.iter().enumerate() {
+        // BOUNDS: i comes from enumerate() over kv, so i < kv.len().
         ensure!(!kv[..i].iter().any(|(o, _)| o == k), "the metadata key '{k}' is given twice");
     }
     let mut out = Vec::new();
@@ -91,6 +92,7 @@ pub fn to_bytes(kv: &[(String, GgufValue)], tensors: &[WriteTensor<'_>], alignme
     }
     let mut offset = 0usize;
     for (i, t) in tensors.iter().enumerate() {
+        // BOUNDS: i comes from enumerate() over tensors, so i < tensors.len().
         ensure!(!tensors[..i].iter().any(|o| o.name == t.name), "the tensor name '{}' is given twice", t.name);
         ensure!(t.ne.len() <= 4, "tensor '{}' has {} dimensions; ggml tensors have at most 4", t.name, t.ne.len());
         let (bs, ts) = t.ty.block();

@@ -6,31 +6,48 @@
 use crate::base::dtype::DType;
 use crate::base::float::Float;
 
+/// The `N` bytes at byte `o` of `b`, if they lie in it.
+#[inline]
+fn bytes_at<const N: usize>(b: &[u8], o: usize) -> Option<[u8; N]> {
+    b.get(o..).and_then(<[u8]>::first_chunk::<N>).copied()
+}
+
+/// Store `v` at byte `o` of `b` if its `N` bytes lie in it.
+#[inline]
+fn put_at<const N: usize>(b: &mut [u8], o: usize, v: [u8; N]) {
+    if let Some(d) = b.get_mut(o..).and_then(<[u8]>::first_chunk_mut::<N>) {
+        *d = v;
+    }
+}
+
 /// The value at byte `o` of `b`, stored as `dt`, in the compute type `T`
-/// (f32 for f32, f16 and bf16 storage read as before; f64 exact).
+/// (f32 for f32, f16 and bf16 storage read as before; f64 exact). Callers
+/// check that the tensor's span lies in `b`; bytes outside it read as NaN.
 #[inline]
 pub fn decode<T: Float>(dt: DType, b: &[u8], o: usize) -> T {
     use half::{bf16, f16};
+    let nan = T::from_f32(f32::NAN);
     match dt {
-        DType::F32 => T::from_f32(f32::from_ne_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])),
-        DType::F16 => T::from_f32(f16::from_ne_bytes([b[o], b[o + 1]]).to_f32()),
-        DType::BF16 => T::from_f32(bf16::from_ne_bytes([b[o], b[o + 1]]).to_f32()),
-        DType::I32 => T::from_f64(i32::from_ne_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]) as f64),
-        // INVARIANT: a slice of length 8 always converts to [u8; 8].
-        DType::F64 => T::from_f64(f64::from_ne_bytes(b[o..o + 8].try_into().expect("8 bytes"))),
-        DType::Quant(_) => T::from_f32(f32::NAN),
+        DType::F32 => bytes_at(b, o).map_or(nan, |v| T::from_f32(f32::from_ne_bytes(v))),
+        DType::F16 => bytes_at(b, o).map_or(nan, |v| T::from_f32(f16::from_ne_bytes(v).to_f32())),
+        DType::BF16 => bytes_at(b, o).map_or(nan, |v| T::from_f32(bf16::from_ne_bytes(v).to_f32())),
+        DType::I32 => bytes_at(b, o).map_or(nan, |v| T::from_f64(i32::from_ne_bytes(v) as f64)),
+        DType::F64 => bytes_at(b, o).map_or(nan, |v| T::from_f64(f64::from_ne_bytes(v))),
+        DType::Quant(_) => nan,
     }
 }
 
 /// Store `v` at byte `o` of `b` as `dt` (rounded once; to nearest for i32).
+/// Callers check that the tensor's span lies in `b`; bytes outside it are
+/// not written.
 #[inline]
 pub fn encode<T: Float>(dt: DType, v: T, b: &mut [u8], o: usize) {
     match dt {
-        DType::F32 => b[o..o + 4].copy_from_slice(&v.to_f32().to_ne_bytes()),
-        DType::F16 => b[o..o + 2].copy_from_slice(&v.to_f16().to_ne_bytes()),
-        DType::BF16 => b[o..o + 2].copy_from_slice(&v.to_bf16().to_ne_bytes()),
-        DType::I32 => b[o..o + 4].copy_from_slice(&(v.round().to_f64() as i32).to_ne_bytes()),
-        DType::F64 => b[o..o + 8].copy_from_slice(&v.to_f64().to_ne_bytes()),
+        DType::F32 => put_at(b, o, v.to_f32().to_ne_bytes()),
+        DType::F16 => put_at(b, o, v.to_f16().to_ne_bytes()),
+        DType::BF16 => put_at(b, o, v.to_bf16().to_ne_bytes()),
+        DType::I32 => put_at(b, o, (v.round().to_f64() as i32).to_ne_bytes()),
+        DType::F64 => put_at(b, o, v.to_f64().to_ne_bytes()),
         DType::Quant(_) => {}
     }
 }
@@ -40,6 +57,8 @@ pub fn decode_all(dt: DType, bytes: &[u8]) -> Vec<f64> {
     let es = dt.size();
     match dt {
         // One loop per type (the type's test hoisted out of the loop).
+        // BOUNDS: `c` is a chunks_exact(4) / chunks_exact(8) chunk indexed
+        // below 4 / 8.
         DType::F32 => bytes.chunks_exact(4).map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]) as f64).collect(),
         DType::F64 => bytes.chunks_exact(8).map(|c| f64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])).collect(),
         _ => (0..bytes.len() / es).map(|i| decode::<f64>(dt, bytes, i * es)).collect(),

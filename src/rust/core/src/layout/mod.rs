@@ -21,6 +21,7 @@ pub trait IntoDims {
 }
 
 impl IntoDims for [usize; 4] {
+    // BOUNDS-FN: `self` is a [usize; 4] indexed by literals below 4.
     #[inline]
     fn into_dims(self) -> Dims {
         [self[0], self[1], self[2], self[3], 1]
@@ -47,6 +48,8 @@ impl Layout {
     /// A contiguous layout of the given sizes. For quantized types `nb[0]` is
     /// the bytes of a block and rows hold `ne[0] / block_size` blocks, as in
     /// ggml (creating such a tensor checks that `ne[0]` is a whole number of blocks).
+    // BOUNDS-FN: `ne` and `nb` are Dims ([usize; MAX_DIMS]); i in 2..MAX_DIMS,
+    // so i - 1 and i are below MAX_DIMS.
     pub fn contiguous(dtype: DType, ne: impl IntoDims) -> Layout {
         let ne = ne.into_dims();
         let es = dtype.size();
@@ -63,12 +66,14 @@ impl Layout {
     /// The sizes of the first four dimensions, for kernels that work on up
     /// to four: a fifth dimension above 1 is walked by their driver, which
     /// hands them one slice of it at a time (or refused by the op's shape rule).
+    // BOUNDS-FN: `ne` is a [usize; MAX_DIMS] indexed by literals below 4.
     #[inline]
     pub fn ne4(&self) -> [usize; 4] {
         [self.ne[0], self.ne[1], self.ne[2], self.ne[3]]
     }
 
     /// The byte strides of the first four dimensions (see [`Layout::ne4`]).
+    // BOUNDS-FN: `nb` is a [usize; MAX_DIMS] indexed by literals below 4.
     #[inline]
     pub fn nb4(&self) -> [usize; 4] {
         [self.nb[0], self.nb[1], self.nb[2], self.nb[3]]
@@ -76,6 +81,8 @@ impl Layout {
 
     /// Slice `i` of the fifth dimension, as a layout of four dimensions and
     /// the byte offset of the slice from the start of this one.
+    // BOUNDS-FN: `ne` and `nb` are [usize; MAX_DIMS] (MAX_DIMS = 5) indexed by
+    // literals below 5.
     #[inline]
     pub fn slice4(&self, i: usize) -> (Layout, usize) {
         let mut l = *self;
@@ -86,6 +93,7 @@ impl Layout {
 
     /// Bytes of the first dimension: one element, or a row of blocks
     /// (ggml's `nbytes` counts quantized rows whole).
+    // BOUNDS-FN: `ne` and `nb` are [usize; MAX_DIMS] indexed by the literal 0.
     fn first_dim_bytes(&self) -> Option<usize> {
         let bs = self.dtype.block_size();
         if bs == 1 {
@@ -101,6 +109,8 @@ impl Layout {
 
     /// Whether the strides are those of [`Layout::contiguous`] (compared
     /// one by one, without building that layout: every node asks this).
+    // BOUNDS-FN: `ne` and `nb` are [usize; MAX_DIMS]; the literal 0, and i in
+    // 2..MAX_DIMS so i - 1 and i are below MAX_DIMS.
     pub fn is_contiguous(&self) -> bool {
         let es = self.dtype.size();
         self.nb[0] == es
@@ -109,6 +119,7 @@ impl Layout {
     }
 
     /// `span_bytes`, or None when it does not fit in memory addresses.
+    // BOUNDS-FN: `ne` and `nb` are [usize; MAX_DIMS] and i < MAX_DIMS.
     pub fn checked_span_bytes(&self) -> Option<usize> {
         let mut n: usize = 1;
         for &e in &self.ne {
@@ -133,13 +144,14 @@ impl Layout {
 
 /// ggml's number of dimensions: 1 + the last dimension above 1 (at least 1).
 pub fn n_dims(ne: &[usize]) -> usize {
+    // BOUNDS: i in 1..ne.len().
     (1..ne.len()).rev().find(|&i| ne[i] > 1).map_or(1, |i| i + 1)
 }
 
 /// "[3, 4]": the sizes up to the last dimension above 1.
 pub fn fmt_shape(ne: &[usize]) -> String {
     let d = n_dims(ne);
-    let parts: Vec<String> = ne[..d].iter().map(|n| n.to_string()).collect();
+    let parts: Vec<String> = ne.iter().take(d).map(|n| n.to_string()).collect();
     format!("[{}]", parts.join(", "))
 }
 

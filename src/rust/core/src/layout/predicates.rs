@@ -11,6 +11,8 @@ pub fn nrows(l: &Layout) -> usize {
 
 /// ggml's `ggml_is_contiguous_n`: contiguous except that dimensions
 /// 1..=n may have gaps between them (n = 0: fully contiguous).
+// BOUNDS-FN: `ne` and `nb` are [usize; MAX_DIMS]; the literal 0 and i in
+// 1..l.ne.len().
 pub fn is_contiguous_n(l: &Layout, n: usize) -> bool {
     let es = l.dtype.size();
     if l.ne[0] != 1 && l.nb[0] != es {
@@ -40,21 +42,25 @@ pub fn is_contiguously_allocated(l: &Layout) -> bool {
 
 /// Rows are contiguous (the first dimension is dense).
 pub fn is_contiguous_rows(l: &Layout) -> bool {
+    // BOUNDS: `ne` and `nb` are [usize; MAX_DIMS] indexed by the literal 0.
     l.ne[0] == 1 || l.nb[0] == l.dtype.size()
 }
 
 /// ggml's channel-contiguous layout: dimension 2 densest, then 0, then 1.
 pub fn is_contiguous_channels(l: &Layout) -> bool {
+    // BOUNDS: `nb` is a [usize; MAX_DIMS] (MAX_DIMS = 5) indexed below 3.
     l.ne.len() > 2 && l.nb[0] > l.nb[2] && l.nb[1] > l.nb[0] && l.nb[2] == l.dtype.size()
 }
 
 /// ggml's `ggml_is_transposed`: the first stride is larger than the second.
 pub fn is_transposed(l: &Layout) -> bool {
+    // BOUNDS: `nb` is a [usize; MAX_DIMS] indexed by the literals 0 and 1.
     l.nb[0] > l.nb[1]
 }
 
 /// ggml's `ggml_is_permuted`: some stride is larger than the next one.
 pub fn is_permuted(l: &Layout) -> bool {
+    // BOUNDS: `w` is a window of 2, indexed by 0 and 1.
     l.nb.windows(2).any(|w| w[0] > w[1])
 }
 

@@ -4,6 +4,7 @@
 use super::Layout;
 
 /// Calls `f(logical_index, byte_offset)` for every element, in ggml order.
+// BOUNDS-FN: `ne` and `nb` are [usize; MAX_DIMS] indexed by the literal 0.
 #[inline]
 pub fn for_each_offset(l: &Layout, base: usize, mut f: impl FnMut(usize, usize)) {
     let n0 = l.ne[0];
@@ -17,6 +18,8 @@ pub fn for_each_offset(l: &Layout, base: usize, mut f: impl FnMut(usize, usize))
 /// Calls `f(row_index, byte_offset)` for the start of every row (every
 /// index of dimensions 1..4), in ggml order: the walk of types stored in
 /// blocks along dimension 0.
+// BOUNDS-FN: `nb` is a [usize; MAX_DIMS] (MAX_DIMS = 5) indexed by literals
+// below 5.
 #[inline]
 pub fn for_each_row(l: &Layout, base: usize, mut f: impl FnMut(usize, usize)) {
     let [_, n1, n2, n3, n4] = l.ne;

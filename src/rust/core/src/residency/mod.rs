@@ -157,10 +157,12 @@ fn capacity(ctx: &Context) -> usize {
 
 impl Residency {
     fn pool(&self, scope: Scope) -> &Pool {
+        // BOUNDS: `Scope::index` is 0 or 1 and `pools` is a [Pool; 2].
         &self.pools[scope.index()]
     }
 
     fn pool_mut(&mut self, scope: Scope) -> &mut Pool {
+        // BOUNDS: `Scope::index` is 0 or 1 and `pools` is a [Pool; 2].
         &mut self.pools[scope.index()]
     }
 

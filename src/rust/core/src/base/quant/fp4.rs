@@ -3,7 +3,7 @@
 //! each with an unsigned E4M3 scale: `d[4] qs[32]`). E2M1 codes index
 //! `KVALUES` (twice the E2M1 value; the scales carry the factor 1/2).
 
-use super::util::cvtt;
+use super::util::{blocks, blocks_mut, cvtt};
 
 pub const KVALUES: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
 
@@ -55,6 +55,7 @@ pub fn f32_to_ue4m3(x: f32) -> u8 {
 /// The E2M1 code whose value times `e` is nearest to `x` (the first on ties).
 fn best_index(x: f32, e: f32) -> u8 {
     let mut best = 0;
+    // BOUNDS: KVALUES is [i8; 16].
     let mut best_err = (KVALUES[0] as f32 * e - x).abs();
     for (i, &k) in KVALUES.iter().enumerate().skip(1) {
         let err = (k as f32 * e - x).abs();
@@ -66,8 +67,9 @@ fn best_index(x: f32, e: f32) -> u8 {
     best as u8
 }
 
+// BOUNDS-FN: `xb` is [f32; 32] and `yb` [u8; 17]; j < 16, so j + 16 < 32 and 1 + j < 17.
 pub fn mxfp4_ref(x: &[f32], y: &mut [u8]) {
-    for (xb, yb) in x.chunks_exact(32).zip(y.chunks_exact_mut(17)) {
+    for (xb, yb) in blocks::<32, _>(x).zip(blocks_mut::<17, _>(y)) {
         let mut amax = 0f32;
         for &v in xb {
             if amax < v.abs() {
@@ -83,8 +85,10 @@ pub fn mxfp4_ref(x: &[f32], y: &mut [u8]) {
     }
 }
 
+// BOUNDS-FN: `xb` is [f32; 64] and `yb` [u8; 36]; s < 4 and j < 8, so
+// 16 * s + 16 <= 64, `xs` has 16 values with j + 8 < 16, and 4 + 8 * s + j < 36.
 pub fn nvfp4_ref(x: &[f32], y: &mut [u8]) {
-    for (xb, yb) in x.chunks_exact(64).zip(y.chunks_exact_mut(36)) {
+    for (xb, yb) in blocks::<64, _>(x).zip(blocks_mut::<36, _>(y)) {
         for s in 0..4 {
             let xs = &xb[16 * s..16 * s + 16];
             let mut amax = 0f32;
@@ -103,8 +107,10 @@ pub fn nvfp4_ref(x: &[f32], y: &mut [u8]) {
     }
 }
 
+// BOUNDS-FN: `b` is [u8; 17] and `yb` [f32; 32]; j < 16, so 1 + j < 17 and
+// j + 16 < 32; KVALUES has 16 entries and the codes are 4-bit fields.
 pub fn mxfp4_deq(x: &[u8], y: &mut [f32]) {
-    for (b, yb) in x.chunks_exact(17).zip(y.chunks_exact_mut(32)) {
+    for (b, yb) in blocks::<17, _>(x).zip(blocks_mut::<32, _>(y)) {
         let d = e8m0_half(b[0]);
         for j in 0..16 {
             yb[j] = KVALUES[(b[1 + j] & 0x0F) as usize] as f32 * d;
@@ -113,8 +119,11 @@ pub fn mxfp4_deq(x: &[u8], y: &mut [f32]) {
     }
 }
 
+// BOUNDS-FN: `b` is [u8; 36] and `yb` [f32; 64]; s < 4 and j < 8, so
+// 4 + 8 * s + j < 36, 16 * s + 16 <= 64 and j + 8 < 16 in `o`; KVALUES has 16
+// entries and the codes are 4-bit fields.
 pub fn nvfp4_deq(x: &[u8], y: &mut [f32]) {
-    for (b, yb) in x.chunks_exact(36).zip(y.chunks_exact_mut(64)) {
+    for (b, yb) in blocks::<36, _>(x).zip(blocks_mut::<64, _>(y)) {
         for s in 0..4 {
             let d = ue4m3_to_f32(b[s]);
             let o = &mut yb[16 * s..16 * s + 16];

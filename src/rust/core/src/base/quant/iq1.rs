@@ -7,23 +7,29 @@
 
 use super::grids::IQ1S_GRID;
 use super::tables::{get, TableKind, Lattice};
-use super::util::{cmax, f16_bits_to_f32, f32_to_f16_bits, nearest_int, rd_f16, rd_u16, sum_sq, wr_f16};
+use super::util::{blocks, blocks_mut, cmax, f16_bits_to_f32, f32_to_f16_bits, nearest_int, put, rd_f16, rd_u16, sum_sq, weight_blocks, wr_f16};
 use super::types::QK_K;
 
 const DELTA: f32 = 0.125;
 const X_P: [f32; 3] = [-1.0 + DELTA, DELTA, 1.0 + DELTA];
 const X_M: [f32; 3] = [-1.0 - DELTA, -DELTA, 1.0 - DELTA];
 
+/// The shift table entry of IQ1 grid coordinate `p` (2 * code + 1).
+// BOUNDS-FN: the IQ1_S lattice is built over three values, so its coordinates
+// are 2 * c + 1 with c < 3 and (p - 1) / 2 < 3 = xg.len().
+#[inline]
+fn shifted(xg: &[f32; 3], p: i8) -> f32 {
+    xg[((p - 1) / 2) as usize]
+}
+
 /// ggml's `iq1_find_best_neighbour2`: the listed grid point nearest to `xval`
 /// when code c stands for `scale * xg[c]`; its codes go to `l`.
-fn best_neighbour(lat: &Lattice, entry: i32, xval: &[f32], w: &[f32], scale: f32, xg: &[f32; 3], l: &mut [i8]) -> usize {
+fn best_neighbour(lat: &Lattice, entry: i32, xval: &[f32; 8], w: &[f32; 8], scale: f32, xg: &[f32; 3], l: &mut [i8; 8]) -> usize {
     let d2_of = |j: usize| {
-        let pg = lat.point(j);
         let mut d2 = 0f32;
-        for i in 0..8 {
-            let q = xg[((pg[i] - 1) / 2) as usize];
-            let diff = scale * q - xval[i];
-            d2 += w[i] * diff * diff;
+        for ((&p, &xv), &wi) in lat.point(j).iter().zip(xval).zip(w) {
+            let diff = scale * shifted(xg, p) - xv;
+            d2 += wi * diff * diff;
         }
         d2
     };
@@ -51,8 +57,8 @@ fn best_neighbour(lat: &Lattice, entry: i32, xval: &[f32], w: &[f32], scale: f32
 
 /// Grid index of the codes `l` of 8 values (or of the best neighbour, which
 /// then replaces the codes); the flag tells whether it was on the grid.
-fn index_of(lat: &Lattice, l: &mut [i8], xb: &[f32], w: &[f32], scale: f32, xx: &[f32; 3]) -> (usize, bool) {
-    let u: usize = (0..8).map(|j| (l[j] as usize) << (2 * j)).sum();
+fn index_of(lat: &Lattice, l: &mut [i8; 8], xb: &[f32; 8], w: &[f32; 8], scale: f32, xx: &[f32; 3]) -> (usize, bool) {
+    let u: usize = l.iter().enumerate().map(|(j, &c)| (c as usize) << (2 * j)).sum();
     match lat.map.get(u) {
         Some(&e) if e >= 0 => (e as usize, true),
         Some(&e) => (best_neighbour(lat, e, xb, w, scale, xx, l), false),
@@ -60,7 +66,9 @@ fn index_of(lat: &Lattice, l: &mut [i8], xb: &[f32], w: &[f32], scale: f32, xx: 
     }
 }
 
-/// Values sorted ascending with their positions (ggml sorts (value, index) pairs).
+/// Positions of the values sorted ascending (ggml sorts (value, index) pairs):
+/// a permutation of 0..xb.len().
+// BOUNDS-FN: a and b are taken from 0..xb.len().
 fn sorted(xb: &[f32]) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..xb.len()).collect();
     idx.sort_by(|&a, &b| xb[a].partial_cmp(&xb[b]).unwrap_or(std::cmp::Ordering::Equal));
@@ -69,30 +77,28 @@ fn sorted(xb: &[f32]) -> Vec<usize> {
 
 fn weights(xb: &[f32], qw: Option<&[f32]>, sigma2: f32) -> Vec<f32> {
     match qw {
-        Some(q) => (0..xb.len()).map(|i| q[i] * (sigma2 + xb[i] * xb[i]).sqrt()).collect(),
+        Some(q) => xb.iter().zip(q).map(|(&v, &q)| q * (sigma2 + v * v).sqrt()).collect(),
         None => xb.iter().map(|v| v * v).collect(),
     }
 }
 
 fn absmax(xb: &[f32]) -> f32 {
-    let mut max = xb[0].abs();
-    for &v in &xb[1..] {
-        max = cmax(max, v.abs());
-    }
-    max
+    xb.split_first().map_or(0.0, |(&first, rest)| rest.iter().fold(first.abs(), |max, &v| cmax(max, v.abs())))
 }
 
 /// Codes 0/1/2 of the values split at sorted positions `i1` and `i2`; a
 /// negative scale is made positive by mirroring the codes (returns whether).
 fn split_codes(idx: &[usize], i1: usize, i2: usize, scale: &mut f32, l: &mut [i8]) -> bool {
     for (j, &i) in idx.iter().enumerate() {
-        l[i] = if j < i1 {
-            0
-        } else if j < i2 {
-            1
-        } else {
-            2
-        };
+        if let Some(c) = l.get_mut(i) {
+            *c = if j < i1 {
+                0
+            } else if j < i2 {
+                1
+            } else {
+                2
+            };
+        }
     }
     if *scale >= 0.0 {
         return false;
@@ -108,12 +114,11 @@ fn split_codes(idx: &[usize], i1: usize, i2: usize, scale: &mut f32, l: &mut [i8
 /// some group was moved off its codes); `xx(k)` is group k's shift table.
 fn rescore<'a>(lat: &Lattice, index: &[usize], xx: impl Fn(usize) -> &'a [f32; 3], xb: &[f32], w: &[f32], scale: f32) -> f32 {
     let (mut sumqx, mut sumq2) = (0f32, 0f32);
-    for (k, &g) in index.iter().enumerate() {
-        let pg = lat.point(g);
-        for j in 0..8 {
-            let q = xx(k)[((pg[j] - 1) / 2) as usize];
-            sumqx += w[8 * k + j] * q * xb[8 * k + j];
-            sumq2 += w[8 * k + j] * q * q;
+    for ((k, &g), (xg, wg)) in index.iter().enumerate().zip(blocks::<8, _>(xb).zip(blocks::<8, _>(w))) {
+        for ((&p, &xv), &wi) in lat.point(g).iter().zip(xg).zip(wg) {
+            let q = shifted(xx(k), p);
+            sumqx += wi * q * xv;
+            sumq2 += wi * q * q;
         }
     }
     if sumqx > 0.0 && sumq2 > 0.0 {
@@ -123,16 +128,35 @@ fn rescore<'a>(lat: &Lattice, index: &[usize], xx: impl Fn(usize) -> &'a [f32; 3
     }
 }
 
+/// The grid indices of the four (IQ1_S) or two (IQ1_M) groups of 8 of the
+/// codes `l`, and whether all were on the grid; `xx(k)` is group k's shift table.
+fn group_indices<'a, const G: usize>(lat: &Lattice, l: &mut [i8], xb: &[f32], w: &[f32], scale: f32, xx: impl Fn(usize) -> &'a [f32; 3]) -> ([usize; G], bool) {
+    let mut index = [0usize; G];
+    let mut all_on = true;
+    let groups = blocks_mut::<8, _>(l).zip(blocks::<8, _>(xb)).zip(blocks::<8, _>(w));
+    for (k, (dst, ((lg, xg), wg))) in index.iter_mut().zip(groups).enumerate() {
+        let (g, on) = index_of(lat, lg, xg, wg, scale, xx(k));
+        all_on &= on;
+        *dst = g;
+    }
+    (index, all_on)
+}
+
+// BOUNDS-FN: `xbl` and `qb` have 256 values and `yb` is [u8; 50]; ib < 8, so
+// 32 * ib + 32 <= 256 and 2 + 4 * ib + k < 34 (k < 4); `scales`, `shifts` are
+// [_; 8] and `index` [usize; 4]. `idx` is a permutation of 0..32 (sorted() of
+// the 32 values, which `w` also has), so i < 32 and j + 1 <= 32 in `sumx` and
+// `sumw` ([f32; 33]), as are i1, i2 <= 32; `xx` has 3 entries.
 pub fn quantize_s(x: &[f32], y: &mut [u8], qw: &[f32]) {
     let lat = get(TableKind::Iq1S);
-    for (ibl, (xbl, yb)) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(50)).enumerate() {
+    for ((xbl, qb), yb) in blocks::<QK_K, _>(x).zip(blocks::<QK_K, _>(qw)).zip(blocks_mut::<50, _>(y)) {
         yb.fill(0);
         let sigma2 = 2.0 * sum_sq(xbl) / QK_K as f32;
         let (mut scales, mut shifts) = ([0f32; 8], [1i8; 8]);
         let mut max_scale = 0f32;
         for ib in 0..8 {
             let xb = &xbl[32 * ib..32 * ib + 32];
-            let w = weights(xb, Some(&qw[QK_K * ibl + 32 * ib..]), sigma2);
+            let w = weights(xb, Some(&qb[32 * ib..32 * ib + 32]), sigma2);
             let max = absmax(xb);
             if max < 1e-12 {
                 continue;
@@ -167,14 +191,7 @@ pub fn quantize_s(x: &[f32], y: &mut [u8], qw: &[f32]) {
                 shift = -shift;
             }
             let xx = if shift == 1 { &X_P } else { &X_M };
-            let mut index = [0usize; 4];
-            let mut all_on = true;
-            for k in 0..4 {
-                let r = 8 * k..8 * k + 8;
-                let (g, on) = index_of(&lat, &mut l[r.clone()], &xb[r.clone()], &w[r], scale, xx);
-                all_on &= on;
-                index[k] = g;
-            }
+            let (index, all_on) = group_indices::<4>(&lat, &mut l, xb, &w, scale, |_| xx);
             if !all_on {
                 scale = rescore(&lat, &index, |_| xx, xb, &w, scale);
             }
@@ -183,7 +200,7 @@ pub fn quantize_s(x: &[f32], y: &mut [u8], qw: &[f32]) {
                 yb[2 + 4 * ib + k] = index[k] as u8;
                 h |= ((index[k] >> 8) << (3 * k)) as u16;
             }
-            yb[34 + 2 * ib..36 + 2 * ib].copy_from_slice(&h.to_le_bytes());
+            put(yb, 34 + 2 * ib, h.to_le_bytes());
             scales[ib] = scale;
             shifts[ib] = shift;
             max_scale = cmax(max_scale, scale);
@@ -200,7 +217,7 @@ pub fn quantize_s(x: &[f32], y: &mut [u8], qw: &[f32]) {
                 l |= 8;
             }
             let h = rd_u16(yb, 34 + 2 * ib) | (l << 12);
-            yb[34 + 2 * ib..36 + 2 * ib].copy_from_slice(&h.to_le_bytes());
+            put(yb, 34 + 2 * ib, h.to_le_bytes());
         }
     }
 }
@@ -215,15 +232,21 @@ fn m_shift(k: usize, group: usize) -> &'static [f32; 3] {
     }
 }
 
+// BOUNDS-FN: `xbl` and `qb` have 256 values and `yb` is [u8; 56]; ib < 16, so
+// 16 * ib + 16 <= 256, 2 * ib + 1 < 32, 32 + ib < 48 and ib / 4 < 4 (`sc` is
+// [u16; 4]); `scales`, `shifts` are [_; 16] and `index` [usize; 2]. `idx` is a
+// permutation of 0..16 (sorted() of the 16 values, which `w` also has), so
+// i < 16; `xs` has 2 entries (k < 4), `t` 3 (c < 3) and `sumqx`, `sumq2` 4. A
+// shift code is k < 4 or 3 - k, within MASKS.
 pub fn quantize_m(x: &[f32], y: &mut [u8], qw: Option<&[f32]>) {
     const MASKS: [u8; 4] = [0x00, 0x80, 0x08, 0x88];
     let lat = get(TableKind::Iq1S);
-    for (ibl, (xbl, yb)) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(56)).enumerate() {
+    for ((xbl, qb), yb) in blocks::<QK_K, _>(x).zip(weight_blocks::<QK_K>(qw)).zip(blocks_mut::<56, _>(y)) {
         yb.fill(0);
         let sigma2 = 2.0 * sum_sq(xbl) / QK_K as f32;
         let (mut scales, mut shifts) = ([0f32; 16], [0usize; 16]);
         let mut max_scale = 0f32;
-        let qw_of = |ib: usize| qw.map(|q| &q[QK_K * ibl + 16 * ib..QK_K * ibl + 16 * ib + 16]);
+        let qw_of = |ib: usize| qb.map(|q| &q[16 * ib..16 * ib + 16]);
         for ib in 0..16 {
             let xb = &xbl[16 * ib..16 * ib + 16];
             let w = weights(xb, qw_of(ib), sigma2);
@@ -268,14 +291,7 @@ pub fn quantize_m(x: &[f32], y: &mut [u8], qw: Option<&[f32]>) {
             if split_codes(&idx, i1, i2, &mut scale, &mut l) {
                 best_k = 3 - best_k;
             }
-            let mut index = [0usize; 2];
-            let mut all_on = true;
-            for k in 0..2 {
-                let r = 8 * k..8 * k + 8;
-                let (g, on) = index_of(&lat, &mut l[r.clone()], &xb[r.clone()], &w[r], scale, m_shift(best_k, k));
-                all_on &= on;
-                index[k] = g;
-            }
+            let (index, all_on) = group_indices::<2>(&lat, &mut l, xb, &w, scale, |k| m_shift(best_k, k));
             if !all_on {
                 scale = rescore(&lat, &index, |k| m_shift(best_k, k), xb, &w, scale);
             }
@@ -299,14 +315,13 @@ pub fn quantize_m(x: &[f32], y: &mut [u8], qw: Option<&[f32]>) {
             yb[32 + ib] |= MASKS[shifts[ib]];
             let xb = &xbl[16 * ib..16 * ib + 16];
             let w = weights(xb, qw_of(ib), sigma2);
-            for k in 0..2 {
+            for (k, (xg, wg)) in blocks::<8, _>(xb).zip(blocks::<8, _>(&w)).enumerate().take(2) {
                 let xx = m_shift(shifts[ib], k);
                 let g = yb[2 * ib + k] as usize + (((yb[32 + ib] as usize) << (8 - 4 * k)) & 0x700);
-                let pg = lat.point(g);
-                for j in 0..8 {
-                    let q = xx[((pg[j] - 1) / 2) as usize] * (2 * l + 1) as f32;
-                    sumqx += w[8 * k + j] * q * xb[8 * k + j];
-                    sumq2 += w[8 * k + j] * q * q;
+                for ((&p, &xv), &wi) in lat.point(g).iter().zip(xg).zip(wg) {
+                    let q = shifted(xx, p) * (2 * l + 1) as f32;
+                    sumqx += wi * q * xv;
+                    sumq2 += wi * q * q;
                 }
             }
         }
@@ -319,7 +334,7 @@ pub fn quantize_m(x: &[f32], y: &mut [u8], qw: Option<&[f32]>) {
         sc[2] |= (s & 0x0f00) << 4;
         sc[3] |= s & 0xf000;
         for (i, v) in sc.iter().enumerate() {
-            yb[48 + 2 * i..50 + 2 * i].copy_from_slice(&v.to_le_bytes());
+            put(yb, 48 + 2 * i, v.to_le_bytes());
         }
     }
 }
@@ -327,13 +342,16 @@ pub fn quantize_m(x: &[f32], y: &mut [u8], qw: Option<&[f32]>) {
 /// Eight values of IQ1 grid entry `g` (bytes -1/0/1) shifted by `delta`, times `dl`.
 #[inline]
 fn put8(o: &mut [f32], dl: f32, g: u64, delta: f32) {
-    for j in 0..8 {
-        o[j] = dl * (((g >> (8 * j)) as u8 as i8) as f32 + delta);
+    for (j, v) in o.iter_mut().take(8).enumerate() {
+        *v = dl * (((g >> (8 * j)) as u8 as i8) as f32 + delta);
     }
 }
 
+// BOUNDS-FN: `b` is [u8; 50] and `yb` [f32; 256]; ib < 8 and l < 4, so
+// 2 + 4 * ib + l < 34 and 32 * ib + 8 * l + 8 <= 256. IQ1S_GRID has 2048 entries:
+// a byte and three bits above it.
 pub fn s_deq(x: &[u8], y: &mut [f32]) {
-    for (b, yb) in x.chunks_exact(50).zip(y.chunks_exact_mut(QK_K)) {
+    for (b, yb) in blocks::<50, _>(x).zip(blocks_mut::<QK_K, _>(y)) {
         let d = rd_f16(b, 0);
         for ib in 0..8 {
             let qh = rd_u16(b, 34 + 2 * ib) as usize;
@@ -347,8 +365,12 @@ pub fn s_deq(x: &[u8], y: &mut [f32]) {
     }
 }
 
+// BOUNDS-FN: `b` is [u8; 56] and `yb` [f32; 256]; ib < 8 and l < 4, so ib / 2 < 4
+// (`sc` is [u16; 4]), 4 * ib + 4 <= 32 (`qs` has 4 bytes), 33 + 2 * ib < 48 and
+// 32 * ib + 8 * l + 8 <= 256; `qh`, `idx` and `delta` are arrays of 2, 4 and 4.
+// IQ1S_GRID has 2048 entries: a byte and three bits (0x700) above it.
 pub fn m_deq(x: &[u8], y: &mut [f32]) {
-    for (b, yb) in x.chunks_exact(56).zip(y.chunks_exact_mut(QK_K)) {
+    for (b, yb) in blocks::<56, _>(x).zip(blocks_mut::<QK_K, _>(y)) {
         let sc: [u16; 4] = std::array::from_fn(|i| rd_u16(b, 48 + 2 * i));
         let bits = (sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000);
         let d = f16_bits_to_f32(bits);

@@ -6,7 +6,7 @@
 use super::grids::{IQ3S_GRID, IQ3XXS_GRID, KSIGNS_IQ2XS};
 use super::search::{make_positive, Group, ScaleSearch};
 use super::tables::{get, TableKind};
-use super::util::{cmax, nearest_int, rd_f16, rd_u32, sum_sq, wr_f16};
+use super::util::{blocks, blocks_mut, cmax, nearest_int, put, rd_f16, rd_u32, sum_sq, weight_blocks, wr_f16};
 use super::types::QK_K;
 
 const K_MAX_Q: i32 = 8;
@@ -26,17 +26,22 @@ fn search(kind: Grid) -> ScaleSearch {
     ScaleSearch { dim: 4, bits: 3, kmax: K_MAX_Q, steps, step: 0.2, start_on: xxs, only_off: xxs, always: false }
 }
 
+// BOUNDS-FN: `xbl` and `qb` have 256 values and ib < 8, so 32 * ib + 32 <= 256;
+// `scales` is [f32; 8]. `yb` is a chunks_exact(size) block: for Xxs 98 bytes,
+// written at 2 + 8 * ib + k < 66 (k < 8) and 66 + 4 * ib + 4 <= 98; for S 110,
+// written at 2 + 8 * ib + k < 66, 66 + ib < 74, 74 + 4 * ib + 4 <= 106 and
+// 106 + ib / 2 < 110 (ib + 1 < 8 in the step-2 loop).
 pub fn quantize(kind: Grid, x: &[f32], y: &mut [u8], qw: Option<&[f32]>) {
     let size = if kind == Grid::Xxs { 98 } else { 110 };
     let lat = get(if kind == Grid::Xxs { TableKind::Iq3Xxs } else { TableKind::Iq3S });
-    for (ibl, (xbl, yb)) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(size)).enumerate() {
+    for ((xbl, qbl), yb) in blocks::<QK_K, _>(x).zip(weight_blocks::<QK_K>(qw)).zip(y.chunks_exact_mut(size)) {
         yb.fill(0);
         let mut scales = [0f32; 8];
         let mut max_scale = 0f32;
         let sigma2 = 2.0 * sum_sq(xbl) / QK_K as f32;
         for ib in 0..8 {
             let xb = &xbl[32 * ib..32 * ib + 32];
-            let qb = qw.map(|q| &q[QK_K * ibl + 32 * ib..QK_K * ibl + 32 * ib + 32]);
+            let qb = qbl.map(|q| &q[32 * ib..32 * ib + 32]);
             let Group { w, waux, xval, signs: mut block_signs, max } = Group::new(xb, qb, sigma2, |v| v * v, kind == Grid::Xxs);
             let empty = if kind == Grid::Xxs { max < 1e-8 } else { max == 0.0 };
             if empty {
@@ -46,22 +51,22 @@ pub fn quantize(kind: Grid, x: &[f32], y: &mut [u8], qw: Option<&[f32]>) {
             let (idx, mut scale) = search(kind).run(&lat, &xval, &w, &waux, max, max / (2 * K_MAX_Q - 1) as f32, &mut l);
             make_positive(&mut scale, &mut block_signs, if kind == Grid::Xxs { 127 } else { 255 });
             match kind {
+                // Eight groups of 4 (a grid index each) and four sign bytes.
                 Grid::Xxs => {
-                    for k in 0..8 {
-                        yb[2 + 8 * ib + k] = idx[k] as u8;
+                    for (k, &g) in idx.iter().enumerate().take(8) {
+                        yb[2 + 8 * ib + k] = g as u8;
                     }
-                    let ss = block_signs[0] as u32
-                        | (block_signs[1] as u32) << 7
-                        | (block_signs[2] as u32) << 14
-                        | (block_signs[3] as u32) << 21;
-                    yb[66 + 4 * ib..70 + 4 * ib].copy_from_slice(&ss.to_le_bytes());
+                    let ss = block_signs.iter().take(4).enumerate().fold(0u32, |ss, (k, &sg)| ss | (sg as u32) << (7 * k));
+                    put(yb, 66 + 4 * ib, ss.to_le_bytes());
                 }
                 Grid::S => {
-                    for k in 0..8 {
-                        yb[2 + 8 * ib + k] = idx[k] as u8;
-                        yb[66 + ib] |= ((idx[k] >> 8) << k) as u8;
+                    for (k, &g) in idx.iter().enumerate().take(8) {
+                        yb[2 + 8 * ib + k] = g as u8;
+                        yb[66 + ib] |= ((g >> 8) << k) as u8;
                     }
-                    yb[74 + 4 * ib..78 + 4 * ib].copy_from_slice(&block_signs);
+                    for (d, &sg) in yb[74 + 4 * ib..78 + 4 * ib].iter_mut().zip(&block_signs) {
+                        *d = sg;
+                    }
                 }
             }
             scales[ib] = scale;
@@ -81,7 +86,7 @@ pub fn quantize(kind: Grid, x: &[f32], y: &mut [u8], qw: Option<&[f32]>) {
                 wr_f16(yb, 0, d * 1.0125);
                 for ib in 0..8 {
                     let ss = rd_u32(yb, 66 + 4 * ib) | (l4(scales[ib]) << 28);
-                    yb[66 + 4 * ib..70 + 4 * ib].copy_from_slice(&ss.to_le_bytes());
+                    put(yb, 66 + 4 * ib, ss.to_le_bytes());
                 }
             }
             Grid::S => {
@@ -97,14 +102,18 @@ pub fn quantize(kind: Grid, x: &[f32], y: &mut [u8], qw: Option<&[f32]>) {
 /// Four values of a grid entry with sign bits `s` (bit `j + shift`), times `db`.
 #[inline]
 fn put4(o: &mut [f32], db: f32, g: u32, s: u8, shift: usize) {
-    for j in 0..4 {
+    for (j, v) in o.iter_mut().take(4).enumerate() {
         let sign = if s & (1 << (j + shift)) != 0 { -1.0 } else { 1.0 };
-        o[j] = db * ((g >> (8 * j)) & 0xFF) as f32 * sign;
+        *v = db * ((g >> (8 * j)) & 0xFF) as f32 * sign;
     }
 }
 
+// BOUNDS-FN: `b` is [u8; 98] and `yb` [f32; 256]; ib < 8 and l < 4, so
+// 10 + 8 * ib <= 66 (`qs` has 8 bytes, 2 * l + 1 < 8) and 32 * ib + 8 * l + 8 <= 256
+// (`o` has 8 values). IQ3XXS_GRID has 256 entries (byte indices) and
+// KSIGNS_IQ2XS 128 (7-bit fields).
 pub fn xxs_deq(x: &[u8], y: &mut [f32]) {
-    for (b, yb) in x.chunks_exact(98).zip(y.chunks_exact_mut(QK_K)) {
+    for (b, yb) in blocks::<98, _>(x).zip(blocks_mut::<QK_K, _>(y)) {
         let d = rd_f16(b, 0);
         for ib in 0..8 {
             let aux = rd_u32(b, 66 + 4 * ib);
@@ -120,8 +129,12 @@ pub fn xxs_deq(x: &[u8], y: &mut [f32]) {
     }
 }
 
+// BOUNDS-FN: `b` is [u8; 110] and `yb` [f32; 256]; ib < 8 and l < 4, so
+// 106 + ib / 2 < 110, 66 + ib < 74, 10 + 8 * ib <= 66 (`qs` has 8 bytes,
+// 2 * l + 1 < 8), 74 + 4 * ib + l < 106 and 32 * ib + 8 * l + 8 <= 256 (`o` has
+// 8 values). IQ3S_GRID has 512 entries: a byte and bit 8.
 pub fn s_deq(x: &[u8], y: &mut [f32]) {
-    for (b, yb) in x.chunks_exact(110).zip(y.chunks_exact_mut(QK_K)) {
+    for (b, yb) in blocks::<110, _>(x).zip(blocks_mut::<QK_K, _>(y)) {
         let d = rd_f16(b, 0);
         for ib in 0..8 {
             let sc = b[106 + ib / 2];

@@ -2,7 +2,7 @@
 //! (`d scales_h (u16) scales_l[4] qs[128]`, 256 values in 8 groups of 32
 //! with 6-bit signed scales). Codes index the non-uniform table `KVALUES`.
 
-use super::util::{best_index_int8, nearest_int, rd_f16, rd_u16, signed_absmax, sum_sq, wr_f16, GROUP_MAX_EPS};
+use super::util::{best_index_int8, blocks, blocks_mut, nearest_int, put, rd_f16, rd_u16, signed_absmax, sum_sq, weight_blocks, wr_f16, GROUP_MAX_EPS};
 use super::types::QK_K;
 
 pub const KVALUES: [i8; 16] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
@@ -17,10 +17,24 @@ struct Out<'a> {
 
 /// ggml's `quantize_row_iq4_nl_impl` for one super-block of `x.len()` values
 /// in groups of 32; `ntry` > 0 searches 2 * ntry + 1 scales per group.
-/// `l` keeps its contents between calls, as in ggml.
+/// `l` keeps its contents between calls, as in ggml. Writes nothing unless
+/// `x` is at least one whole group and `l`, `qw`, `qs` (and the scales) hold
+/// all of its values.
+// BOUNDS-FN: the lengths are checked on entry: nb >= 1 groups of 32 in `x`,
+// `l` and `qw`, 16 * nb bytes of `qs`, (nb + 1) / 2 of `sl`; ib < nb, j < 32
+// (16 in `qs`) and `scales` has nb entries. KVALUES has 16 entries and
+// best_index_int8 returns an index of it.
 fn superblock(x: &[f32], out: Out<'_>, qw: Option<&[f32]>, ntry: i32, l: &mut [u8]) {
-    let n = x.len();
-    let nb = n / 32;
+    let nb = x.len() / 32;
+    let n = 32 * nb;
+    let fits = nb > 0
+        && l.len() >= n
+        && out.qs.len() >= 16 * nb
+        && qw.is_none_or(|q| q.len() >= n)
+        && out.scales.as_ref().is_none_or(|(_, sl)| sl.len() >= nb.div_ceil(2));
+    if !fits {
+        return;
+    }
     let sigma2 = sum_sq(x) * (2.0 / n as f32);
     out.qs.fill(0);
     wr_f16(out.d, 0, 0.0);
@@ -91,7 +105,7 @@ fn superblock(x: &[f32], out: Out<'_>, qw: Option<&[f32]>, ntry: i32, l: &mut [u
             }
             h |= ((lu >> 4) as u16) << (2 * (ib % 8));
         }
-        sh.copy_from_slice(&h.to_le_bytes());
+        put(sh, 0, h.to_le_bytes());
     } else {
         wr_f16(out.d, 0, scales[0]);
         if ntry > 0 {
@@ -110,26 +124,26 @@ fn superblock(x: &[f32], out: Out<'_>, qw: Option<&[f32]>, ntry: i32, l: &mut [u
 
 pub fn iq4_nl(x: &[f32], y: &mut [u8], qw: Option<&[f32]>, ntry: i32) {
     let mut l = [0u8; 32];
-    for (i, (xb, yb)) in x.chunks_exact(32).zip(y.chunks_exact_mut(18)).enumerate() {
+    for ((xb, yb), w) in blocks::<32, _>(x).zip(blocks_mut::<18, _>(y)).zip(weight_blocks::<32>(qw)) {
         let (d, qs) = yb.split_at_mut(2);
-        let w = qw.map(|q| &q[32 * i..32 * i + 32]);
-        superblock(xb, Out { d, qs, scales: None }, w, ntry, &mut l);
+        superblock(xb, Out { d, qs, scales: None }, w.map(|w| w.as_slice()), ntry, &mut l);
     }
 }
 
 pub fn iq4_xs(x: &[f32], y: &mut [u8], qw: Option<&[f32]>) {
     let mut l = [0u8; QK_K];
-    for (i, (xb, yb)) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(136)).enumerate() {
+    for ((xb, yb), w) in blocks::<QK_K, _>(x).zip(blocks_mut::<136, _>(y)).zip(weight_blocks::<QK_K>(qw)) {
         let (d, rest) = yb.split_at_mut(2);
         let (sh, rest) = rest.split_at_mut(2);
         let (sl, qs) = rest.split_at_mut(4);
-        let w = qw.map(|q| &q[QK_K * i..QK_K * (i + 1)]);
-        superblock(xb, Out { d, qs, scales: Some((sh, sl)) }, w, 7, &mut l);
+        superblock(xb, Out { d, qs, scales: Some((sh, sl)) }, w.map(|w| w.as_slice()), 7, &mut l);
     }
 }
 
+// BOUNDS-FN: `b` is [u8; 18] and `yb` [f32; 32]; j < 16, so 2 + j < 18 and
+// j + 16 < 32; KVALUES has 16 entries and the codes are 4-bit fields.
 pub fn iq4_nl_deq(x: &[u8], y: &mut [f32]) {
-    for (b, yb) in x.chunks_exact(18).zip(y.chunks_exact_mut(32)) {
+    for (b, yb) in blocks::<18, _>(x).zip(blocks_mut::<32, _>(y)) {
         let d = rd_f16(b, 0);
         for j in 0..16 {
             yb[j] = d * KVALUES[(b[2 + j] & 0xF) as usize] as f32;
@@ -138,8 +152,11 @@ pub fn iq4_nl_deq(x: &[u8], y: &mut [f32]) {
     }
 }
 
+// BOUNDS-FN: `b` is [u8; 136] and `yb` [f32; 256]; ib < 8, so 4 + ib / 2 < 8,
+// 24 + 16 * ib <= 136 and 32 * ib + 32 <= 256; `qs` has 16 bytes, `o` 32 values
+// and j < 16; KVALUES has 16 entries and the codes are 4-bit fields.
 pub fn iq4_xs_deq(x: &[u8], y: &mut [f32]) {
-    for (b, yb) in x.chunks_exact(136).zip(y.chunks_exact_mut(QK_K)) {
+    for (b, yb) in blocks::<136, _>(x).zip(blocks_mut::<QK_K, _>(y)) {
         let d = rd_f16(b, 0);
         let sh = rd_u16(b, 2);
         for ib in 0..8 {

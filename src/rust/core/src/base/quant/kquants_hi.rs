@@ -8,8 +8,8 @@
 //! `l` of an even sub-block (low nibble) and of the next one (high nibble).
 
 use super::util::{
-    imatrix_weights, make_qkx_quants, make_qp_quants, make_qx_quants, nearest_int, rd_f16, scale_min_k4, signed_absmax, sum_sq, wr_f16, Rmse,
-    Search, GROUP_MAX_EPS,
+    blocks, blocks_mut, field, imatrix_weights, make_qkx_quants, make_qp_quants, make_qx_quants, nearest_int, put, rd_f16, scales_mins_k4, signed_absmax,
+    sum_sq, weight_blocks, wr_f16, Rmse, Search, GROUP_MAX_EPS,
 };
 use super::types::QK_K;
 
@@ -18,8 +18,11 @@ const Q5_SIZE: usize = 176;
 const Q6_SIZE: usize = 210;
 const Q8_SIZE: usize = 292;
 
-/// Eight 6-bit (scale, min) pairs into 12 bytes.
-fn pack_scales_k4(ls: &[u8; 8], lm: &[u8; 8], s: &mut [u8]) {
+/// Eight 6-bit (scale, min) pairs as their 12 bytes.
+// BOUNDS-FN: `ls`, `lm` are [u8; 8] and `s` [u8; 12]; j < 8, so j + 4 < 12 and
+// j - 4 >= 0 where j >= 4.
+fn pack_scales_k4(ls: &[u8; 8], lm: &[u8; 8]) -> [u8; 12] {
+    let mut s = [0u8; 12];
     for j in 0..8 {
         let (a, b) = (ls[j], lm[j]);
         if j < 4 {
@@ -31,11 +34,15 @@ fn pack_scales_k4(ls: &[u8; 8], lm: &[u8; 8], s: &mut [u8]) {
             s[j] |= (b >> 4) << 6;
         }
     }
+    s
 }
 
 /// The scale and min searches of Q4_K / Q5_K without an importance matrix:
-/// per sub-block (scale, min), stored as 6-bit fractions of the largest.
-fn ref_scales(xb: &[f32], nmax: i32, search: Search, l: &mut [u8; QK_K], yb: &mut [u8]) {
+/// per sub-block (scale, min), stored as 6-bit fractions of the largest in
+/// the first 16 bytes of `yb`.
+// BOUNDS-FN: `xb` and `l` have QK_K = 256 entries and j < 8, so 32 * j + 32 <= 256;
+// `scales` and `mins` are [f32; 8].
+fn ref_scales(xb: &[f32; QK_K], nmax: i32, search: Search, l: &mut [u8; QK_K], yb: &mut [u8]) {
     let mut laux = [0u8; 32];
     let (mut scales, mut mins) = ([0f32; 8], [0f32; 8]);
     let (mut max_scale, mut max_min) = (0f32, 0f32);
@@ -57,14 +64,16 @@ fn ref_scales(xb: &[f32], nmax: i32, search: Search, l: &mut [u8; QK_K], yb: &mu
     let inv_min = if max_min > 0.0 { 63.0 / max_min } else { 0.0 };
     let ls: [u8; 8] = std::array::from_fn(|j| (nearest_int(inv_scale * scales[j]) as u8).min(63));
     let lm: [u8; 8] = std::array::from_fn(|j| (nearest_int(inv_min * mins[j]) as u8).min(63));
-    pack_scales_k4(&ls, &lm, &mut yb[4..16]);
+    put(yb, 4, pack_scales_k4(&ls, &lm));
     wr_f16(yb, 0, max_scale / 63.0);
     wr_f16(yb, 2, max_min / 63.0);
 }
 
 /// The same with an importance matrix: weighted searches, then the scales
 /// and mins quantized together by `make_qp_quants`.
-fn weighted_scales(xb: &[f32], qb: &[f32], nmax: i32, l: &mut [u8; QK_K], yb: &mut [u8]) {
+// BOUNDS-FN: `xb`, `qb` and `l` have QK_K = 256 entries and j < 8, so
+// 32 * j + 32 <= 256; `sw` is [f32; 8].
+fn weighted_scales(xb: &[f32; QK_K], qb: &[f32; QK_K], nmax: i32, l: &mut [u8; QK_K], yb: &mut [u8]) {
     let search = Search { rmin: -0.9, rdelta: 0.05, nstep: 36, use_mad: false };
     let mut laux = [0u8; 32];
     let sum_x2 = sum_sq(xb);
@@ -81,16 +90,18 @@ fn weighted_scales(xb: &[f32], qb: &[f32], nmax: i32, l: &mut [u8; QK_K], yb: &m
     let (mut ls, mut lm) = ([0u8; 8], [0u8; 8]);
     let d_block = make_qp_quants(63, &scales, &mut ls, &sw);
     let m_block = make_qp_quants(63, &mins, &mut lm, &sw);
-    pack_scales_k4(&ls, &lm, &mut yb[4..16]);
+    put(yb, 4, pack_scales_k4(&ls, &lm));
     wr_f16(yb, 0, d_block);
     wr_f16(yb, 2, m_block);
 }
 
-/// Values requantized with the stored 6-bit scales and mins.
-fn requant_k4(xb: &[f32], nmax: i32, l: &mut [u8; QK_K], yb: &[u8]) {
+/// Values requantized with the stored 6-bit scales and mins (the first 16
+/// bytes of `yb`).
+// BOUNDS-FN: `xb` and `l` have QK_K = 256 entries, j < 8 and ii < 32, so
+// 32 * j + ii < 256.
+fn requant_k4(xb: &[f32; QK_K], nmax: i32, l: &mut [u8; QK_K], yb: &[u8]) {
     let (d_all, m_all) = (rd_f16(yb, 0), rd_f16(yb, 2));
-    for j in 0..8 {
-        let (sc, m) = scale_min_k4(j, &yb[4..16]);
+    for (j, &(sc, m)) in scales_mins_k4(&field(yb, 4)).iter().enumerate() {
         let d = d_all * sc as f32;
         if d == 0.0 {
             continue;
@@ -102,16 +113,24 @@ fn requant_k4(xb: &[f32], nmax: i32, l: &mut [u8; QK_K], yb: &[u8]) {
     }
 }
 
-fn pack_q4(l: &[u8; QK_K], qs: &mut [u8]) {
+/// The 128 `qs` bytes of Q4_K.
+// BOUNDS-FN: `l` has 256 entries and `qs` 128; g < 4, j = 64 * g and i < 32, so
+// 32 * g + i < 128 and j + i + 32 < 256.
+fn pack_q4(l: &[u8; QK_K]) -> [u8; 128] {
+    let mut qs = [0u8; 128];
     for (g, j) in (0..QK_K).step_by(64).enumerate() {
         for i in 0..32 {
             qs[32 * g + i] = l[j + i] | (l[j + i + 32] << 4);
         }
     }
+    qs
 }
 
-fn pack_q5(l: &[u8; QK_K], qh: &mut [u8], ql: &mut [u8]) {
-    qh.fill(0);
+/// The 32 `qh` and 128 `ql` bytes of Q5_K.
+// BOUNDS-FN: `l` has 256 entries, `qh` 32 and `ql` 128; g < 4, n = 64 * g and
+// j < 32, so 32 * g + j < 128 and n + j + 32 < 256.
+fn pack_q5(l: &[u8; QK_K]) -> ([u8; 32], [u8; 128]) {
+    let (mut qh, mut ql) = ([0u8; 32], [0u8; 128]);
     let (mut m1, mut m2) = (1u8, 2u8);
     for (g, n) in (0..QK_K).step_by(64).enumerate() {
         for j in 0..32 {
@@ -130,6 +149,7 @@ fn pack_q5(l: &[u8; QK_K], qh: &mut [u8], ql: &mut [u8]) {
         m1 = m1.wrapping_shl(2);
         m2 = m2.wrapping_shl(2);
     }
+    (qh, ql)
 }
 
 fn q4_search() -> Search {
@@ -138,50 +158,54 @@ fn q4_search() -> Search {
 
 pub fn q4_k_ref(x: &[f32], y: &mut [u8]) {
     let mut l = [0u8; QK_K];
-    for (xb, yb) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(Q4_SIZE)) {
+    for (xb, yb) in blocks::<QK_K, _>(x).zip(blocks_mut::<Q4_SIZE, _>(y)) {
         ref_scales(xb, 15, q4_search(), &mut l, yb);
         requant_k4(xb, 15, &mut l, yb);
-        pack_q4(&l, &mut yb[16..]);
+        put(yb, 16, pack_q4(&l));
     }
 }
 
 pub fn q4_k_weighted(x: &[f32], y: &mut [u8], qw: &[f32]) {
     let mut l = [0u8; QK_K];
-    for ((xb, qb), yb) in x.chunks_exact(QK_K).zip(qw.chunks_exact(QK_K)).zip(y.chunks_exact_mut(Q4_SIZE)) {
+    for ((xb, qb), yb) in blocks::<QK_K, _>(x).zip(blocks::<QK_K, _>(qw)).zip(blocks_mut::<Q4_SIZE, _>(y)) {
         weighted_scales(xb, qb, 15, &mut l, yb);
         requant_k4(xb, 15, &mut l, yb);
-        pack_q4(&l, &mut yb[16..]);
+        put(yb, 16, pack_q4(&l));
     }
 }
 
 pub fn q5_k_ref(x: &[f32], y: &mut [u8]) {
     let search = Search { rmin: -0.5, rdelta: 0.1, nstep: 15, use_mad: false };
     let mut l = [0u8; QK_K];
-    for (xb, yb) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(Q5_SIZE)) {
+    for (xb, yb) in blocks::<QK_K, _>(x).zip(blocks_mut::<Q5_SIZE, _>(y)) {
         ref_scales(xb, 31, search, &mut l, yb);
         requant_k4(xb, 31, &mut l, yb);
-        let (qh, ql) = yb[16..].split_at_mut(32);
-        pack_q5(&l, qh, ql);
+        let (qh, ql) = pack_q5(&l);
+        put(yb, 16, qh);
+        put(yb, 48, ql);
     }
 }
 
 pub fn q5_k_weighted(x: &[f32], y: &mut [u8], qw: &[f32]) {
     let mut l = [0u8; QK_K];
-    for ((xb, qb), yb) in x.chunks_exact(QK_K).zip(qw.chunks_exact(QK_K)).zip(y.chunks_exact_mut(Q5_SIZE)) {
+    for ((xb, qb), yb) in blocks::<QK_K, _>(x).zip(blocks::<QK_K, _>(qw)).zip(blocks_mut::<Q5_SIZE, _>(y)) {
         weighted_scales(xb, qb, 31, &mut l, yb);
         requant_k4(xb, 31, &mut l, yb);
-        let (qh, ql) = yb[16..].split_at_mut(32);
-        pack_q5(&l, qh, ql);
+        let (qh, ql) = pack_q5(&l);
+        put(yb, 16, qh);
+        put(yb, 48, ql);
     }
 }
 
+// BOUNDS-FN: `b` is [u8; 144] and `yb` [f32; 256]; g < 4, so 48 + 32 * g <= 144,
+// 64 * g + 64 <= 256 and 2 * g + 1 < 8; `q` has 32 bytes, `o` 64 values and i < 32.
 pub fn q4_k_deq(x: &[u8], y: &mut [f32]) {
-    for (b, yb) in x.chunks_exact(Q4_SIZE).zip(y.chunks_exact_mut(QK_K)) {
+    for (b, yb) in blocks::<Q4_SIZE, _>(x).zip(blocks_mut::<QK_K, _>(y)) {
         let (d, min) = (rd_f16(b, 0), rd_f16(b, 2));
+        let sm = scales_mins_k4(&field(b, 4));
         for g in 0..4 {
             let q = &b[16 + 32 * g..48 + 32 * g];
-            let (s1, m1) = scale_min_k4(2 * g, &b[4..16]);
-            let (s2, m2) = scale_min_k4(2 * g + 1, &b[4..16]);
+            let ((s1, m1), (s2, m2)) = (sm[2 * g], sm[2 * g + 1]);
             let (d1, m1, d2, m2) = (d * s1 as f32, min * m1 as f32, d * s2 as f32, min * m2 as f32);
             let o = &mut yb[64 * g..64 * g + 64];
             for i in 0..32 {
@@ -192,15 +216,18 @@ pub fn q4_k_deq(x: &[u8], y: &mut [f32]) {
     }
 }
 
+// BOUNDS-FN: `b` is [u8; 176] and `yb` [f32; 256]; g < 4, so 80 + 32 * g <= 176,
+// 64 * g + 64 <= 256 and 2 * g + 1 < 8; `qh` and `ql` have 32 bytes, `o` 64
+// values and i < 32.
 pub fn q5_k_deq(x: &[u8], y: &mut [f32]) {
-    for (b, yb) in x.chunks_exact(Q5_SIZE).zip(y.chunks_exact_mut(QK_K)) {
+    for (b, yb) in blocks::<Q5_SIZE, _>(x).zip(blocks_mut::<QK_K, _>(y)) {
         let (d, min) = (rd_f16(b, 0), rd_f16(b, 2));
+        let sm = scales_mins_k4(&field(b, 4));
         let qh = &b[16..48];
         let (mut u1, mut u2) = (1u8, 2u8);
         for g in 0..4 {
             let ql = &b[48 + 32 * g..80 + 32 * g];
-            let (s1, m1) = scale_min_k4(2 * g, &b[4..16]);
-            let (s2, m2) = scale_min_k4(2 * g + 1, &b[4..16]);
+            let ((s1, m1), (s2, m2)) = (sm[2 * g], sm[2 * g + 1]);
             let (d1, m1, d2, m2) = (d * s1 as f32, min * m1 as f32, d * s2 as f32, min * m2 as f32);
             let o = &mut yb[64 * g..64 * g + 64];
             for i in 0..32 {
@@ -215,7 +242,11 @@ pub fn q5_k_deq(x: &[u8], y: &mut [f32]) {
     }
 }
 
-fn q6_block(xb: &[f32], qw: Option<&[f32]>, yb: &mut [u8]) {
+// BOUNDS-FN: `xb`, `qw` and `l` have 256 entries and `yb` is [u8; 210]; ib, j < 16,
+// so 16 * ib + 16 <= 256 and 192 + ib < 208. In the packing `ql` has 128 bytes
+// and `qh` 64; g < 2, j = 128 * g, i < 32 and k <= 96, so 64 * g + i + 32 < 128,
+// 32 * g + i < 64 and j + i + k < 256.
+fn q6_block(xb: &[f32; QK_K], qw: Option<&[f32; QK_K]>, yb: &mut [u8; Q6_SIZE]) {
     let mut l = [0i8; QK_K];
     let mut scales = [0f32; 16];
     let (mut max_scale, mut max_abs) = (0f32, 0f32);
@@ -268,13 +299,16 @@ pub fn q6_k_weighted(x: &[f32], y: &mut [u8], qw: &[f32]) {
 }
 
 fn q6_k(x: &[f32], y: &mut [u8], qw: Option<&[f32]>) {
-    for (i, (xb, yb)) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(Q6_SIZE)).enumerate() {
-        q6_block(xb, qw.map(|q| &q[QK_K * i..QK_K * (i + 1)]), yb);
+    for ((xb, yb), qb) in blocks::<QK_K, _>(x).zip(blocks_mut::<Q6_SIZE, _>(y)).zip(weight_blocks::<QK_K>(qw)) {
+        q6_block(xb, qb, yb);
     }
 }
 
+// BOUNDS-FN: `b` is [u8; 210] and `yb` [f32; 256]; g < 2, so 64 * g + 64 <= 128,
+// 160 + 32 * g <= 192, 200 + 8 * g <= 208 and 128 * g + 128 <= 256. `ql` has 64
+// bytes, `qh` 32, `sc` 8 and `o` 128 values; i < 32, is <= 1 and k <= 6.
 pub fn q6_k_deq(x: &[u8], y: &mut [f32]) {
-    for (b, yb) in x.chunks_exact(Q6_SIZE).zip(y.chunks_exact_mut(QK_K)) {
+    for (b, yb) in blocks::<Q6_SIZE, _>(x).zip(blocks_mut::<QK_K, _>(y)) {
         let d = rd_f16(b, 208);
         for g in 0..2 {
             let ql = &b[64 * g..64 * g + 64];
@@ -297,8 +331,9 @@ pub fn q6_k_deq(x: &[u8], y: &mut [f32]) {
     }
 }
 
+// BOUNDS-FN: `yb` is [u8; 292]; j < 16, so 20 + 16 * j <= 260.
 pub fn q8_k_ref(x: &[f32], y: &mut [u8]) {
-    for (xb, yb) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(Q8_SIZE)) {
+    for (xb, yb) in blocks::<QK_K, _>(x).zip(blocks_mut::<Q8_SIZE, _>(y)) {
         let (amax, max) = signed_absmax(xb);
         if amax == 0.0 {
             yb.fill(0);
@@ -310,16 +345,16 @@ pub fn q8_k_ref(x: &[f32], y: &mut [u8]) {
         }
         for j in 0..16 {
             let sum: i32 = yb[4 + 16 * j..20 + 16 * j].iter().map(|&q| q as i8 as i32).sum();
-            yb[260 + 2 * j..262 + 2 * j].copy_from_slice(&(sum as i16).to_le_bytes());
+            put(yb, 260 + 2 * j, (sum as i16).to_le_bytes());
         }
-        yb[0..4].copy_from_slice(&(1.0 / iscale).to_le_bytes());
+        put(yb, 0, (1.0 / iscale).to_le_bytes());
     }
 }
 
 pub fn q8_k_deq(x: &[u8], y: &mut [f32]) {
-    for (b, yb) in x.chunks_exact(Q8_SIZE).zip(y.chunks_exact_mut(QK_K)) {
-        let d = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-        for (o, &q) in yb.iter_mut().zip(&b[4..260]) {
+    for (b, yb) in blocks::<Q8_SIZE, _>(x).zip(blocks_mut::<QK_K, _>(y)) {
+        let d = f32::from_le_bytes(field(b, 0));
+        for (o, &q) in yb.iter_mut().zip(b.iter().skip(4)) {
             *o = d * (q as i8) as f32;
         }
     }

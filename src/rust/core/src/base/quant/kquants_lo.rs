@@ -9,24 +9,31 @@
 //! 128-value half holds values `l, l+32, l+64, l+96`.
 
 use super::util::{
-    imatrix_weights, make_q3_quants, make_qkx_quants, make_qp_quants, make_qx_quants, nearest_int, rd_f16, sum_sq, via_f16, wr_f16, Rmse, Search,
+    blocks, blocks_mut, field, imatrix_weights, make_q3_quants, make_qkx_quants, make_qp_quants, make_qx_quants, nearest_int, put, rd_f16, sum_sq, via_f16,
+    wr_f16, Rmse, Search,
 };
 use super::types::QK_K;
 
 const Q2_SIZE: usize = 84;
 const Q3_SIZE: usize = 110;
 
-/// Two-bit values `l[0..256]` into 64 bytes.
-fn pack_2bit(l: &[u8], qs: &mut [u8]) {
+/// Two-bit values `l[0..256]` as their 64 bytes.
+// BOUNDS-FN: `l` has 256 entries and `qs` 64; j is 0 or 128 and i < 32, so
+// j / 4 + i < 64 and j + i + 96 < 256.
+fn pack_2bit(l: &[u8; QK_K]) -> [u8; 64] {
+    let mut qs = [0u8; 64];
     for j in (0..QK_K).step_by(128) {
         for i in 0..32 {
             qs[j / 4 + i] = l[j + i] | (l[j + i + 32] << 2) | (l[j + i + 64] << 4) | (l[j + i + 96] << 6);
         }
     }
+    qs
 }
 
 /// Values of sub-block `j` requantized with its stored scale and min.
-fn requant_q2(x: &[f32], l: &mut [u8], scales: &[u8], d_all: f32, m_all: f32) {
+// BOUNDS-FN: `x` and `l` have 256 entries and `scales` 16; j, ii < 16, so
+// 16 * j + ii < 256.
+fn requant_q2(x: &[f32; QK_K], l: &mut [u8; QK_K], scales: &[u8; 16], d_all: f32, m_all: f32) {
     for j in 0..16 {
         let d = d_all * (scales[j] & 0xF) as f32;
         if d == 0.0 {
@@ -39,10 +46,12 @@ fn requant_q2(x: &[f32], l: &mut [u8], scales: &[u8], d_all: f32, m_all: f32) {
     }
 }
 
+// BOUNDS-FN: `xb` and `l` have 256 entries, `scales`, `mins` and `sc` 16, and
+// j < 16, so 16 * j + 16 <= 256.
 pub fn q2_k_ref(x: &[f32], y: &mut [u8]) {
     let search = Search { rmin: -0.5, rdelta: 0.1, nstep: 15, use_mad: true };
     let (mut l, mut laux) = ([0u8; QK_K], [0u8; 16]);
-    for (xb, yb) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(Q2_SIZE)) {
+    for (xb, yb) in blocks::<QK_K, _>(x).zip(blocks_mut::<Q2_SIZE, _>(y)) {
         let (mut scales, mut mins) = ([0f32; 16], [0f32; 16]);
         let (mut max_scale, mut max_min) = (0f32, 0f32);
         for j in 0..16 {
@@ -58,36 +67,38 @@ pub fn q2_k_ref(x: &[f32], y: &mut [u8]) {
                 max_min = m;
             }
         }
-        let (sc, rest) = yb.split_at_mut(16);
+        let mut sc = [0u8; 16];
         if max_scale > 0.0 {
             let iscale = 15.0 / max_scale;
             for j in 0..16 {
                 sc[j] = nearest_int(iscale * scales[j]) as u8;
             }
-            wr_f16(rest, 64, max_scale / 15.0);
+            wr_f16(yb, 80, max_scale / 15.0);
         } else {
-            sc.fill(0);
-            wr_f16(rest, 64, 0.0);
+            wr_f16(yb, 80, 0.0);
         }
         if max_min > 0.0 {
             let iscale = 15.0 / max_min;
             for j in 0..16 {
                 sc[j] |= (nearest_int(iscale * mins[j]) << 4) as u8;
             }
-            wr_f16(rest, 66, max_min / 15.0);
+            wr_f16(yb, 82, max_min / 15.0);
         } else {
-            wr_f16(rest, 66, 0.0);
+            wr_f16(yb, 82, 0.0);
         }
-        requant_q2(xb, &mut l, sc, rd_f16(rest, 64), rd_f16(rest, 66));
-        pack_2bit(&l, &mut rest[..64]);
+        put(yb, 0, sc);
+        requant_q2(xb, &mut l, &sc, rd_f16(yb, 80), rd_f16(yb, 82));
+        put(yb, 16, pack_2bit(&l));
     }
 }
 
+// BOUNDS-FN: `xb`, `qb` and `l` have 256 entries, `scales`, `mins`, `sw`, `ls`,
+// `lm` and `sc` 16, and j < 16, so 16 * j + 16 <= 256.
 pub fn q2_k_weighted(x: &[f32], y: &mut [u8], qw: &[f32]) {
     let search = Search { rmin: -0.9, rdelta: 0.05, nstep: 36, use_mad: false };
     let (mut l, mut laux) = ([0u8; QK_K], [0u8; 16]);
     let (mut ls, mut lm) = ([0u8; 16], [0u8; 16]);
-    for ((xb, qb), yb) in x.chunks_exact(QK_K).zip(qw.chunks_exact(QK_K)).zip(y.chunks_exact_mut(Q2_SIZE)) {
+    for ((xb, qb), yb) in blocks::<QK_K, _>(x).zip(blocks::<QK_K, _>(qw)).zip(blocks_mut::<Q2_SIZE, _>(y)) {
         let sumx2 = sum_sq(xb);
         let sigma2 = sumx2 / QK_K as f32;
         let (mut scales, mut mins, mut sw) = ([0f32; 16], [0f32; 16], [0f32; 16]);
@@ -101,19 +112,20 @@ pub fn q2_k_weighted(x: &[f32], y: &mut [u8], qw: &[f32]) {
         }
         let dm = make_qp_quants(15, &scales, &mut ls, &sw);
         let mm = make_qp_quants(15, &mins, &mut lm, &sw);
-        let (sc, rest) = yb.split_at_mut(16);
-        wr_f16(rest, 64, dm);
-        wr_f16(rest, 66, mm);
-        for j in 0..16 {
-            sc[j] = ls[j] | (lm[j] << 4);
-        }
-        requant_q2(xb, &mut l, sc, via_f16(dm), via_f16(mm));
-        pack_2bit(&l, &mut rest[..64]);
+        wr_f16(yb, 80, dm);
+        wr_f16(yb, 82, mm);
+        let sc: [u8; 16] = std::array::from_fn(|j| ls[j] | (lm[j] << 4));
+        put(yb, 0, sc);
+        requant_q2(xb, &mut l, &sc, via_f16(dm), via_f16(mm));
+        put(yb, 16, pack_2bit(&l));
     }
 }
 
+// BOUNDS-FN: `b` is [u8; 84] and `yb` [f32; 256]; n < 2, so 16 + 32 * n + 32 <= 80,
+// and `q` has 32 bytes with i + 16 * half < 32; `is` counts 2 * 4 * 2 = 16 scales
+// and `o` 16 * 16 = 256 values.
 pub fn q2_k_deq(x: &[u8], y: &mut [f32]) {
-    for (b, yb) in x.chunks_exact(Q2_SIZE).zip(y.chunks_exact_mut(QK_K)) {
+    for (b, yb) in blocks::<Q2_SIZE, _>(x).zip(blocks_mut::<QK_K, _>(y)) {
         let (d, min) = (rd_f16(b, 80), rd_f16(b, 82));
         let mut o = 0;
         let mut is = 0;
@@ -134,9 +146,11 @@ pub fn q2_k_deq(x: &[u8], y: &mut [f32]) {
     }
 }
 
-/// Signed 6-bit scales of a Q3_K block, `l + 32` each, into its 12 bytes.
-fn pack_q3_scales(ls: &[i32; 16], s: &mut [u8]) {
-    s.fill(0);
+/// Signed 6-bit scales of a Q3_K block, `l + 32` each, as its 12 bytes.
+// BOUNDS-FN: `ls` is [i32; 16] and `s` [u8; 12]; j < 16, so j - 8 < 8 where
+// j >= 8 and j % 4 + 8 < 12.
+fn pack_q3_scales(ls: &[i32; 16]) -> [u8; 12] {
+    let mut s = [0u8; 12];
     for j in 0..16 {
         let l = ls[j];
         if j < 8 {
@@ -146,20 +160,26 @@ fn pack_q3_scales(ls: &[i32; 16], s: &mut [u8]) {
         }
         s[j % 4 + 8] |= ((l >> 4) << (2 * (j / 4))) as u8;
     }
+    s
 }
 
-/// Scale `j` (-32..31) of a Q3_K block's 12 scale bytes.
-fn q3_scale(s: &[u8], j: usize) -> i32 {
-    let lo = if j < 8 { s[j] & 0xF } else { s[j - 8] >> 4 };
-    (lo | (((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) as i32 - 32
+/// The 16 scales (-32..31) of a Q3_K block's 12 scale bytes.
+// BOUNDS-FN: `s` is [u8; 12] and j < 16, so j - 8 < 8 where j >= 8 and 8 + j % 4 < 12.
+fn q3_scales(s: &[u8; 12]) -> [i32; 16] {
+    std::array::from_fn(|j| {
+        let lo = if j < 8 { s[j] & 0xF } else { s[j - 8] >> 4 };
+        (lo | (((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) as i32 - 32
+    })
 }
 
 /// Requantize with the stored scales, split off the high bits into `hmask`
 /// and pack the rest.
-fn finish_q3(xb: &[f32], l: &mut [i8; QK_K], yb: &mut [u8]) {
+// BOUNDS-FN: `xb` and `l` have 256 entries, j, ii < 16, so 16 * j + ii < 256;
+// `hmask` is the first 32 bytes of the block and m < QK_K / 8 = 32.
+fn finish_q3(xb: &[f32; QK_K], l: &mut [i8; QK_K], yb: &mut [u8; Q3_SIZE]) {
     let d_all = rd_f16(yb, 108);
-    for j in 0..16 {
-        let d = d_all * q3_scale(&yb[96..108], j) as f32;
+    for (j, &sc) in q3_scales(&field(yb, 96)).iter().enumerate() {
+        let d = d_all * sc as f32;
         if d == 0.0 {
             continue;
         }
@@ -167,7 +187,7 @@ fn finish_q3(xb: &[f32], l: &mut [i8; QK_K], yb: &mut [u8]) {
             l[16 * j + ii] = (nearest_int(xb[16 * j + ii] / d).clamp(-4, 3) + 4) as i8;
         }
     }
-    let (hmask, rest) = yb.split_at_mut(32);
+    let hmask = &mut yb[..32];
     hmask.fill(0);
     let (mut m, mut hm) = (0usize, 1u8);
     for v in l.iter_mut() {
@@ -181,13 +201,14 @@ fn finish_q3(xb: &[f32], l: &mut [i8; QK_K], yb: &mut [u8]) {
             hm = hm.wrapping_shl(1);
         }
     }
-    let lu: Vec<u8> = l.iter().map(|&v| v as u8).collect();
-    pack_2bit(&lu, &mut rest[..64]);
+    put(yb, 32, pack_2bit(&l.map(|v| v as u8)));
 }
 
+// BOUNDS-FN: `xb` and `l` have 256 entries, `scales` and `ls` 16, and j < 16,
+// so 16 * j + 16 <= 256.
 pub fn q3_k_ref(x: &[f32], y: &mut [u8]) {
     let mut l = [0i8; QK_K];
-    for (xb, yb) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(Q3_SIZE)) {
+    for (xb, yb) in blocks::<QK_K, _>(x).zip(blocks_mut::<Q3_SIZE, _>(y)) {
         let mut scales = [0f32; 16];
         let (mut max_scale, mut amax) = (0f32, 0f32);
         for j in 0..16 {
@@ -205,20 +226,22 @@ pub fn q3_k_ref(x: &[f32], y: &mut [u8]) {
                 let v = nearest_int(iscale * scales[j]) as i8 as i32;
                 ls[j] = v.min(31).max(-32) + 32;
             }
-            pack_q3_scales(&ls, &mut yb[96..108]);
+            put(yb, 96, pack_q3_scales(&ls));
             wr_f16(yb, 108, 1.0 / iscale);
         } else {
-            yb[96..108].fill(0);
+            put(yb, 96, [0u8; 12]);
             wr_f16(yb, 108, 0.0);
         }
         finish_q3(xb, &mut l, yb);
     }
 }
 
+// BOUNDS-FN: `xb`, `qb` and `l` have 256 entries, `scales`, `sw` and `ls8` 16,
+// and j < 16, so 16 * j + 16 <= 256.
 pub fn q3_k_weighted(x: &[f32], y: &mut [u8], qw: &[f32]) {
     let mut l = [0i8; QK_K];
     let mut ls8 = [0i8; 16];
-    for ((xb, qb), yb) in x.chunks_exact(QK_K).zip(qw.chunks_exact(QK_K)).zip(y.chunks_exact_mut(Q3_SIZE)) {
+    for ((xb, qb), yb) in blocks::<QK_K, _>(x).zip(blocks::<QK_K, _>(qw)).zip(blocks_mut::<Q3_SIZE, _>(y)) {
         let sumx2 = sum_sq(xb);
         let sigma2 = 2.0 * sumx2 / QK_K as f32;
         let (mut scales, mut sw) = ([0f32; 16], [0f32; 16]);
@@ -229,16 +252,20 @@ pub fn q3_k_weighted(x: &[f32], y: &mut [u8], qw: &[f32]) {
             scales[j] = make_qx_quants(4, xs, &mut l[16 * j..16 * j + 16], Rmse::Squares, Some(&w));
         }
         let d_block = make_qx_quants(32, &scales, &mut ls8, Rmse::Squares, Some(&sw));
-        let ls: [i32; 16] = std::array::from_fn(|j| ls8[j] as i32);
-        pack_q3_scales(&ls, &mut yb[96..108]);
+        let ls: [i32; 16] = ls8.map(|v| v as i32);
+        put(yb, 96, pack_q3_scales(&ls));
         wr_f16(yb, 108, d_block);
         finish_q3(xb, &mut l, yb);
     }
 }
 
+// BOUNDS-FN: `b` is [u8; 110] and `yb` [f32; 256]; n < 2, so 64 + 32 * n <= 96;
+// `hm` and `q` have 32 bytes and k = i + 16 * half < 32; `is` counts
+// 2 * 4 * 2 = 16 scales and `o` 16 * 16 = 256 values.
 pub fn q3_k_deq(x: &[u8], y: &mut [f32]) {
-    for (b, yb) in x.chunks_exact(Q3_SIZE).zip(y.chunks_exact_mut(QK_K)) {
+    for (b, yb) in blocks::<Q3_SIZE, _>(x).zip(blocks_mut::<QK_K, _>(y)) {
         let d_all = rd_f16(b, 108);
+        let scales = q3_scales(&field(b, 96));
         let hm = &b[0..32];
         let mut m = 1u8;
         let (mut o, mut is) = (0, 0);
@@ -246,7 +273,7 @@ pub fn q3_k_deq(x: &[u8], y: &mut [f32]) {
             let q = &b[32 + 32 * n..64 + 32 * n];
             for shift in [0, 2, 4, 6] {
                 for half in 0..2 {
-                    let dl = d_all * q3_scale(&b[96..108], is) as f32;
+                    let dl = d_all * scales[is] as f32;
                     is += 1;
                     for i in 0..16 {
                         let k = i + 16 * half;

@@ -180,6 +180,8 @@ pub fn quantize_chunk(
     if n_per_row == 0 || nrows == 0 {
         return Ok(out);
     }
+    // BOUNDS: `out` has nrows rows of `row` > 0 bytes (n_per_row > 0 here), so
+    // r < nrows and (r + 1) * n_per_row <= nrows * n_per_row = src.len().
     let work = |(r, y): (usize, &mut [u8])| quantize_one_row(q, &src[r * n_per_row..(r + 1) * n_per_row], y, imatrix);
     if src.len() >= 1 << 16 && nrows > 1 {
         out.par_chunks_mut(row).enumerate().try_for_each(work)?;
@@ -200,6 +202,7 @@ pub fn dequantize_row(q: QType, x: &[u8], y: &mut [f32]) -> crate::Result<()> {
         q.name(),
         x.len()
     );
+    // BOUNDS: x.len() >= need is checked just above.
     let x = &x[..need];
     use QType::*;
     match q {

@@ -1,7 +1,7 @@
 //! Nearest-grid-point searches of the IQ2 and IQ3 quantizers.
 
 use super::tables::Lattice;
-use super::util::{cmax, nearest_int};
+use super::util::{blocks, blocks_mut, cmax, nearest_int};
 
 /// ggml's `iq2_find_best_neighbour` / `iq3_find_best_neighbour`: among the
 /// grid points `cands`, the one nearest to `xval` at `scale` in the weighted
@@ -10,11 +10,10 @@ pub fn best_of(lat: &Lattice, cands: impl Iterator<Item = usize>, xval: &[f32], 
     let mut best_d2 = f32::MAX;
     let mut best = None;
     for j in cands {
-        let pg = lat.point(j);
         let mut d2 = 0f32;
-        for i in 0..lat.dim {
-            let diff = scale * pg[i] as f32 - xval[i];
-            d2 += w[i] * diff * diff;
+        for ((&p, &xv), &wi) in lat.point(j).iter().zip(xval).zip(w) {
+            let diff = scale * p as f32 - xv;
+            d2 += wi * diff * diff;
         }
         if d2 < best_d2 {
             best_d2 = d2;
@@ -51,7 +50,8 @@ pub fn key(l: &[i8], bits: u32) -> usize {
 /// Magnitudes of a group of 8 and its sign bits; with `even`, the sign of
 /// the least important value is flipped when needed so that the number of
 /// negative signs is even (IQ2_XXS, IQ2_XS, IQ3_XXS store 7 sign bits).
-pub fn signs8(xb: &[f32], w: &[f32], xval: &mut [f32], even: bool) -> u8 {
+// BOUNDS-FN: the slices are [f32; 8] and i, imin < 8.
+pub fn signs8(xb: &[f32; 8], w: &[f32; 8], xval: &mut [f32; 8], even: bool) -> u8 {
     let (mut nflip, mut s) = (0, 0u8);
     for i in 0..8 {
         if xb[i] >= 0.0 {
@@ -85,10 +85,10 @@ pub fn signs8(xb: &[f32], w: &[f32], xval: &mut [f32], even: bool) -> u8 {
 /// sum w * x * q and sum w * q^2 with q = 2*l + 1.
 pub fn sums(xval: &[f32], w: &[f32], l: &[i8]) -> (f32, f32) {
     let (mut sumqx, mut sumq2) = (0f32, 0f32);
-    for i in 0..xval.len() {
-        let q = (2 * l[i] as i32 + 1) as f32;
-        sumqx += w[i] * xval[i] * q;
-        sumq2 += w[i] * q * q;
+    for ((&x, &wi), &li) in xval.iter().zip(w).zip(l) {
+        let q = (2 * li as i32 + 1) as f32;
+        sumqx += wi * x * q;
+        sumq2 += wi * q * q;
     }
     (sumqx, sumq2)
 }
@@ -122,13 +122,12 @@ impl Group {
         };
         let waux = w.iter().map(|v| v.sqrt()).collect();
         let mut xval = vec![0f32; xb.len()];
-        let signs = (0..xb.len() / 8)
-            .map(|k| signs8(&xb[8 * k..8 * k + 8], &w[8 * k..8 * k + 8], &mut xval[8 * k..8 * k + 8], even))
+        let signs = blocks::<8, _>(xb)
+            .zip(blocks::<8, _>(&w))
+            .zip(blocks_mut::<8, _>(&mut xval))
+            .map(|((xg, wg), vg)| signs8(xg, wg, vg, even))
             .collect();
-        let mut max = xval[0];
-        for &v in &xval[1..] {
-            max = cmax(max, v);
-        }
+        let max = xval.split_first().map_or(0.0, |(&first, rest)| rest.iter().fold(first, |m, &v| cmax(m, v)));
         Group { w, waux, xval, signs, max }
     }
 }
@@ -153,10 +152,17 @@ pub struct ScaleSearch {
 
 impl ScaleSearch {
     /// Returns each group's grid index and the scale; `l` holds the codes
-    /// (its initial contents stand when no scale is accepted).
+    /// (its initial contents stand when no scale is accepted). Works on the
+    /// values all four slices hold, in whole groups of `dim`.
+    // BOUNDS-FN: n is the least of the four lengths and the slices (and `laux`)
+    // are cut to it; k < ng = n / dim, so dim * k + dim <= n; `on` and `on_aux`
+    // have ng entries.
     pub fn run(&self, lat: &Lattice, xval: &[f32], w: &[f32], waux: &[f32], max: f32, scale0: f32, l: &mut [i8]) -> (Vec<usize>, f32) {
-        let (dim, ng) = (self.dim, xval.len() / self.dim);
-        let mut laux = vec![0i8; xval.len()];
+        let dim = self.dim;
+        let n = xval.len().min(w.len()).min(waux.len()).min(l.len());
+        let ng = n.checked_div(dim).unwrap_or(0);
+        let (xval, w, waux, l) = (&xval[..n], &w[..n], &waux[..n], &mut l[..n]);
+        let mut laux = vec![0i8; n];
         let mut best = 0f32;
         let mut scale = scale0;
         let mut on = vec![self.start_on; ng];
@@ -225,6 +231,8 @@ pub fn pack_scales4(id: f32, scales: &[f32], out: &mut [u8]) {
     out.fill(0);
     for (i, &s) in scales.iter().enumerate() {
         let l = nearest_int(0.5 * (id * s - 1.0)).clamp(0, 15) as u8;
-        out[i / 2] |= l << (4 * (i % 2));
+        if let Some(o) = out.get_mut(i / 2) {
+            *o |= l << (4 * (i % 2));
+        }
     }
 }

@@ -92,20 +92,28 @@ pub struct Lattice {
 }
 
 impl Lattice {
-    /// Coordinates of grid point `i`.
+    /// Coordinates of grid point `i` (none past the end of the grid).
     #[inline]
     pub fn point(&self, i: usize) -> &[i8] {
-        &self.grid[i * self.dim..(i + 1) * self.dim]
+        self.grid.get(i * self.dim..(i + 1) * self.dim).unwrap_or(&[])
     }
 
-    /// The neighbour list (count first) of an off-grid key's map entry.
+    /// The neighbour list of an off-grid key's map entry `-(offset + 1)`
+    /// (`neighbours[offset]` is the count; empty for an entry that is none).
     #[inline]
     pub fn neighbours_of(&self, entry: i32) -> &[u16] {
-        let off = (-entry - 1) as usize;
-        let n = self.neighbours[off] as usize;
-        &self.neighbours[off + 1..off + 1 + n]
+        // !entry is -entry - 1 without overflow.
+        let off = !entry as usize;
+        let Some(&n) = self.neighbours.get(off) else { return &[] };
+        self.neighbours.get(off + 1..off + 1 + n as usize).unwrap_or(&[])
     }
 
+    // BOUNDS-FN: `codes` and `grid` hold dim codes for each of the n_grid points,
+    // and i, j < n_grid, k < dim (`pos` has dim entries). Each code is below the
+    // number of its `values` (3 for 2 bits and dim 8, 8 for 3 bits and dim 4),
+    // so a key is at most 2 * (4^8 - 1) / 3 = 43690 < 43692 or below 8^4 = 4096:
+    // within `map`; `lists` has one entry per key. `distinct` is not empty (the
+    // grids have 256 to 2048 points) and nwant >= 1.
     fn build(kind: TableKind) -> Lattice {
         let (dim, bits, nwant) = kind.shape();
         let codes = kind.grid_codes();
@@ -161,6 +169,7 @@ fn lock() -> std::sync::MutexGuard<'static, [Option<Arc<Lattice>>; 6]> {
 /// The table of `kind`, built on first use.
 pub fn get(kind: TableKind) -> Arc<Lattice> {
     let mut t = lock();
+    // BOUNDS: slot() is a position in TableKind::ALL (6 kinds) and `t` has 6 slots.
     t[kind.slot()].get_or_insert_with(|| Arc::new(Lattice::build(kind))).clone()
 }
 
@@ -173,6 +182,7 @@ pub fn init(q: QType) {
 /// Drop the table `q` uses (quantizers holding it keep their copy until done).
 pub fn free(q: QType) {
     if let Some(k) = TableKind::of(q) {
+        // BOUNDS: slot() is a position in TableKind::ALL (6 kinds) and there are 6 slots.
         lock()[k.slot()] = None;
     }
 }

@@ -7,7 +7,7 @@
 //! TQ2_0: `qs[64] d`: two bits per value, byte `m` of each 32-byte group
 //! holding values `m, m+32, m+64, m+96` of its 128.
 
-use super::util::{cmax, rd_f16, wr_f16};
+use super::util::{blocks, blocks_mut, cmax, rd_f16, wr_f16};
 use super::types::QK_K;
 
 /// C's `lroundf(v)` kept as an `int`: NaN and infinities give 0, as on x86.
@@ -41,8 +41,11 @@ fn pack_trits(vals: impl Iterator<Item = f32>, id: f32, extra_shift: bool) -> u8
     ((q as u16 * 256 + 242) / 243) as u8
 }
 
+// BOUNDS-FN: `xb` is [f32; 256] and `yb` [u8; 54]: m + 32 * n <= 31 + 128 < 256;
+// `x1` has 96 values and m + 16 * n <= 15 + 64; `x2` has 16 and j + 4 * m <= 15;
+// the bytes written are below 32 + 16 + 4 = 52.
 pub fn tq1_0_ref(x: &[f32], y: &mut [u8]) {
-    for (xb, yb) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(54)) {
+    for (xb, yb) in blocks::<QK_K, _>(x).zip(blocks_mut::<54, _>(y)) {
         let d = absmax(xb);
         let id = if d != 0.0 { 1.0 / d } else { 0.0 };
         wr_f16(yb, 52, d);
@@ -60,8 +63,10 @@ pub fn tq1_0_ref(x: &[f32], y: &mut [u8]) {
     }
 }
 
+// BOUNDS-FN: `xb` is [f32; 256] and `yb` [u8; 66]; g < 2, so `xg` has at least
+// 128 values and m + 32 * n <= 31 + 96; 32 * g + m < 64.
 pub fn tq2_0_ref(x: &[f32], y: &mut [u8]) {
-    for (xb, yb) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(66)) {
+    for (xb, yb) in blocks::<QK_K, _>(x).zip(blocks_mut::<66, _>(y)) {
         let d = absmax(xb);
         let id = if d != 0.0 { 1.0 / d } else { 0.0 };
         wr_f16(yb, 64, d);
@@ -88,8 +93,10 @@ fn trit(b: u8, pow3: u8) -> f32 {
 
 const POW3: [u8; 5] = [1, 3, 9, 27, 81];
 
+// BOUNDS-FN: `b` is [u8; 54] and `yb` [f32; 256]: start + m < 48 and 48 + j < 52;
+// `o` counts (32 + 16) * 5 + 4 * 4 = 256 values; POW3 has 5 entries.
 pub fn tq1_0_deq(x: &[u8], y: &mut [f32]) {
-    for (b, yb) in x.chunks_exact(54).zip(y.chunks_exact_mut(QK_K)) {
+    for (b, yb) in blocks::<54, _>(x).zip(blocks_mut::<QK_K, _>(y)) {
         let d = rd_f16(b, 52);
         let mut o = 0;
         for (start, width) in [(0usize, 32usize), (32, 16)] {
@@ -109,8 +116,10 @@ pub fn tq1_0_deq(x: &[u8], y: &mut [f32]) {
     }
 }
 
+// BOUNDS-FN: `b` is [u8; 66] and `yb` [f32; 256]: 32 * g + m < 64, and `o` counts
+// 2 * 4 * 32 = 256 values.
 pub fn tq2_0_deq(x: &[u8], y: &mut [f32]) {
-    for (b, yb) in x.chunks_exact(66).zip(y.chunks_exact_mut(QK_K)) {
+    for (b, yb) in blocks::<66, _>(x).zip(blocks_mut::<QK_K, _>(y)) {
         let d = rd_f16(b, 64);
         let mut o = 0;
         for g in 0..2 {

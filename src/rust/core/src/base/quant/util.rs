@@ -16,15 +16,53 @@ pub fn f16_bits_to_f32(b: u16) -> f32 {
     f16::from_bits(b).to_f32()
 }
 
+/// The `N` bytes at `b[o..o + N]`, or zeros where `b` is shorter (callers
+/// read fields at fixed offsets of whole blocks, which are never short).
+#[inline]
+pub fn field<const N: usize>(b: &[u8], o: usize) -> [u8; N] {
+    b.get(o..).and_then(|t| t.first_chunk::<N>()).copied().unwrap_or([0; N])
+}
+
+/// `v` written to `b[o..o + N]` (nothing where `b` is shorter).
+#[inline]
+pub fn put<const N: usize>(b: &mut [u8], o: usize, v: [u8; N]) {
+    if let Some(d) = b.get_mut(o..).and_then(|t| t.first_chunk_mut::<N>()) {
+        *d = v;
+    }
+}
+
+/// The whole `N`-element blocks of `x` as arrays, in order (a shorter tail is
+/// left out).
+#[inline]
+pub fn blocks<const N: usize, T>(x: &[T]) -> impl Iterator<Item = &[T; N]> {
+    x.chunks_exact(N).filter_map(|c| c.try_into().ok())
+}
+
+/// [`blocks`] of a mutable slice.
+#[inline]
+pub fn blocks_mut<const N: usize, T>(x: &mut [T]) -> impl Iterator<Item = &mut [T; N]> {
+    x.chunks_exact_mut(N).filter_map(|c| c.try_into().ok())
+}
+
+/// The `N`-value blocks of an importance matrix row, one per block of the
+/// values (`None` for each when there is no matrix).
+pub fn weight_blocks<const N: usize>(qw: Option<&[f32]>) -> impl Iterator<Item = Option<&[f32; N]>> {
+    let (given, none) = match qw {
+        Some(q) => (Some(blocks::<N, f32>(q).map(Some)), None),
+        None => (None, Some(std::iter::repeat(None))),
+    };
+    given.into_iter().flatten().chain(none.into_iter().flatten())
+}
+
 /// The f16 stored at `b[o..o + 2]`, as f32.
 #[inline]
 pub fn rd_f16(b: &[u8], o: usize) -> f32 {
-    f16_bits_to_f32(u16::from_le_bytes([b[o], b[o + 1]]))
+    f16_bits_to_f32(u16::from_le_bytes(field(b, o)))
 }
 
 #[inline]
 pub fn wr_f16(b: &mut [u8], o: usize, v: f32) {
-    b[o..o + 2].copy_from_slice(&f32_to_f16_bits(v).to_le_bytes());
+    put(b, o, f32_to_f16_bits(v).to_le_bytes());
 }
 
 /// `v` rounded through f16 (what a stored f16 scale reads back as).
@@ -35,12 +73,12 @@ pub fn via_f16(v: f32) -> f32 {
 
 #[inline]
 pub fn rd_u16(b: &[u8], o: usize) -> u16 {
-    u16::from_le_bytes([b[o], b[o + 1]])
+    u16::from_le_bytes(field(b, o))
 }
 
 #[inline]
 pub fn rd_u32(b: &[u8], o: usize) -> u32 {
-    u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
+    u32::from_le_bytes(field(b, o))
 }
 
 /// C's `MAX(a, b)`: `a > b ? a : b`.
@@ -79,9 +117,15 @@ pub fn roundf_int(v: f32) -> i32 {
     cvtt(v.round())
 }
 
-/// Index of the value of the sorted table `val` nearest to `x` (ggml's `best_index_int8`).
+/// Index of the value of the sorted table `val` nearest to `x` (ggml's
+/// `best_index_int8`); 0 for a table of fewer than two values.
+// BOUNDS-FN: n >= 2 (checked first); the bisection keeps 0 <= ml < mu <= n - 1,
+// so mav, mu - 1 and mu are below n.
 pub fn best_index_int8(val: &[i8], x: f32) -> usize {
     let n = val.len();
+    if n < 2 {
+        return 0;
+    }
     if x <= val[0] as f32 {
         return 0;
     }
@@ -128,8 +172,12 @@ pub enum Rmse {
 
 /// ggml's `make_qx_quants`: symmetric quantization of `x` to integers in
 /// [-nmax, nmax-1] (stored in `l` offset by nmax); returns the scale.
+/// Values past the end of `l` or `qw` are left out.
+// BOUNDS-FN: n is the least of the lengths of x, l and qw (when given), x is
+// cut to it, and every index is below n.
 pub fn make_qx_quants(nmax: i32, x: &[f32], l: &mut [i8], rmse: Rmse, qw: Option<&[f32]>) -> f32 {
-    let n = x.len();
+    let n = x.len().min(l.len()).min(qw.map_or(usize::MAX, <[f32]>::len));
+    let x = &x[..n];
     let (amax, max) = signed_absmax(x);
     if amax < GROUP_MAX_EPS {
         l[..n].fill(0);
@@ -184,8 +232,12 @@ pub fn make_qx_quants(nmax: i32, x: &[f32], l: &mut [i8], rmse: Rmse, qw: Option
 }
 
 /// ggml's `make_q3_quants` (with its iterative refinement when `do_rmse`).
+/// Values past the end of `l` are left out.
+// BOUNDS-FN: n is the lesser of the lengths of x and l, x is cut to it, and
+// every index is below n.
 pub fn make_q3_quants(nmax: i32, x: &[f32], l: &mut [i8], do_rmse: bool) -> f32 {
-    let n = x.len();
+    let n = x.len().min(l.len());
+    let x = &x[..n];
     let (amax, max) = signed_absmax(x);
     if amax < GROUP_MAX_EPS {
         l[..n].fill(0);
@@ -227,9 +279,15 @@ pub struct Search {
 
 /// ggml's `make_qkx2_quants` (`weights` given) and `make_qkx3_quants`
 /// (`weights` None means x^2): quantize `x` to [0, nmax] with a scale and a
-/// min; returns (scale, -min).
+/// min; returns (scale, -min). Values past the end of `weights`, `l` or
+/// `laux` are left out; no values give (0, 0).
+// BOUNDS-FN: n is the least of the lengths of x, weights (when given), l and
+// laux, at least 1 (checked first); every index is below n.
 pub fn make_qkx_quants(nmax: i32, x: &[f32], weights: Option<&[f32]>, l: &mut [u8], laux: &mut [u8], s: Search, qkx3: bool) -> (f32, f32) {
-    let n = x.len();
+    let n = x.len().min(weights.map_or(usize::MAX, <[f32]>::len)).min(l.len()).min(laux.len());
+    if n == 0 {
+        return (0.0, 0.0);
+    }
     let w = |i: usize| match weights {
         Some(w) => w[i],
         None => x[i] * x[i],
@@ -318,12 +376,15 @@ pub enum Refine {
 }
 
 /// Up to five passes that move each level `l[i]` to the one its value
-/// prefers given all the others, when that raises sumlx^2 / suml2.
+/// prefers given all the others, when that raises sumlx^2 / suml2 (over
+/// the values all three slices hold).
+// BOUNDS-FN: every index is below n, the least of the three lengths.
 fn refine(x: &[f32], w: &[f32], l: &mut [i32], sums: (f32, f32), clamp: impl Fn(i32) -> i32, when: Refine) -> (f32, f32) {
     let (mut sumlx, mut suml2) = sums;
+    let n = x.len().min(w.len()).min(l.len());
     for _ in 0..5 {
         let mut changed = 0;
-        for i in 0..x.len() {
+        for i in 0..n {
             let li = l[i] as f32;
             let mut slx = sumlx - w[i] * x[i] * li;
             let mut sl2 = suml2 - w[i] * li * li;
@@ -354,9 +415,13 @@ fn refine(x: &[f32], w: &[f32], l: &mut [i32], sums: (f32, f32), clamp: impl Fn(
     (sumlx, suml2)
 }
 
-/// ggml's `make_qp_quants`: non-negative `x` to [0, nmax] with weights `qw`.
+/// ggml's `make_qp_quants`: non-negative `x` to [0, nmax] with weights `qw`
+/// (values past the end of `l` or `qw` are left out).
+// BOUNDS-FN: n is the least of the lengths of x, l and qw, x is cut to it,
+// and every index is below n.
 pub fn make_qp_quants(nmax: i32, x: &[f32], l: &mut [u8], qw: &[f32]) -> f32 {
-    let n = x.len();
+    let n = x.len().min(l.len()).min(qw.len());
+    let x = &x[..n];
     let mut max = 0f32;
     for &v in x {
         max = cmax(max, v);
@@ -432,13 +497,16 @@ pub fn imatrix_weights(x: &[f32], qw: &[f32], sigma2: f32) -> (Vec<f32>, f32) {
     (w, sum)
 }
 
-/// ggml's `get_scale_min_k4`: the 6-bit scale and min of sub-block `j` of a
-/// Q4_K / Q5_K block's 12 packed bytes.
+/// ggml's `get_scale_min_k4` for each sub-block `j` of a Q4_K / Q5_K block:
+/// the 6-bit scales and mins packed in its 12 bytes.
+// BOUNDS-FN: `q` is [u8; 12] and j < 8, so j + 4 < 12 (and j - 4 >= 0 when j >= 4).
 #[inline]
-pub fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
-    if j < 4 {
-        (q[j] & 63, q[j + 4] & 63)
-    } else {
-        ((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4), (q[j + 4] >> 4) | ((q[j] >> 6) << 4))
-    }
+pub fn scales_mins_k4(q: &[u8; 12]) -> [(u8, u8); 8] {
+    std::array::from_fn(|j| {
+        if j < 4 {
+            (q[j] & 63, q[j + 4] & 63)
+        } else {
+            ((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4), (q[j + 4] >> 4) | ((q[j] >> 6) << 4))
+        }
+    })
 }

@@ -55,11 +55,25 @@ pub struct QuantRows<'a> {
     pub k: usize,
 }
 
+/// Bytes of one row of `w`: its whole blocks.
+#[inline(always)]
+fn row_len(w: &QuantRows<'_>) -> usize {
+    w.k / w.q.block_size() * w.q.type_size()
+}
+
+/// Whether `w.data` holds `n` rows of [`row_len`] bytes, `stride` apart
+/// (the last one may end the data): what the row loops below slice.
+fn holds(w: &QuantRows<'_>, n: usize) -> bool {
+    n == 0 || (n - 1).checked_mul(w.stride).and_then(|o| o.checked_add(row_len(w))).is_some_and(|end| end <= w.data.len())
+}
+
 /// `out[r] = row r . act` for every row.
+// BOUNDS-FN: `dot_rows_col` checked `holds(w, out.len())`: row r < out.len()
+// spans r * stride .. r * stride + rs inside w.data (rs = row_len).
 #[inline(always)]
 fn rows_generic(w: QuantRows<'_>, act: ColumnActs<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
     let nb = w.k / w.q.block_size();
-    let rs = nb * w.q.type_size();
+    let rs = row_len(&w);
     let row = |r: usize| &w.data[r * w.stride..r * w.stride + rs];
     macro_rules! each {
         ($f:path, $y:expr) => {
@@ -101,11 +115,13 @@ fn rows_generic(w: QuantRows<'_>, act: ColumnActs<'_>, out: &mut [f32], scratch:
 /// `out[r] = kernel(row r, y, blocks per row)` for every row (inlined, so
 /// that a closure over an AVX-512 kernel is compiled with its caller's
 /// features).
+// BOUNDS-FN: `dot_rows_col` checked `holds(w, out.len())`: row r < out.len()
+// spans r * stride .. r * stride + rs inside w.data (rs = row_len).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn each_row(w: QuantRows<'_>, y: &[u8], out: &mut [f32], kernel: impl Fn(&[u8], &[u8], usize) -> f32) {
     let nb = w.k / w.q.block_size();
-    let rs = nb * w.q.type_size();
+    let rs = row_len(&w);
     for (r, o) in out.iter_mut().enumerate() {
         *o = kernel(&w.data[r * w.stride..r * w.stride + rs], y, nb);
     }
@@ -113,9 +129,11 @@ fn each_row(w: QuantRows<'_>, y: &[u8], out: &mut [f32], kernel: impl Fn(&[u8], 
 
 /// `out[r] = kernel(row r, prepared y)` for Q4_0 rows against a Q8_0 column
 /// prepared once for all rows.
+// BOUNDS-FN: `dot_rows_col` checked `holds(w, out.len())`: row r < out.len()
+// spans r * stride .. r * stride + rs inside w.data (rs = row_len).
 #[cfg(target_arch = "x86_64")]
 fn each_row_q4_0(w: QuantRows<'_>, p: &Q8Prep, out: &mut [f32], kernel: fn(&[u8], &Q8Prep) -> f32) {
-    let rs = w.k / w.q.block_size() * w.q.type_size();
+    let rs = row_len(&w);
     for (r, o) in out.iter_mut().enumerate() {
         *o = kernel(&w.data[r * w.stride..r * w.stride + rs], p);
     }
@@ -123,10 +141,13 @@ fn each_row_q4_0(w: QuantRows<'_>, p: &Q8Prep, out: &mut [f32], kernel: fn(&[u8]
 
 /// `out[r]` for every row, four rows a pass through `four` (given the rows'
 /// bytes), the rest one at a time through `one`.
+// BOUNDS-FN: `dot_rows_col` checked `holds(w, out.len())`, so row r spans
+// r * stride .. r * stride + rs inside w.data for r < out.len(); r counts the
+// outputs (r + 3 < out.len() in a chunk of 4); `one` returns a [f32; 1].
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn by_fours(w: QuantRows<'_>, out: &mut [f32], four: impl Fn([&[u8]; 4]) -> [f32; 4], one: impl Fn([&[u8]; 1]) -> [f32; 1]) {
-    let rs = w.k / w.q.block_size() * w.q.type_size();
+    let rs = row_len(&w);
     let row = |r: usize| &w.data[r * w.stride..r * w.stride + rs];
     let mut quads = out.chunks_exact_mut(4);
     let mut r = 0;
@@ -221,6 +242,7 @@ unsafe fn rows_avx512(w: QuantRows<'_>, col: &Column<'_>, out: &mut [f32], scrat
     use super::avx512;
     let act = col.act;
     use super::avx512k;
+    // BOUNDS: AHEAD is a [AtomicUsize; 2].
     let (ahead, ahead_one) = (AHEAD[0].load(Ordering::Relaxed), AHEAD[1].load(Ordering::Relaxed));
     if let (QType::Q4_0, Some(p)) = (w.q, &col.q4_0_win) {
         return by_fours(w, out, |x| avx512::q4_0_rows(x, p, ahead), |x| avx512::q4_0_rows(x, p, 0));
@@ -279,8 +301,13 @@ pub fn dot_rows(w: QuantRows<'_>, act: ColumnActs<'_>, out: &mut [f32], scratch:
     dot_rows_col(w, &Column::new(w.q, w.k, act), out, scratch)
 }
 
-/// As [`dot_rows`], with a column made ready once for many calls.
+/// As [`dot_rows`], with a column made ready once for many calls. When
+/// `w.data` does not hold `out.len()` rows, every result is NaN.
 pub fn dot_rows_col(w: QuantRows<'_>, col: &Column<'_>, out: &mut [f32], scratch: &mut Vec<f32>) {
+    if !holds(&w, out.len()) {
+        out.fill(f32::NAN);
+        return;
+    }
     #[cfg(target_arch = "x86_64")]
     match path() {
         // SAFETY: the CPU has AVX-512 F, BW and VNNI, AVX2, FMA and F16C.

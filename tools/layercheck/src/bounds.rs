@@ -59,6 +59,7 @@ pub const GATED: &[&str] = &[
     "src/rust/core/src/base",
     "src/rust/core/src/base/quant",
     "src/rust/core/src/backend/cpu",
+    "src/rust/core/src/backend/cpu/quantized",
     "src/rust/core/src/layout",
     "src/rust/core/src/residency",
     "src/rust/core/src/savefile",

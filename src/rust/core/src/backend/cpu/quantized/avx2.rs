@@ -11,6 +11,9 @@ use crate::base::quant::QK_K;
 use core::arch::x86_64::*;
 
 /// The f16 at `b[o..o + 2]` as f32 (F16C: exact, no branches).
+// BOUNDS-FN: the callers pass o + 2 <= N: offsets 0 and 2 of the blocks of
+// blocks::<X, Y> (18 bytes at least; 2 only in q4_1 and q5_1, 20 and 24) and
+// 208 of q6_k's [u8; 210].
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 fn h2f<const N: usize>(b: &[u8; N], o: usize) -> f32 {
@@ -68,6 +71,8 @@ fn nibbles<const N: usize>(b: &[u8; N], o: usize) -> __m256i {
 }
 
 /// Byte j = 0xFF where bit j of the u32 at `o` is set, else 0.
+// BOUNDS-FN: the callers pass o + 4 <= N: q5_0 2 of [u8; 22], q5_1 4 of
+// [u8; 24].
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 fn bits_to_bytes<const N: usize>(b: &[u8; N], o: usize) -> __m256i {
@@ -108,6 +113,8 @@ fn blocks<'a, const X: usize, const Y: usize>(x: &'a [u8], y: &'a [u8], nb: usiz
 }
 
 /// The f16 scales of Q4_0 blocks `8 * g .. 8 * g + 8` of `x` (18-byte blocks) as f32.
+// BOUNDS-FN: the one caller, q4_0, checked `p.fits(x)` (x.len() >= 18 nb) and
+// passes g < nb / 8: with b < 8, o + 1 < 18 (8 g + 8) <= 18 nb.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn q4_0_scales(x: &[u8], g: usize) -> __m256 {
@@ -216,6 +223,8 @@ pub fn iq4_nl(x: &[u8], y: &[u8], nb: usize) -> f32 {
 }
 
 /// The 6-bit scales and mins of a Q4_K / Q5_K block (bytes 4..16).
+// BOUNDS-FN: the callers' blocks are [u8; 144] (q4_k) and [u8; 176] (q5_k);
+// j < 8 (the arrays of 8), so s(i) reads 4 + i with i <= j + 4 < 12, below 16.
 #[inline]
 fn scales_k4<const N: usize>(b: &[u8; N]) -> ([i16; 8], [i32; 8]) {
     let s = |i: usize| b[4 + i];
@@ -230,6 +239,7 @@ fn h2f16(lo: u8, hi: u8) -> f32 {
 
 /// Group `g` of 64 of a Q4_K / Q5_K block (two sub-blocks of unsigned
 /// values) times the activations, each sub-block's sums times its scale.
+// BOUNDS-FN: `sc` is [i16; 8] and the callers' loops pass g < 4: 2 g + 1 < 8.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 fn scaled_pair(lo: __m256i, hi: __m256i, yb: &[u8; 292], g: usize, sc: &[i16; 8]) -> __m256i {
@@ -239,6 +249,9 @@ fn scaled_pair(lo: __m256i, hi: __m256i, yb: &[u8; 292], g: usize, sc: &[i16; 8]
 }
 
 /// dy and the mins term (dmin * dy * sum m_j * (sum of sub-block j's y)).
+// BOUNDS-FN: yb is [u8; 292]: literals 0..4, and j < 8 so bs reads
+// 261 + 2 (2 j + 1) <= 291; `m` is [i32; 8]; the callers' xb are [u8; 144]
+// and [u8; 176] (literals 2, 3).
 #[inline]
 fn k4_mins<const N: usize>(xb: &[u8; N], yb: &[u8; 292], m: &[i32; 8]) -> (f32, f32) {
     let dy = f32::from_le_bytes([yb[0], yb[1], yb[2], yb[3]]);
@@ -294,6 +307,8 @@ pub fn q5_k(x: &[u8], y: &[u8], nb: usize) -> f32 {
     hsum(acc) - mins
 }
 
+// BOUNDS-FN: xb is [u8; 210], yb [u8; 292] (blocks::<210, 292>): n < 2, t < 4
+// index the arrays of 4 `hs` and `lows`, and 193 + 8 n + 2 t <= 207.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub fn q6_k(x: &[u8], y: &[u8], nb: usize) -> f32 {
     let mut acc = _mm256_setzero_ps();

@@ -13,6 +13,9 @@
 use super::prep::{Q4Win, Q8Pairs, WIN_BYTES};
 use core::arch::x86_64::*;
 
+// BOUNDS-FN: the callers pass o + 2 <= b.len(): q8_0's pieces of a pair of
+// blocks are 68 bytes (sum_pairs, xs = ys = 34) and read at 0 and 34,
+// q8_0_rows's last block is 34 bytes (`get`) and read at 0.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
 fn h2f(b: &[u8], o: usize) -> f32 {
@@ -21,6 +24,8 @@ fn h2f(b: &[u8], o: usize) -> f32 {
 }
 
 /// 32 bytes of `b` at `o` (checked).
+// BOUNDS-FN: the one caller, q8_0, passes o = 2 and o = 36 on 68-byte pieces
+// (sum_pairs, xs = ys = 34): 36 + 32 = 68.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
 fn load32(b: &[u8], o: usize) -> __m256i {
@@ -61,6 +66,8 @@ pub fn prefetch(x: &[u8], at: usize) {
 /// `(d, q) = pair(two x blocks, two y blocks)`, in two interleaved
 /// accumulators so that consecutive pairs do not wait on each other; the
 /// weights `ahead` bytes on are prefetched (0: none).
+// BOUNDS-FN: the one caller, q8_0, checked x.len() and y.len() >= 34 nb and
+// passes pairs = nb / 2, xs = ys = 34: p < pairs, so 68 (p + 1) <= 34 nb.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
 fn sum_pairs(x: &[u8], y: &[u8], pairs: usize, xs: usize, ys: usize, ahead: usize, pair: impl Fn(&[u8], &[u8]) -> (__m512, __m512i)) -> f32 {
@@ -80,8 +87,14 @@ fn sum_pairs(x: &[u8], y: &[u8], pairs: usize, xs: usize, ys: usize, ahead: usiz
     _mm512_reduce_add_ps(_mm512_add_ps(a0, a1))
 }
 
+// BOUNDS-FN: x and y hold 34 nb bytes (checked first), so 68 pairs <= 34 nb.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
 pub fn q8_0(x: &[u8], y: &[u8], nb: usize, ahead: usize) -> f32 {
+    // The rows' loop gives x 34 nb bytes; y is the caller's column, which
+    // may be short (then Q8Pairs::new gave None and this kernel runs).
+    if !nb.checked_mul(34).is_some_and(|n| x.len() >= n && y.len() >= n) {
+        return f32::NAN;
+    }
     let pairs = nb / 2;
     let s = sum_pairs(x, y, pairs, 34, 34, ahead, |xb, yb| {
         let (qx, qy) = (join(load32(xb, 2), load32(xb, 36)), join(load32(yb, 2), load32(yb, 36)));
@@ -106,6 +119,7 @@ const PAIR_LANES: [[i32; 16]; 4] = {
     while r < 4 {
         let mut l = 0;
         while l < 16 {
+            // BOUNDS: r < 4 and l < 16 (the loops), t is [[i32; 16]; 4].
             t[r][l] = (2 * r + l / 8) as i32;
             l += 1;
         }
@@ -121,6 +135,9 @@ const PAIR_LANES: [[i32; 16]; 4] = {
 /// `vcvtph2ps` and moved to their lanes by `vpermps`. The weights are taken
 /// as |x| (unsigned) times y with x's sign, which is exact for every byte
 /// (|-128| = 128 unsigned; the activations never hold -128).
+// BOUNDS-FN: x, lanes, acc and out are arrays of R and r < R; R <= 4 (checked
+// first) for the [u32; 4] `h` and PAIR_LANES ([[i32; 16]; 4]); `b` of the
+// last block is 34 bytes (`get`), so b[2..] is its 32 quants.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
 pub fn q8_0_rows<const R: usize>(x: [&[u8]; R], p: &Q8Pairs, ahead: usize) -> [f32; R] {
     if R > 4 || !x.iter().all(|r| p.fits(r)) {
@@ -212,6 +229,7 @@ fn q4_0_window(v: __m512i, p: &Q4Win, w: usize, idx: __m512i, acc: __m512) -> __
 /// `vpdpbusd`, the weights' scales moved to their blocks' lanes by one
 /// `vpermw` and converted together. The windows near the row's end are
 /// read with masked loads (nothing past the row).
+// BOUNDS-FN: x and acc are arrays of R, indexed by r < R.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
 pub fn q4_0_rows<const R: usize>(x: [&[u8]; R], p: &Q4Win, ahead: usize) -> [f32; R] {
     if !x.iter().all(|r| p.fits(r)) {

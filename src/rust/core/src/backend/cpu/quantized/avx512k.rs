@@ -14,6 +14,7 @@ use core::arch::x86_64::*;
 
 /// `pshufb` indices that spread scale `a` over the words of 128-bit lanes
 /// 0 and 1 and scale `b` over lanes 2 and 3 (high bytes zeroed).
+// BOUNDS-FN: i < 32, so 2 i < 64 inside the [u8; 64] `v`.
 const fn spread(a: u8, b: u8) -> [u8; 64] {
     let mut v = [0x80u8; 64];
     let mut i = 0;
@@ -33,6 +34,7 @@ const SPREAD: [[u8; 64]; 4] = [spread(0, 2), spread(1, 3), spread(4, 6), spread(
 /// are the low six bits of bytes 0..3 and 4..7; 4..7 take their low four
 /// bits from the nibbles of bytes 8..11 and their top two from the top two
 /// bits of bytes 0..3 (scales) and 4..7 (mins).
+// BOUNDS-FN: `s` is [u8; 12] and w takes i < 3: 4 i + 3 <= 11.
 #[inline(always)]
 pub fn k4_scales(s: &[u8; 12]) -> (u64, u64) {
     let w = |i: usize| u32::from_le_bytes([s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]]);
@@ -54,6 +56,7 @@ fn hsum128(v: __m128) -> f32 {
 /// block's activations `ys`, each sub-block's products times its scale
 /// (`s4`: the block's scales in every 128-bit lane, spread by `idx`), in
 /// 16 i32 lanes.
+// BOUNDS-FN: nib, ys and idx are arrays of 4, indexed by h < 4.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
 fn block_sum(xb: &[u8], ys: &[__m512i; 4], idx: &[__m512i; 4], s4: __m512i) -> __m512i {
@@ -78,6 +81,9 @@ fn block_sum(xb: &[u8], ys: &[__m512i; 4], idx: &[__m512i; 4], s4: __m512i) -> _
 }
 
 /// `R` Q4_K rows against the column `p`.
+// BOUNDS-FN: x, acc and accm are arrays of R, r < R; p.fits(x[r]) (checked
+// first) gives x[r].len() >= 144 p.blocks.len() and b < p.blocks.len(), so
+// x[r][144 b..144 b + 144] is in x[r]; xb is those 144 bytes (4..16, 0..4).
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
 pub fn q4_k_rows<const R: usize>(x: [&[u8]; R], p: &Q8KWin) -> [f32; R] {
     if !x.iter().all(|r| p.fits(r)) {
@@ -127,6 +133,9 @@ fn k4_scales4(h: __m512i) -> __m512i {
 
 /// Four Q4_K rows against the column `p`, their scales, mins and block
 /// scales unpacked and converted together (one register for the four).
+// BOUNDS-FN: x, xb, acc and mins are arrays of 4, indexed by r < 4 and the
+// literals 0..3; p.fits(r) (checked first) gives r.len() >= 144
+// p.blocks.len() and b < p.blocks.len(), so r[144 b..144 b + 144] is in r.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
 pub fn q4_k_rows4(x: [&[u8]; 4], p: &Q8KWin, ahead: usize) -> [f32; 4] {
     if !x.iter().all(|r| p.fits(r)) {

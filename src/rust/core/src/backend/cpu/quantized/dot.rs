@@ -59,6 +59,8 @@ fn blocks<'a, const X: usize, const Y: usize>(x: &'a [u8], y: &'a [u8], nb: usiz
 }
 
 /// sum w[j] * y[o + j] over 32 values.
+// BOUNDS-FN: `w` is an [i8; 32] and `y` a [u8; 32] (taken by `get` above),
+// j < 32.
 #[inline(always)]
 fn dot32(w: &[i8; 32], y: &[u8], o: usize) -> i32 {
     let y: &[u8; 32] = match y.get(o..o + 32).and_then(|s| s.try_into().ok()) {
@@ -73,6 +75,9 @@ fn dot32(w: &[i8; 32], y: &[u8], o: usize) -> i32 {
 }
 
 /// The 32 weights of a nibble block at `qs[o..o + 16]` (value j low, j + 16 high) minus `off`.
+// BOUNDS-FN: j < 16 indexes the [i8; 32] `w` at j and j + 16; the callers'
+// blocks hold 16 bytes from `o` (o + 16 <= X): q4_0 and iq4_nl 2 of
+// [u8; 18], q4_1 4 of [u8; 20].
 #[inline(always)]
 fn nibbles<const X: usize>(b: &[u8; X], o: usize, off: i8) -> [i8; 32] {
     let mut w = [0i8; 32];
@@ -84,6 +89,9 @@ fn nibbles<const X: usize>(b: &[u8; X], o: usize, off: i8) -> [i8; 32] {
 }
 
 /// Five-bit values of a Q5 block (`qh` at `h`, nibbles at `o`) minus `off`.
+// BOUNDS-FN: j < 16 indexes the [i8; 32] `w` at j and j + 16; the callers'
+// blocks hold qh at h..h + 4 and 16 bytes from `o` (o + 16 <= X): q5_0
+// h 2, o 6 of [u8; 22], q5_1 h 4, o 8 of [u8; 24].
 #[inline(always)]
 fn five_bits<const X: usize>(b: &[u8; X], h: usize, o: usize, off: i8) -> [i8; 32] {
     let qh = u32::from_le_bytes([b[h], b[h + 1], b[h + 2], b[h + 3]]);
@@ -96,6 +104,10 @@ fn five_bits<const X: usize>(b: &[u8; X], h: usize, o: usize, off: i8) -> [i8; 3
 }
 
 /// Table lookups of a nibble block (IQ4_NL, MXFP4 codes).
+// BOUNDS-FN: the table index is a nibble (< 16, `table` is [i8; 16]); j < 16
+// indexes the [i8; 32] `w` at j and j + 16; the callers' blocks hold 16
+// bytes from `o`: iq4_nl 2 of [u8; 18], mxfp4 1 of [u8; 17], iq4_xs
+// 8 + 16 ib (ib < 8: at most 120 + 16 = 136) of [u8; 136].
 #[inline(always)]
 fn looked_up<const X: usize>(b: &[u8; X], o: usize, table: &[i8; 16]) -> [i8; 32] {
     let mut w = [0i8; 32];
@@ -106,6 +118,7 @@ fn looked_up<const X: usize>(b: &[u8; X], o: usize, table: &[i8; 16]) -> [i8; 32
     w
 }
 
+// BOUNDS-FN: xb is [u8; 18], yb [u8; 34] (blocks::<18, 34>); literal indexes 0, 1.
 #[inline(always)]
 pub fn q4_0(x: &[u8], y: &[u8], nb: usize) -> f32 {
     let mut sum = 0f32;
@@ -116,6 +129,7 @@ pub fn q4_0(x: &[u8], y: &[u8], nb: usize) -> f32 {
     sum
 }
 
+// BOUNDS-FN: xb is [u8; 20], yb [u8; 36] (blocks::<20, 36>); literal indexes 0..4.
 #[inline(always)]
 pub fn q4_1(x: &[u8], y: &[u8], nb: usize) -> f32 {
     let mut sum = 0f32;
@@ -126,6 +140,7 @@ pub fn q4_1(x: &[u8], y: &[u8], nb: usize) -> f32 {
     sum
 }
 
+// BOUNDS-FN: xb is [u8; 22], yb [u8; 34] (blocks::<22, 34>); literal indexes 0, 1.
 #[inline(always)]
 pub fn q5_0(x: &[u8], y: &[u8], nb: usize) -> f32 {
     let mut sum = 0f32;
@@ -136,6 +151,7 @@ pub fn q5_0(x: &[u8], y: &[u8], nb: usize) -> f32 {
     sum
 }
 
+// BOUNDS-FN: xb is [u8; 24], yb [u8; 36] (blocks::<24, 36>); literal indexes 0..4.
 #[inline(always)]
 pub fn q5_1(x: &[u8], y: &[u8], nb: usize) -> f32 {
     let mut sum = 0f32;
@@ -146,6 +162,7 @@ pub fn q5_1(x: &[u8], y: &[u8], nb: usize) -> f32 {
     sum
 }
 
+// BOUNDS-FN: xb and yb are [u8; 34] (blocks::<34, 34>): j < 32 so 2 + j < 34.
 #[inline(always)]
 pub fn q8_0(x: &[u8], y: &[u8], nb: usize) -> f32 {
     let mut sum = 0f32;
@@ -162,6 +179,7 @@ pub fn q8_0(x: &[u8], y: &[u8], nb: usize) -> f32 {
 const IQ4: [i8; 16] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
 const FP4: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
 
+// BOUNDS-FN: xb is [u8; 18], yb [u8; 34] (blocks::<18, 34>); literal indexes 0, 1.
 #[inline(always)]
 pub fn iq4_nl(x: &[u8], y: &[u8], nb: usize) -> f32 {
     let mut sum = 0f32;
@@ -172,6 +190,7 @@ pub fn iq4_nl(x: &[u8], y: &[u8], nb: usize) -> f32 {
     sum
 }
 
+// BOUNDS-FN: xb is [u8; 17], yb [u8; 34] (blocks::<17, 34>); literal indexes 0, 1.
 #[inline(always)]
 pub fn mxfp4(x: &[u8], y: &[u8], nb: usize) -> f32 {
     let mut sum = 0f32;
@@ -185,6 +204,8 @@ pub fn mxfp4(x: &[u8], y: &[u8], nb: usize) -> f32 {
 }
 
 /// The f32 scale and the 16 sums of 16 of a Q8_K block (quants at 4..260).
+// BOUNDS-FN: yb is [u8; 292]: bytes 0..4, and j < 16 (the [i32; 16]) so
+// 261 + 2 j <= 291.
 #[inline(always)]
 fn q8k(yb: &[u8; 292]) -> (f32, [i32; 16]) {
     let d = f32::from_le_bytes([yb[0], yb[1], yb[2], yb[3]]);
@@ -193,6 +214,8 @@ fn q8k(yb: &[u8; 292]) -> (f32, [i32; 16]) {
 
 /// sum w[j] * y[4 + j] over 256 values in groups of `G`, each group's sum
 /// times its scale.
+// BOUNDS-FN: g < QK_K / G and j < G, so G g + j < QK_K = 256: inside the
+// [i8; QK_K] `w`, and 4 + G g + j < 260 inside the [u8; 292] `yb`.
 #[inline(always)]
 fn scaled_dot<const G: usize>(w: &[i8; QK_K], yb: &[u8; 292], scale: impl Fn(usize) -> i32) -> i32 {
     let mut total = 0i32;
@@ -206,6 +229,10 @@ fn scaled_dot<const G: usize>(w: &[i8; QK_K], yb: &[u8; 292], scale: impl Fn(usi
     total
 }
 
+// BOUNDS-FN: xb is [u8; 84], yb [u8; 292] (blocks::<84, 292>); `bs` is [i32; 16]
+// and j < 16; n < 2, s < 4, l < 32, so 128 n + 32 s + l < 256 = QK_K (`w`) and
+// 16 + 32 n + l < 80; the scale closure gets g < QK_K / 16 = 16 from
+// scaled_dot::<16>; 80..84 are literals.
 #[inline(always)]
 pub fn q2_k(x: &[u8], y: &[u8], nb: usize) -> f32 {
     let mut sum = 0f32;
@@ -229,6 +256,10 @@ pub fn q2_k(x: &[u8], y: &[u8], nb: usize) -> f32 {
     sum
 }
 
+// BOUNDS-FN: xb is [u8; 110], yb [u8; 292] (blocks::<110, 292>); n < 2, k < 4,
+// l < 32: xb[l] < 32, 32 + 32 n + l < 96, 128 n + 32 k + l < 256 = QK_K (`w`);
+// s = xb[96..108] is 12 bytes, the closure gets j < 16 from scaled_dot::<16>:
+// j < 8 or j - 8 < 8, and 8 + j % 4 < 12; 108, 109 are literals.
 #[inline(always)]
 pub fn q3_k(x: &[u8], y: &[u8], nb: usize) -> f32 {
     let mut sum = 0f32;
@@ -256,6 +287,8 @@ pub fn q3_k(x: &[u8], y: &[u8], nb: usize) -> f32 {
 }
 
 /// The eight (scale, min) pairs of a Q4_K / Q5_K block.
+// BOUNDS-FN: the callers' blocks are [u8; 144] (Q4_K) and [u8; 176] (Q5_K);
+// j < 8 (the [i32; 8] arrays), so s(i) reads 4 + i with i <= j + 4 < 12, below 16.
 #[inline(always)]
 fn scales_k4<const X: usize>(b: &[u8; X]) -> ([i32; 8], [i32; 8]) {
     let s = |i: usize| b[4 + i];
@@ -264,6 +297,9 @@ fn scales_k4<const X: usize>(b: &[u8; X]) -> ([i32; 8], [i32; 8]) {
     (sc, m)
 }
 
+// BOUNDS-FN: xb is [u8; 144] or [u8; 176] (q4_k, q5_k); sc, m are [i32; 8] and
+// the closure gets j < QK_K / 32 = 8 from scaled_dot::<32>; bs is [i32; 16]
+// and 2 j + 1 < 16; xb literals 0..4.
 #[inline(always)]
 fn k4_sum<const X: usize>(xb: &[u8; X], w: &[i8; QK_K], yb: &[u8; 292]) -> f32 {
     let (dy, bs) = q8k(yb);
@@ -276,6 +312,8 @@ fn k4_sum<const X: usize>(xb: &[u8; X], w: &[i8; QK_K], yb: &[u8; 292]) -> f32 {
     dy * h2f(xb[0], xb[1]) * sumi as f32 - dy * h2f(xb[2], xb[3]) * mins as f32
 }
 
+// BOUNDS-FN: xb is [u8; 144] (blocks::<144, 292>): g < 4, l < 32, so
+// 16 + 32 g + l < 144 and 64 g + 32 + l < 256 = QK_K (`w`).
 #[inline(always)]
 pub fn q4_k(x: &[u8], y: &[u8], nb: usize) -> f32 {
     let mut sum = 0f32;
@@ -293,6 +331,8 @@ pub fn q4_k(x: &[u8], y: &[u8], nb: usize) -> f32 {
     sum
 }
 
+// BOUNDS-FN: xb is [u8; 176] (blocks::<176, 292>): g < 4, l < 32, so
+// 48 + 32 g + l < 176, 16 + l < 48 and 64 g + 32 + l < 256 = QK_K (`w`).
 #[inline(always)]
 pub fn q5_k(x: &[u8], y: &[u8], nb: usize) -> f32 {
     let mut sum = 0f32;
@@ -310,6 +350,10 @@ pub fn q5_k(x: &[u8], y: &[u8], nb: usize) -> f32 {
     sum
 }
 
+// BOUNDS-FN: xb is [u8; 210] (blocks::<210, 292>): n < 2, l < 32, so
+// 64 n + 32 + l < 128, 128 + 32 n + l < 192; o = 128 n + l < 160, o + 96 < 256
+// = QK_K (`w`); the scale closure gets j < 16 (scaled_dot::<16>): 192 + j < 208;
+// 208, 209 are literals.
 #[inline(always)]
 pub fn q6_k(x: &[u8], y: &[u8], nb: usize) -> f32 {
     let mut sum = 0f32;
@@ -332,6 +376,8 @@ pub fn q6_k(x: &[u8], y: &[u8], nb: usize) -> f32 {
     sum
 }
 
+// BOUNDS-FN: xb is [u8; 136] (blocks::<136, 292>): ib < 8, so
+// 32 ib + 32 <= 256 = QK_K (`w`) and 4 + ib / 2 < 8; literals 0..4.
 #[inline(always)]
 pub fn iq4_xs(x: &[u8], y: &[u8], nb: usize) -> f32 {
     let mut sum = 0f32;
@@ -352,6 +398,8 @@ pub fn iq4_xs(x: &[u8], y: &[u8], nb: usize) -> f32 {
 
 /// f32 dot product in eight lanes (the same on every CPU for given inputs
 /// only up to the order of the sums, as any vectorised dot product).
+// BOUNDS-FN: x and y are chunks_exact(8) pieces (8 values each) and `acc` an
+// [f32; 8]; l < 8.
 #[inline(always)]
 pub fn f32_dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0f32; 8];

@@ -25,6 +25,7 @@ const GEMM_COLUMNS: usize = 32;
 const MIN_ROWS: usize = 16;
 
 /// Bytes of one row of `a`, checking that its blocks follow each other.
+// BOUNDS-FN: `nb` and `ne` are Dims ([usize; 5]) indexed by the literal 0.
 pub fn row_bytes(q: QType, a: &DataRef) -> crate::Result<usize> {
     ensure!(
         a.layout.nb[0] == q.type_size(),
@@ -35,6 +36,14 @@ pub fn row_bytes(q: QType, a: &DataRef) -> crate::Result<usize> {
     q.row_size(a.layout.ne[0])
 }
 
+// BOUNDS-FN: `ne` and `nb` are Dims and b.ne a [usize; 4], indexed by literals
+// below 4. `compute` read `bytes` through access::host, which checked that a's
+// span lies in them, so each row that for_each_row numbers (r below a's
+// nelements / k, the rows of `w`) spans o..o + rs inside them. The MulMat rule
+// (op/shape.rs) gave a.ne[0] == b.ne[0] = k and out [m, n, b.ne[2], b.ne[3]];
+// b is gathered contiguous (k n b.ne[2] b.ne[3] values) and `acts` holds
+// b.d.len() / k rows of act_row bytes, so column col0 + j (j < n, col0 = n (i2 +
+// b.ne[2] i3)) and the m n results of (i2, i3) lie in b.d, acts and out.
 pub fn mul_mat(q: QType, a: &DataRef, bytes: &[u8], b: &Src<'_>, out: &mut [f32], pool: &CpuPool) -> crate::Result<()> {
     let rs = row_bytes(q, a)?;
     let l = &a.layout;
@@ -61,7 +70,9 @@ pub fn mul_mat(q: QType, a: &DataRef, bytes: &[u8], b: &Src<'_>, out: &mut [f32]
     for i3 in 0..b.ne[3] {
         for i2 in 0..b.ne[2] {
             let base = a.offset + (i2 / r2) * l.nb[2] + (i3 / r3) * l.nb[3];
-            let w = QuantRows { q, data: &bytes[base..], stride: l.nb[1], k };
+            // Past the bytes only when a has no elements (its span is 0):
+            // no rows then, or rows of 0 bytes that `dot_rows_col` finds missing.
+            let w = QuantRows { q, data: bytes.get(base..).unwrap_or_default(), stride: l.nb[1], k };
             let col0 = (i2 + b.ne[2] * i3) * n;
             let act = |j: usize| match p {
                 Partner::F32 => ColumnActs::F(&b.d[(col0 + j) * k..(col0 + j + 1) * k]),
@@ -75,11 +86,14 @@ pub fn mul_mat(q: QType, a: &DataRef, bytes: &[u8], b: &Src<'_>, out: &mut [f32]
 }
 
 /// c[j * m + i] = row i of `w` . column j, rows split across the pool.
+// BOUNDS-FN: c holds the m n results (mul_mat's slice); band(r0, r1) has
+// r0 <= r1 <= m and res holds (r1 - r0) n values, j < n; each band's
+// len = r1 - r0 rows land at j m + r0 .. j m + r0 + len <= (j + 1) m.
 fn product<'a>(w: QuantRows<'_>, m: usize, n: usize, act: &(impl Fn(usize) -> ColumnActs<'a> + Sync), c: &mut [f32], pool: &CpuPool) {
     let band = |r0: usize, r1: usize| -> Vec<f32> {
         let mut scratch = Vec::new();
         let mut res = vec![0f32; (r1 - r0) * n];
-        let rows = QuantRows { data: &w.data[r0 * w.stride..], ..w };
+        let rows = QuantRows { data: w.data.get(r0 * w.stride..).unwrap_or_default(), ..w };
         for j in 0..n {
             dot_rows(QuantRows { ..rows }, act(j), &mut res[j * (r1 - r0)..(j + 1) * (r1 - r0)], &mut scratch);
         }
@@ -89,7 +103,7 @@ fn product<'a>(w: QuantRows<'_>, m: usize, n: usize, act: &(impl Fn(usize) -> Co
         // Matrix-vector work: rows split evenly, each thread streaming its own.
         let col = Column::new(w.q, w.k, act(0));
         split_rows(pool, c, w.stride, |r0, o| {
-            let rows = QuantRows { data: &w.data[r0 * w.stride..], ..w };
+            let rows = QuantRows { data: w.data.get(r0 * w.stride..).unwrap_or_default(), ..w };
             dot_rows_col(rows, &col, o, &mut Vec::new());
         });
         return;

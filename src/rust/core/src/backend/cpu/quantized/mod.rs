@@ -38,16 +38,18 @@ pub fn run(node: &Node, pool: &CpuPool) -> Option<crate::Result<()>> {
 
 fn compute(node: &Node, q: QType, pool: &CpuPool) -> crate::Result<()> {
     let dst = &node.dst;
+    let (Some(a), Some(b)) = (node.srcs.first(), node.srcs.get(1)) else {
+        anyhow::bail!("internal: {} takes two sources, the node has {}", node.op.name(), node.srcs.len());
+    };
     let out = {
         let locks = BufferLocks::read(node.srcs.iter().map(|s| s.buf.as_ref()))?;
-        let a = &node.srcs[0];
         let bytes = access::host(locks.mem(&a.buf)?, a)?;
-        let bm = locks.mem(&node.srcs[1].buf)?;
+        let bm = locks.mem(&b.buf)?;
         let mut out = access::alloc_f32(dst.layout.nelements())?;
         match node.op {
-            Op::MulMat => matmul::mul_mat(q, a, bytes, &access::gather(bm, &node.srcs[1])?, &mut out, pool)?,
+            Op::MulMat => matmul::mul_mat(q, a, bytes, &access::gather(bm, b)?, &mut out, pool)?,
             // Row indices in f64, where every i32 is exact.
-            _ => get_rows(q, a, bytes, &access::gather::<f64>(bm, &node.srcs[1])?, &mut out, dst.layout.ne4())?,
+            _ => get_rows(q, a, bytes, &access::gather::<f64>(bm, b)?, &mut out, dst.layout.ne4())?,
         }
         out
     };
@@ -56,6 +58,12 @@ fn compute(node: &Node, q: QType, pool: &CpuPool) -> crate::Result<()> {
 }
 
 /// Rows of quantized `a` picked by `idx`, dequantized.
+// BOUNDS-FN: `ne` is a [usize; 4] and a's ne, nb Dims, indexed by literals. The
+// GetRows rule (op/shape.rs) made out [n0, ne[1], a.ne[2], a.ne[3]] (`out`
+// holds its elements): `for_each_pick` checks r < a.ne[1] and walks
+// i11 < a.ne[2], i12 < a.ne[3], d = n0 (i10 + ...) so d + n0 <= out.len();
+// `compute` read `bytes` through access::host, which checked a's span lies in
+// them, so the row at o spans o..o + rs (rs = row_bytes) inside them.
 fn get_rows(q: QType, a: &DataRef, bytes: &[u8], idx: &Src<'_, f64>, out: &mut [f32], ne: [usize; 4]) -> crate::Result<()> {
     let rs = row_bytes(q, a)?;
     let (l, n0) = (&a.layout, a.layout.ne[0]);

@@ -25,6 +25,8 @@ pub struct Q8Prep {
 
 impl Q8Prep {
     /// The first `nb` blocks of `y` (Q8_0), or None when `y` holds fewer.
+    // BOUNDS-FN: `y` is cut to nb blocks, so b < nb <= padded = d.len() = c.len();
+    // blk is a chunks_exact piece of 34 bytes (0, 1, 2..).
     pub fn new(y: &[u8], nb: usize) -> Option<Q8Prep> {
         let y = y.get(..nb * Q8_0_BYTES)?;
         let padded = nb.div_ceil(8) * 8;
@@ -47,6 +49,9 @@ impl Q8Prep {
 
     /// The Q4_0 row `x` (18-byte blocks) against blocks `from..nb`, one
     /// block at a time (the kernels' tail).
+    // BOUNDS-FN: the caller, avx2::q4_0, checked `self.fits(x)`: x.len() >= 18 nb,
+    // qs.len() >= 32 nb, d.len() >= nb and c.len() == d.len(); b < nb, and j < 16
+    // so 2 + j < 18 (xb) and j + 16 < 32 (y).
     pub fn q4_0_tail(&self, x: &[u8], from: usize) -> f32 {
         let mut s = 0f32;
         for b in from..self.nb {
@@ -91,6 +96,10 @@ pub const WIN_LANES: [usize; 4] = [0, 5, 9, 14];
 
 impl Q4Win {
     /// The first `nb` blocks of `y` (Q8_0), or None when `y` holds fewer.
+    // BOUNDS-FN: `y` is cut to nb blocks, so b < nb and w = b / 3 < nb.div_ceil(3),
+    // the length of lo, hi, d and c; j = b % 3 < 3: 18 j + 2 + t < 54 with t < 16
+    // (of 64), WIN_LANES ([usize; 4]) at j + 1 <= 3, its values <= 14 (of 16); blk is
+    // a chunks_exact piece of 34 bytes and q takes t < 32: 2 + t < 34.
     pub fn new(y: &[u8], nb: usize) -> Option<Q4Win> {
         let y = y.get(..nb * Q8_0_BYTES)?;
         let wins = nb.div_ceil(3);
@@ -140,6 +149,9 @@ pub struct Q8KWin {
 
 impl Q8KWin {
     /// The first `nb` blocks of `y` (Q8_K), or None when `y` holds fewer.
+    // BOUNDS-FN: b is a chunks_exact piece of 292 bytes and q reads 4 + v with
+    // v < 256: t < 64 (the arrays of 64), so s[t / 32] reads [usize; 2] below 2 and
+    // v = 32 s + t % 32 with s <= 7; msum's j < 8 and t < 32; 0..4 literals.
     pub fn new(y: &[u8], nb: usize) -> Option<Q8KWin> {
         let y = y.get(..nb * Q8_K_BYTES)?;
         let blocks = y
@@ -177,6 +189,9 @@ pub struct Q8Pairs {
 
 impl Q8Pairs {
     /// The first `nb` blocks of `y` (Q8_0), or None when `y` holds fewer.
+    // BOUNDS-FN: each `blk` is 34 bytes: the halves of a 68-byte chunks_exact piece,
+    // or the remainder checked to be 34 long; t < 32 reads 2 + t < 34; q0 and q1 are
+    // [i8; 32], read at t < 32 and t - 32 for 32 <= t < 64.
     pub fn new(y: &[u8], nb: usize) -> Option<Q8Pairs> {
         let y = y.get(..nb * Q8_0_BYTES)?;
         let block = |blk: &[u8]| -> (f32, [i8; 32]) {

@@ -1,6 +1,8 @@
 # Convolution and max pooling of Keras-style layers. A convolution is the
-# engine's own (the autograd op "conv2d": im2col and one product, its input
-# gradient a transposed convolution; see src/rust/core/src/autograd/conv.rs),
+# engine's own (the autograd op "conv2d": on the CPU backend a direct
+# convolution of the channels-first values, elsewhere im2col and one
+# product, its input gradient a transposed convolution; see
+# src/rust/core/src/autograd/conv_rules.rs),
 # on the layers' channels-first layout. Where "same" padding would need more
 # zeros after than before (an even kernel), the layers build the patches
 # from autograd ops instead:

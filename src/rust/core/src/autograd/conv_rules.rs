@@ -1,6 +1,12 @@
-//! The forward and backward rules of the 2-D convolution ([`Conv2d`]) over
-//! the engine's own convolution pieces: `im2col` and a product (fused with
-//! the bias and the activation where the backend has it).
+//! The forward and backward rules of the 2-D convolution ([`Conv2d`]).
+//!
+//! Where the backend has the direct convolution (`Op::ConvCl`, the CPU) the
+//! forward, the kernel's gradient and (stride 1) the input's gradient read
+//! the channels-first values in place: no patches are made or saved; the
+//! input gradient is the same convolution with its taps walked backwards
+//! over the output's gradient and the kernel's channels swapped. Elsewhere
+//! the engine's convolution pieces, `im2col` and a product (fused with the
+//! bias and the activation where the backend has it):
 //!
 //! - Forward: the input `[C, W, H, N]` (channels first) is permuted to the
 //!   engine's `[W, H, C, N]`, unfolded by `im2col` into patches
@@ -22,6 +28,7 @@ use super::nodes::{act_grad, cast, contig, linear, row_sums};
 use super::op::AgActivation;
 use super::value::EngineVal;
 use crate::base::dtype::DType;
+use crate::op::conv_cl::{ClGeom, ConvCl};
 use crate::op::Op as G;
 use crate::tensor::Context;
 use crate::tensor::Tensor as ETensor;
@@ -74,13 +81,28 @@ fn im2col_back(g: &Conv2d) -> G {
     }
 }
 
-/// The forward: the output `[filters, OW OH N]` and the saved patches.
+/// The geometry of the direct convolution for `g`.
+// BOUNDS-FN: none: arrays are passed whole.
+fn geom(g: &Conv2d) -> Result<ClGeom> {
+    ClGeom::conv(g.stride, g.pad, g.dil, [g.kw, g.kh], g.w, g.h)
+}
+
+/// The forward: the output `[filters, OW OH N]` and the saved patches
+/// (none where the backend convolves directly).
 pub fn forward(b: &GraphBuilder, c: &Context, g: &Conv2d, a: AgActivation, xs: &[EngineVal]) -> Result<(T, Vec<(T, usize, usize)>)> {
     let [k, x, bias] = xs else { bail!("{NAME}: expected 3 inputs (kernel, x, bias), got {}", xs.len()) };
     let f = k.rows;
     let n = x.len() / g.sample();
     let (ow, oh) = g.out_size()?;
     let (k, x, bias) = (cast(b, c, &k.t)?, cast(b, c, &x.t)?, cast(b, c, &bias.t)?);
+    let direct = G::ConvCl(ConvCl::Forward { g: geom(g)?, act: a.unary() });
+    if b.supports(&direct) {
+        // Read straight from the channels-first input: no patches to save.
+        let x4 = c.reshape(&contig(c, &x)?, &[g.c, g.w, g.h, n])?;
+        let k4 = c.reshape(&contig(c, &k)?, &[f, g.c, g.kw, g.kh])?;
+        let out = c.op(direct, &[k4, x4, bias])?;
+        return Ok((c.reshape(&out, &[f, ow * oh * n])?, Vec::new()));
+    }
     let img = permuted(c, &x, [g.c, g.w, g.h, n], [2, 0, 1, 3])?;
     // kernel [F, C, KW, KH] -> [KW, KH, C, F]
     let kp = permuted(c, &k, [f, g.c, g.kw, g.kh], [3, 2, 0, 1])?;
@@ -115,6 +137,15 @@ pub fn backward(
     let gz = if a == AgActivation::None { gt.clone() } else { act_grad(b, c, a, gt, &out.t)? };
     let mut res = vec![None, None, None];
     if need[0] {
+        if saved.is_empty() {
+            // The forward read the input directly: so does the gradient.
+            let x4 = c.reshape(&contig(c, &cast(b, c, &x.t)?)?, &[g.c, g.w, g.h, n])?;
+            let gz4 = c.reshape(&contig(c, &gz)?, &[f, ow, oh, n])?;
+            let dk = c.op(G::ConvCl(ConvCl::Weights(geom(g)?)), &[gz4, x4])?;
+            res[0] = Some(c.reshape(&dk, &[f, g.patch()])?);
+        }
+    }
+    if need[0] && res[0].is_none() {
         // [F, KW KH C] in the patches' order -> the kernel's [F, C KW KH].
         let Some(cols) = saved.first() else { bail!("internal: {NAME} backward without the saved patches") };
         let dk = c.op(G::OutProd, &[gz.clone(), cols.t.clone()])?;
@@ -142,6 +173,19 @@ fn input_grad(
     (f, ow, oh, n): (usize, usize, usize, usize),
     (rows, cols): (usize, usize),
 ) -> Result<T> {
+    if g.stride == [1, 1] {
+        let geo = ClGeom::input_grad(&geom(g)?, g.w, g.h)?;
+        let direct = G::ConvCl(ConvCl::Forward { g: geo, act: None });
+        if b.supports(&direct) {
+            // The taps walked backwards over the output's gradient, with the
+            // kernel's channels swapped: [F, C, KW, KH] -> [C, F, KW, KH].
+            let k = cast(b, c, &kernel.t)?;
+            let kt = permuted(c, &k, [f, g.c, g.kw, g.kh], [1, 0, 2, 3])?;
+            let gz4 = c.reshape(&contig(c, gz)?, &[f, ow, oh, n])?;
+            let dx = c.op(direct, &[kt, gz4])?;
+            return c.reshape(&dx, &[rows, cols]);
+        }
+    }
     let back = im2col_back(g);
     if b.supports(&back) {
         let k = cast(b, c, &kernel.t)?;

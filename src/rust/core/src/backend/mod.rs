@@ -237,6 +237,7 @@ impl Backend {
                             | Op::MaxPool(_)
                             | Op::Recurrent(_)
                             | Op::ConvAct { .. }
+                            | Op::ConvCl(_)
                     )
             }
         }

@@ -70,10 +70,24 @@ pub trait Float:
     /// `self` limited to `[lo, hi]` (NaN stays NaN).
     fn clamp(self, lo: Self, hi: Self) -> Self;
     fn is_nan(self) -> bool;
+    /// `self * a + b` rounded once: one instruction where the caller is
+    /// compiled with FMA, a library call elsewhere.
+    fn mul_add(self, a: Self, b: Self) -> Self;
+    /// The values as f32 when `Self` is f32 (for kernels written with f32
+    /// vector instructions), else None.
+    fn as_f32(s: &[Self]) -> Option<&[f32]>;
+}
+
+fn some_f32(s: &[f32]) -> Option<&[f32]> {
+    Some(s)
+}
+
+fn no_f32<T>(_: &[T]) -> Option<&[f32]> {
+    None
 }
 
 macro_rules! float_impl {
-    ($t:ty, $dt:expr, $f16:path, $bf16:path, $erf:path, $exp:path, $tanh:path) => {
+    ($t:ty, $dt:expr, $f16:path, $bf16:path, $erf:path, $exp:path, $tanh:path, $as32:path) => {
         impl Float for $t {
             const DTYPE: DType = $dt;
             const ZERO: Self = 0.0;
@@ -170,6 +184,14 @@ macro_rules! float_impl {
                 <$t>::max(self, o)
             }
             #[inline(always)]
+            fn mul_add(self, a: Self, b: Self) -> Self {
+                <$t>::mul_add(self, a, b)
+            }
+            #[inline(always)]
+            fn as_f32(s: &[Self]) -> Option<&[f32]> {
+                $as32(s)
+            }
+            #[inline(always)]
             fn min(self, o: Self) -> Self {
                 <$t>::min(self, o)
             }
@@ -185,8 +207,8 @@ macro_rules! float_impl {
     };
 }
 
-float_impl!(f32, DType::F32, f16::from_f32, bf16::from_f32, libm::erff, vmath::exp, vmath::tanh);
-float_impl!(f64, DType::F64, f16::from_f64, bf16::from_f64, libm::erf, f64::exp, f64::tanh);
+float_impl!(f32, DType::F32, f16::from_f32, bf16::from_f32, libm::erff, vmath::exp, vmath::tanh, some_f32);
+float_impl!(f64, DType::F64, f16::from_f64, bf16::from_f64, libm::erf, f64::exp, f64::tanh, no_f32);
 
 #[cfg(test)]
 mod tests {

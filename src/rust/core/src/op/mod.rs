@@ -14,6 +14,7 @@ mod five;
 pub mod attn;
 pub mod conv;
 pub mod conv_act;
+pub mod conv_cl;
 pub mod glu;
 pub mod index;
 pub mod max_pool;
@@ -308,6 +309,10 @@ pub enum Op {
     /// channels and an activation, in one node ([`conv_act`]). Computed by
     /// the CPU backend only.
     ConvAct { conv: conv::Conv, act: Option<UnaryOp> },
+    /// A 2-D convolution read straight from the channels-innermost layout,
+    /// and its kernel's gradient ([`conv_cl`]). Computed by the CPU backend
+    /// only.
+    ConvCl(conv_cl::ConvCl<UnaryOp>),
 }
 
 impl Op {
@@ -379,6 +384,7 @@ impl Op {
             Op::MulMatId => "MUL_MAT_ID",
             Op::Recurrent(r) => r.name(),
             Op::ConvAct { .. } => "CONV_ACT",
+            Op::ConvCl(c) => c.name(),
         }
     }
 

@@ -36,6 +36,7 @@ pub fn arity(op: &Op) -> (usize, usize) {
         Op::MaxPool(m) => m.arity(),
         Op::Recurrent(r) => r.arity(),
         Op::ConvAct { .. } => (2, 3),
+        Op::ConvCl(c) => c.arity(),
         _ => (1, 1),
     }
 }
@@ -80,6 +81,7 @@ pub(super) fn infer4(op: &Op, s: &[Layout]) -> crate::Result<Out> {
         Op::MaxPool(m) => m.infer(s)?,
         Op::Recurrent(r) => r.infer(s)?,
         Op::ConvAct { conv, .. } => super::conv_act::infer(conv, s)?,
+        Op::ConvCl(c) => c.infer(s)?,
         Op::MulMatId => mul_mat_id(s)?,
         Op::None => bail!("a leaf tensor has no sources"),
         Op::Reshape | Op::View | Op::Transpose | Op::Permute { .. } | Op::Cpy => {

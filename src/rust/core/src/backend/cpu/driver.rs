@@ -274,6 +274,7 @@ pub(super) fn kernel<T: GemmFloat>(op: &Op, s: &[Src<'_, T>], out: &mut [T], ne:
         Op::MaxPool(m) => pool_argmax::run(m, s, out, pool),
         Op::Recurrent(r) => super::lstm::run(r, s, out, pool)?,
         Op::ConvAct { conv, act } => super::conv_act::run(conv, *act, s, out, ne, pool)?,
+        Op::ConvCl(c) => super::conv_cl::run(c, s, out, ne, pool)?,
         Op::MulMatId => mul_mat_id::mul_mat_id(&s[0], &s[1], &s[2], out, ne, pool)?,
     }
     Ok(())

@@ -8,6 +8,8 @@ mod attn;
 mod col2im;
 mod conv;
 mod conv_act;
+mod conv_cl;
+mod conv_cl_x86;
 mod conv_direct;
 mod conv_gemm;
 pub mod dgemm;
@@ -46,6 +48,8 @@ mod tests_nn;
 mod tests_place;
 #[cfg(test)]
 mod tests_window;
+#[cfg(test)]
+mod tests_conv_cl;
 
 use super::Node;
 pub use par::{default_threads, CpuPool};

@@ -23,7 +23,7 @@ fn src(d: Vec<f64>, ne: [usize; 4]) -> Src<'static, f64> {
 }
 
 /// Deterministic values in [-1, 1).
-fn vals(n: usize, seed: u64) -> Vec<f64> {
+pub(super) fn vals(n: usize, seed: u64) -> Vec<f64> {
     let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {

@@ -27,13 +27,18 @@ pub struct Samples {
 /// per feature read, and the block's columns stay in the L2 cache.
 const BLOCK: usize = 64;
 
+/// Features per pass over a block's samples: 16 f32, one cache line of
+/// each sample's column.
+const FEATURES: usize = 16;
+
 impl Samples {
     /// The `n` samples of `src` (R's array `[n, dims...]`, column-major).
     // BOUNDS-FN: `idx` has k = dims.len() entries and a < k; idx[a] stays
     // below dims[a] (reset to 0 on reaching it), so each o < rows and
     // offs[f] = o n <= (rows - 1) n. src.len() = data.len() = rows n
     // (checked); block `blk` holds b = dst.len() / rows whole samples
-    // i0..i0 + b <= n, so o + i0 + j < rows n and j rows + f < dst.len().
+    // i0..i0 + b <= n, so o + i0 + j < rows n and j rows + f < dst.len()
+    // for every feature f = f0 + (its place in `fo`) < rows.
     pub fn from_array(src: &[f64], n: usize, dims: &[usize]) -> Result<Samples> {
         ensure!(n > 0 && !dims.is_empty(), "the data needs at least one sample and one dimension");
         let rows = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
@@ -72,11 +77,17 @@ impl Samples {
             let i0 = blk * BLOCK;
             let b = dst.len() / rows;
             let mut nan = false;
-            for (f, &o) in offs.iter().enumerate() {
-                let from = &src[o + i0..o + i0 + b];
-                for (j, &v) in from.iter().enumerate() {
-                    nan |= v.is_nan();
-                    dst[j * rows + f] = v as f32;
+            // FEATURES features at a time: each sample's run of them is one
+            // cache line written whole, read from as many streams.
+            for (t, fo) in offs.chunks(FEATURES).enumerate() {
+                let f0 = t * FEATURES;
+                for j in 0..b {
+                    let at = j * rows + f0;
+                    for (d, &o) in dst[at..at + fo.len()].iter_mut().zip(fo) {
+                        let v = src[o + i0 + j];
+                        nan |= v.is_nan();
+                        *d = v as f32;
+                    }
                 }
             }
             if nan {

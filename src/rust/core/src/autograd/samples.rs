@@ -14,6 +14,7 @@ use crate::base::dtype::DType;
 use crate::memory::{ledger, BufferTag};
 use crate::residency::{self, Scope};
 use anyhow::{bail, ensure, Result};
+use rayon::prelude::*;
 
 /// Samples converted once: `cols` columns of `rows` f32 values.
 #[derive(Debug)]
@@ -30,6 +31,9 @@ const BLOCK: usize = 64;
 /// Features per pass over a block's samples: 16 f32, one cache line of
 /// each sample's column.
 const FEATURES: usize = 16;
+
+/// Values from which the blocks are converted on the thread pool.
+const PAR_VALUES: usize = 1 << 18;
 
 impl Samples {
     /// The `n` samples of `src` (R's array `[n, dims...]`, column-major).
@@ -73,7 +77,7 @@ impl Samples {
         }
         let bytes = src.len() * 4;
         let mut data = crate::base::alloc::try_vec(src.len(), 0f32, "the training data in f32")?;
-        for (blk, dst) in data.chunks_mut(BLOCK * rows).enumerate() {
+        let fill = |(blk, dst): (usize, &mut [f32])| -> Result<()> {
             let i0 = blk * BLOCK;
             let b = dst.len() / rows;
             let mut nan = false;
@@ -94,6 +98,13 @@ impl Samples {
                 let j = (0..b).find(|&j| offs.iter().any(|&o| src[o + i0 + j].is_nan())).unwrap_or(0);
                 bail!("sample {} holds a missing value", i0 + j + 1);
             }
+            Ok(())
+        };
+        // The loads wait on memory: two cores keep twice as many in flight.
+        if src.len() >= PAR_VALUES {
+            data.par_chunks_mut(BLOCK * rows).enumerate().try_for_each(fill)?;
+        } else {
+            data.chunks_mut(BLOCK * rows).enumerate().try_for_each(fill)?;
         }
         ledger::after_alloc(bytes, BufferTag::Cpu);
         Ok(Samples { rows, cols: n, data })

@@ -28,6 +28,7 @@ pub fn run<T: Float>(c: &ConvCl<UnaryOp>, s: &[Src<'_, T>], out: &mut [T], ne: [
             let bias = s.get(2).map(|b| &b.d[..]);
             ensure!(ne == [geo.oc, geo.ow, geo.oh, geo.n] && out.len() == ne.iter().product::<usize>(), "internal: conv_cl result {ne:?} for {g:?}");
             geo.holds(x, "x")?;
+            geo.holds_n(k, geo.oc * geo.ic * geo.kw * geo.kh, "the kernel")?;
             forward(&geo, &k.d, &x.d, bias, act, out, pool);
         }
         ConvCl::Weights(g) => {
@@ -35,6 +36,7 @@ pub fn run<T: Float>(c: &ConvCl<UnaryOp>, s: &[Src<'_, T>], out: &mut [T], ne: [
             let geo = Geo::new(&g, x.ne, gz.ne[0]);
             ensure!(ne == [geo.oc, geo.ic, geo.kw, geo.kh] && out.len() == ne.iter().product::<usize>(), "internal: conv_cl_weights result {ne:?} for {g:?}");
             geo.holds(x, "x")?;
+            geo.holds_n(gz, geo.oc * geo.ow * geo.oh * geo.n, "the gradient")?;
             weights(&geo, &gz.d, &x.d, out, pool)?;
         }
     }
@@ -80,6 +82,13 @@ impl Geo {
     fn holds<T: Float>(&self, x: &Src<'_, T>, what: &str) -> crate::Result<()> {
         let need = self.ic.checked_mul(self.w).and_then(|v| v.checked_mul(self.h)).and_then(|v| v.checked_mul(self.n));
         ensure!(need.is_some_and(|v| v <= x.d.len()), "internal: conv_cl: {what} holds {} values, not {:?}", x.d.len(), need);
+        Ok(())
+    }
+
+    /// Whether source `s` holds at least `need` values (the kernel or the
+    /// output's gradient, which the vector blocks also read unchecked).
+    fn holds_n<T: Float>(&self, s: &Src<'_, T>, need: usize, what: &str) -> crate::Result<()> {
+        ensure!(need <= s.d.len(), "internal: conv_cl: {what} holds {} values, not {need}", s.d.len());
         Ok(())
     }
 

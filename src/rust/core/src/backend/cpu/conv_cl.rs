@@ -138,12 +138,24 @@ enum Isa {
 
 fn isa() -> Isa {
     if crate::base::simd::avx2_fma() {
-        if crate::base::simd::avx512f() {
+        if crate::base::simd::avx512f() && !AVX2_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
             return Isa::Avx512;
         }
         return Isa::Avx2;
     }
     Isa::Portable
+}
+
+/// Set by tests to run the AVX2 copy on a CPU that has AVX-512.
+static AVX2_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Runs `f` with the AVX2 copy of the loops where the CPU has AVX-512.
+#[cfg(test)]
+pub fn avx2_only<R>(f: impl FnOnce() -> R) -> R {
+    AVX2_ONLY.store(true, std::sync::atomic::Ordering::SeqCst);
+    let r = f();
+    AVX2_ONLY.store(false, std::sync::atomic::Ordering::SeqCst);
+    r
 }
 
 /// `a * b + c`, fused where the copy is compiled with FMA.

@@ -4,7 +4,7 @@
 //! multiples of the vector blocks; the input gradient (the taps walked
 //! backwards) against the adjoint identity <conv(x), g> = <x, conv'(g)>; the
 //! kernel gradient against the same identity in the kernel; on 1 and 2
-//! threads, the portable and the vector copies.
+//! threads, the portable, AVX2 and AVX-512 copies (as the CPU has them).
 
 use super::access::Src;
 use super::conv_cl::run;
@@ -95,6 +95,7 @@ fn each_setting(f: impl Fn(&CpuPool, &str)) {
     for threads in [1, 2] {
         let pool = CpuPool::new(threads).unwrap();
         f(&pool, &format!("{threads} thread(s)"));
+        super::conv_cl::avx2_only(|| f(&pool, &format!("{threads} thread(s), AVX2")));
         crate::base::simd::portable(|| f(&pool, &format!("{threads} thread(s), portable")));
     }
 }

@@ -82,7 +82,6 @@ fn im2col_back(g: &Conv2d) -> G {
 }
 
 /// The geometry of the direct convolution for `g`.
-// BOUNDS-FN: none: arrays are passed whole.
 fn geom(g: &Conv2d) -> Result<ClGeom> {
     ClGeom::conv(g.stride, g.pad, g.dil, [g.kw, g.kh], g.w, g.h)
 }
@@ -137,19 +136,16 @@ pub fn backward(
     let gz = if a == AgActivation::None { gt.clone() } else { act_grad(b, c, a, gt, &out.t)? };
     let mut res = vec![None, None, None];
     if need[0] {
-        if saved.is_empty() {
-            // The forward read the input directly: so does the gradient.
-            let x4 = c.reshape(&contig(c, &cast(b, c, &x.t)?)?, &[g.c, g.w, g.h, n])?;
-            let gz4 = c.reshape(&contig(c, &gz)?, &[f, ow, oh, n])?;
-            let dk = c.op(G::ConvCl(ConvCl::Weights(geom(g)?)), &[gz4, x4])?;
-            res[0] = Some(c.reshape(&dk, &[f, g.patch()])?);
-        }
-    }
-    if need[0] && res[0].is_none() {
-        // [F, KW KH C] in the patches' order -> the kernel's [F, C KW KH].
-        let Some(cols) = saved.first() else { bail!("internal: {NAME} backward without the saved patches") };
-        let dk = c.op(G::OutProd, &[gz.clone(), cols.t.clone()])?;
-        let dk = permuted(c, &dk, [f, g.kw, g.kh, g.c], [0, 2, 3, 1])?;
+        let dk = match saved.first() {
+            // The forward read the input directly (no patches): so does the gradient.
+            None => {
+                let x4 = c.reshape(&contig(c, &cast(b, c, &x.t)?)?, &[g.c, g.w, g.h, n])?;
+                let gz4 = c.reshape(&contig(c, &gz)?, &[f, ow, oh, n])?;
+                c.op(G::ConvCl(ConvCl::Weights(geom(g)?)), &[gz4, x4])?
+            }
+            // [F, KW KH C] in the patches' order -> the kernel's [F, C KW KH].
+            Some(cols) => permuted(c, &c.op(G::OutProd, &[gz.clone(), cols.t.clone()])?, [f, g.kw, g.kh, g.c], [0, 2, 3, 1])?,
+        };
         res[0] = Some(c.reshape(&dk, &[f, g.patch()])?);
     }
     if need[1] {

@@ -18,7 +18,7 @@
 //!   `[OC, IC, KW, KH]`: the kernel's gradient, the sum over positions and
 //!   samples of `g[o, ox, oy] x[i, ox s + a + kx d, oy s + a + ky d]`.
 
-use super::rules::{f32_or_f64, float, sh, src, Out};
+use super::rules::{f32_or_f64, float, out_size, sh, src, Out};
 use crate::layout::Layout;
 use anyhow::ensure;
 
@@ -38,17 +38,16 @@ impl ClGeom {
     /// The geometry of a convolution with strides `s`, paddings `p` and
     /// dilations `d` of a `k` kernel over a `w` x `h` input (its output
     /// size, or an error when the kernel does not fit).
-    // BOUNDS-FN: `s`, `p`, `d`, `k` and `v` are [_; 2] indexed by 0 and 1 (literals, or `i` of the two calls of `size`).
+    // BOUNDS-FN: `v`, `k`, `s`, `d` and `pad` are [_; 2] indexed by 0 and 1
+    // (literals, or `i` of the two calls of `size`).
     pub fn conv(s: [usize; 2], p: [usize; 2], d: [usize; 2], k: [usize; 2], w: usize, h: usize) -> crate::Result<ClGeom> {
-        let size = |n: usize, i: usize| -> crate::Result<i32> {
-            let reach = (k[i].max(1) - 1) * d[i] + 1;
-            ensure!(s[i] > 0 && d[i] > 0 && n + 2 * p[i] >= reach, "convolution: a {}x{} kernel does not fit the input", k[0], k[1]);
-            Ok(i32::try_from((n + 2 * p[i] - reach) / s[i] + 1)?)
-        };
-        let out = [size(w, 0)?, size(h, 1)?];
         let c = |v: [usize; 2]| -> crate::Result<[i32; 2]> { Ok([i32::try_from(v[0])?, i32::try_from(v[1])?]) };
-        let pad = c(p)?;
-        Ok(ClGeom { s: c(s)?, a: [-pad[0], -pad[1]], d: c(d)?, k: c(k)?, out })
+        let (s, d, k, pad) = (c(s)?, c(d)?, c(k)?, c(p)?);
+        let size = |what: &str, n: usize, i: usize| -> crate::Result<i32> {
+            Ok(i32::try_from(out_size(what, n, k[i] as usize, s[i], pad[i].into(), d[i])?)?)
+        };
+        let out = [size("conv_cl width", w, 0)?, size("conv_cl height", h, 1)?];
+        Ok(ClGeom { s, a: [-pad[0], -pad[1]], d, k, out })
     }
 
     /// The geometry of the input gradient of convolution `g` (stride 1) over

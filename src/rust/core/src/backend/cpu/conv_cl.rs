@@ -215,8 +215,10 @@ unsafe fn fwd_row_avx2<T: Float>(p: &Fwd<'_, T>, oy: usize, n: usize, orow: &mut
 #[inline(always)]
 fn fwd_row<T: Float, const FMA: bool, const P: usize, const V: u8>(p: &Fwd<'_, T>, oy: usize, n: usize, orow: &mut [T]) {
     let g = p.geo;
-    // The input rows this output row reads: (ky, first value of the row).
-    let rows: Vec<(usize, usize)> = (0..g.kh).filter_map(|ky| g.row(oy, ky).map(|iy| (ky, (n * g.h + iy) * g.w * g.ic))).collect();
+    // The input rows this output row reads: (first value of the row, first
+    // kernel value of its taps, `ky KW IC OC`).
+    let taps = g.kw * g.ic * g.oc;
+    let rows: Vec<(i64, usize)> = (0..g.kh).filter_map(|ky| g.row(oy, ky).map(|iy| (((n * g.h + iy) * g.w * g.ic) as i64, ky * taps))).collect();
     let mut f0 = 0;
     while f0 < g.oc {
         let left = g.oc - f0;
@@ -238,29 +240,26 @@ fn fwd_row<T: Float, const FMA: bool, const P: usize, const V: u8>(p: &Fwd<'_, T
 
 /// Output channels f0..f0 + F of one row, every position.
 #[inline(always)]
-fn fwd_chunk<T: Float, const FMA: bool, const P: usize, const F: usize, const V: u8>(p: &Fwd<'_, T>, rows: &[(usize, usize)], f0: usize, orow: &mut [T]) {
+fn fwd_chunk<T: Float, const FMA: bool, const P: usize, const F: usize, const V: u8>(p: &Fwd<'_, T>, rows: &[(i64, usize)], f0: usize, orow: &mut [T]) {
     let g = p.geo;
     let (lo, hi) = g.inner;
-    // (first value of the row, first kernel value of its taps) per input row.
-    let taps = g.kw * g.ic;
-    let vrows: Vec<(i64, usize)> = rows.iter().map(|&(ky, base)| (base as i64, ky * taps * g.oc + f0)).collect();
     let mut ox = 0;
     while ox < g.ow {
         if ox >= lo && ox + P <= hi {
-            let acc = fwd_inner::<T, FMA, P, F, V>(p, rows, &vrows, f0, ox);
+            let acc = fwd_inner::<T, FMA, P, F, V>(p, rows, f0, ox);
             store::<T, P, F>(p, &acc, f0, ox, orow);
             ox += P;
         } else if ox >= lo && ox < hi && hi - lo >= P {
             // The last inner block ends at hi, over positions done already.
-            let acc = fwd_inner::<T, FMA, P, F, V>(p, rows, &vrows, f0, hi - P);
+            let acc = fwd_inner::<T, FMA, P, F, V>(p, rows, f0, hi - P);
             store::<T, P, F>(p, &acc, f0, hi - P, orow);
             ox = hi;
         } else if ox >= lo && ox + 2 <= hi {
-            let acc = fwd_inner::<T, FMA, 2, F, V>(p, rows, &vrows, f0, ox);
+            let acc = fwd_inner::<T, FMA, 2, F, V>(p, rows, f0, ox);
             store::<T, 2, F>(p, &acc, f0, ox, orow);
             ox += 2;
         } else if ox >= lo && ox < hi {
-            let acc = fwd_inner::<T, FMA, 1, F, V>(p, rows, &vrows, f0, ox);
+            let acc = fwd_inner::<T, FMA, 1, F, V>(p, rows, f0, ox);
             store::<T, 1, F>(p, &acc, f0, ox, orow);
             ox += 1;
         } else {
@@ -284,8 +283,7 @@ fn widen<T: Float, const N: usize, const P: usize, const F: usize>(a: [[f32; N];
 // BOUNDS-FN: the geometry's steps are [i64; 2] indexed by literals; `x` is read unchecked only inside `Geo::inner` (see the SAFETY notes).
 fn fwd_inner<T: Float, const FMA: bool, const P: usize, const F: usize, const V: u8>(
     p: &Fwd<'_, T>,
-    rows: &[(usize, usize)],
-    vrows: &[(i64, usize)],
+    rows: &[(i64, usize)],
     f0: usize,
     ox: usize,
 ) -> [[T; F]; P] {
@@ -293,7 +291,7 @@ fn fwd_inner<T: Float, const FMA: bool, const P: usize, const F: usize, const V:
     #[cfg(target_arch = "x86_64")]
     if V > 0 && (F == 8 || (F == 16 && V == 2)) {
         if let (Some(x), Some(k)) = (T::as_f32(p.x), T::as_f32(p.k)) {
-            let b = super::conv_cl_x86::Block { x, k, rows: vrows, xo: g.ix0(ox) * g.ic as i64, uoff: &g.uoff, oc: g.oc, step: g.s[0] as usize * g.ic };
+            let b = super::conv_cl_x86::Block { x, k, rows, xo: g.ix0(ox) * g.ic as i64, f0, uoff: &g.uoff, oc: g.oc, step: g.s[0] as usize * g.ic };
             // SAFETY: V says the CPU has the block's features (`isa`);
             // positions ox..ox + P lie in `Geo::inner` (every read inside
             // `x`, as below) and channels f0..f0 + F exist (`fwd_row`), so
@@ -301,14 +299,12 @@ fn fwd_inner<T: Float, const FMA: bool, const P: usize, const F: usize, const V:
             return if F == 16 { widen(unsafe { super::conv_cl_x86::fwd16::<P>(&b) }) } else { widen(unsafe { super::conv_cl_x86::fwd8::<P>(&b) }) };
         }
     }
-    let _ = vrows;
     let mut acc = [[T::ZERO; F]; P];
     let step = g.s[0] as usize * g.ic;
-    let taps = g.kw * g.ic;
-    for &(ky, base) in rows {
+    for &(base, wrow) in rows {
         // Position ox's tap 0 of this row; inside the input (`inner`).
-        let xb = base as i64 + g.ix0(ox) * g.ic as i64;
-        let wb = ky * taps * g.oc + f0;
+        let xb = base + g.ix0(ox) * g.ic as i64;
+        let wb = wrow + f0;
         for (u, &uo) in g.uoff.iter().enumerate() {
             let w = lanes::<T, F>(p.k, wb + u * g.oc);
             let at = (xb + uo) as usize;
@@ -330,15 +326,15 @@ fn fwd_inner<T: Float, const FMA: bool, const P: usize, const F: usize, const V:
 
 /// The sums of a border position ox: each tap only where it lies inside.
 #[inline(always)]
-fn fwd_border<T: Float, const FMA: bool, const F: usize>(p: &Fwd<'_, T>, rows: &[(usize, usize)], f0: usize, ox: usize) -> [T; F] {
+fn fwd_border<T: Float, const FMA: bool, const F: usize>(p: &Fwd<'_, T>, rows: &[(i64, usize)], f0: usize, ox: usize) -> [T; F] {
     let g = p.geo;
     let mut acc = [T::ZERO; F];
-    for &(ky, base) in rows {
+    for &(base, wrow) in rows {
         for kx in 0..g.kw {
             let Some(ix) = g.col(ox, kx) else { continue };
-            let xs = p.x.get(base + ix * g.ic..).unwrap_or(&[]);
+            let xs = p.x.get(base as usize + ix * g.ic..).unwrap_or(&[]);
             for (i, &v) in xs.iter().take(g.ic).enumerate() {
-                let w = lanes::<T, F>(p.k, (i + g.ic * (kx + g.kw * ky)) * g.oc + f0);
+                let w = lanes::<T, F>(p.k, wrow + (kx * g.ic + i) * g.oc + f0);
                 for (s, &wv) in acc.iter_mut().zip(&w) {
                     *s = madd::<T, FMA>(v, wv, *s);
                 }
@@ -505,15 +501,29 @@ fn wgt_chunk<T: Float, const FMA: bool, const P: usize, const F: usize, const V:
 /// Row taps u0..u0 + P for output channels f0..f0 + F, summed over the
 /// inner columns, added to `dk`.
 #[inline(always)]
-// BOUNDS-FN: the geometry's steps are [i64; 2] indexed by literals; `x` is read unchecked only inside `Geo::inner` (see the SAFETY notes).
 fn wgt_inner<T: Float, const FMA: bool, const P: usize, const F: usize, const V: u8>(p: &Wgt<'_, T>, grow: usize, base: usize, ky: usize, f0: usize, u0: usize, dk: &mut [T]) {
     let g = p.geo;
-    let (lo, hi) = g.inner;
     let offs: [i64; P] = std::array::from_fn(|t| g.uoff.get(u0 + t).copied().unwrap_or(0));
+    let acc = wgt_sums::<T, FMA, P, F, V>(p, grow, base, f0, &offs);
+    let row = g.uoff.len();
+    for (t, a) in acc.iter().enumerate() {
+        let at = (ky * row + u0 + t) * g.oc + f0;
+        let Some(d) = dk.get_mut(at..).and_then(|d| d.first_chunk_mut::<F>()) else { continue };
+        for (s, &v) in d.iter_mut().zip(a) {
+            *s = *s + v;
+        }
+    }
+}
+
+/// The sums over the inner columns of one input row (`base`) for the row
+/// taps at offsets `offs` and output channels f0..f0 + F.
+#[inline(always)]
+// BOUNDS-FN: the geometry's steps are [i64; 2] indexed by literals; `x` is read unchecked only inside `Geo::inner` (see the SAFETY notes).
+fn wgt_sums<T: Float, const FMA: bool, const P: usize, const F: usize, const V: u8>(p: &Wgt<'_, T>, grow: usize, base: usize, f0: usize, offs: &[i64; P]) -> [[T; F]; P] {
+    let g = p.geo;
+    let (lo, hi) = g.inner;
     let step = g.s[0] * g.ic as i64;
     let mut xb = base as i64 + g.ix0(lo) * g.ic as i64;
-    let mut acc = [[T::ZERO; F]; P];
-    let mut done = false;
     #[cfg(target_arch = "x86_64")]
     if V > 0 && (F == 8 || (F == 16 && V == 2)) {
         if let (Some(gz), Some(x)) = (T::as_f32(p.gz), T::as_f32(p.x)) {
@@ -521,13 +531,13 @@ fn wgt_inner<T: Float, const FMA: bool, const P: usize, const F: usize, const V:
             // SAFETY: V says the CPU has the block's features (`isa`);
             // columns lo..hi lie in `Geo::inner` (every tap's read inside
             // `x`, as below) and channels f0..f0 + F exist (`wgt_row`).
-            acc = if F == 16 { widen(unsafe { super::conv_cl_x86::wgt16::<P>(&b, &offs) }) } else { widen(unsafe { super::conv_cl_x86::wgt8::<P>(&b, &offs) }) };
-            done = true;
+            return if F == 16 { widen(unsafe { super::conv_cl_x86::wgt16::<P>(&b, offs) }) } else { widen(unsafe { super::conv_cl_x86::wgt8::<P>(&b, offs) }) };
         }
     }
-    for ox in (lo..hi).filter(|_| !done) {
+    let mut acc = [[T::ZERO; F]; P];
+    for ox in lo..hi {
         let gv = lanes::<T, F>(p.gz, grow + ox * g.oc + f0);
-        for (a, &o) in acc.iter_mut().zip(&offs) {
+        for (a, &o) in acc.iter_mut().zip(offs) {
             let i = (xb + o) as usize;
             debug_assert!(i < p.x.len());
             // SAFETY: column ox lies in `Geo::inner`, so its row tap u0 + t
@@ -540,12 +550,5 @@ fn wgt_inner<T: Float, const FMA: bool, const P: usize, const F: usize, const V:
         }
         xb += step;
     }
-    let row = g.uoff.len();
-    for (t, a) in acc.iter().enumerate() {
-        let at = (ky * row + u0 + t) * g.oc + f0;
-        let Some(d) = dk.get_mut(at..).and_then(|d| d.first_chunk_mut::<F>()) else { continue };
-        for (s, &v) in d.iter_mut().zip(a) {
-            *s = *s + v;
-        }
-    }
+    acc
 }

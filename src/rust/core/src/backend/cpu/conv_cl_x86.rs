@@ -9,13 +9,14 @@ use std::arch::x86_64::*;
 
 /// Where a block reads: input rows (first value of each row, first kernel
 /// value of the row's taps), the offset `xo` of the block's first position
-/// in a row, the row taps' offsets, the kernel's step between taps (OC) and
-/// the input's between positions.
+/// in a row, its first output channel `f0`, the row taps' offsets, the
+/// kernel's step between taps (OC) and the input's between positions.
 pub struct Block<'a> {
     pub x: &'a [f32],
     pub k: &'a [f32],
     pub rows: &'a [(i64, usize)],
     pub xo: i64,
+    pub f0: usize,
     pub uoff: &'a [i64],
     pub oc: usize,
     pub step: usize,
@@ -27,7 +28,7 @@ macro_rules! fwd_block {
         ///
         /// # Safety
         /// The CPU has the features; every read `x[xb + uo + j step]` and
-        /// `k[wb + u oc .. + $n]` of the block lies inside its slice.
+        /// `k[wb + f0 + u oc .. + $n]` of the block lies inside its slice.
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $feat)]
         pub unsafe fn $name<const P: usize>(b: &Block<'_>) -> [[f32; $n]; P] {
@@ -35,7 +36,7 @@ macro_rules! fwd_block {
             for &(xb, wb) in b.rows {
                 for (u, &uo) in b.uoff.iter().enumerate() {
                     // SAFETY: inside `k` (the caller's contract).
-                    let w = unsafe { $load(b.k.as_ptr().add(wb + u * b.oc)) };
+                    let w = unsafe { $load(b.k.as_ptr().add(wb + b.f0 + u * b.oc)) };
                     // SAFETY: xb + xo + uo >= 0 and the P reads below lie inside `x`.
                     let xp = unsafe { b.x.as_ptr().offset((xb + b.xo + uo) as isize) };
                     for (j, a) in acc.iter_mut().enumerate() {

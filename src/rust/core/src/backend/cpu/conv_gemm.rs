@@ -18,22 +18,52 @@ const BAND_VALUES: usize = 1 << 16;
 
 /// The sizes of one convolution, as usizes and signed offsets.
 #[derive(Clone, Copy)]
-struct Shape {
-    kw: usize,
-    kh: usize,
-    ic: usize,
-    oc: usize,
-    iw: usize,
-    ih: usize,
-    ow: usize,
-    oh: usize,
+pub(super) struct Shape {
+    pub kw: usize,
+    pub kh: usize,
+    pub ic: usize,
+    pub oc: usize,
+    pub iw: usize,
+    pub ih: usize,
+    pub ow: usize,
+    pub oh: usize,
     /// Strides, paddings, dilations: [s0, s1, p0, p1, d0, d1].
-    p: [i64; 6],
+    pub p: [i64; 6],
+}
+
+impl Shape {
+    /// The shape of `conv(x, k)` into `out` of sizes `ne`, checked against
+    /// the lengths of the three.
+    // BOUNDS-FN: `ne`, `k.ne` and `x.ne` are [usize; 4] indexed by literals.
+    pub fn new<T: Float>(k: &Src<'_, T>, x: &Src<'_, T>, p: [i32; 6], out: &[T], ne: [usize; 4]) -> crate::Result<Shape> {
+        let sh = Shape {
+            kw: k.ne[0],
+            kh: k.ne[1],
+            ic: k.ne[2],
+            oc: k.ne[3],
+            iw: x.ne[0],
+            ih: x.ne[1],
+            ow: ne[0],
+            oh: ne[1],
+            p: p.map(|v| v as i64),
+        };
+        let nb = ne[3];
+        anyhow::ensure!(
+            out.len() == sh.ow * sh.oh * sh.oc * nb && x.d.len() >= sh.iw * sh.ih * sh.ic * nb && k.d.len() >= sh.depth() * sh.oc,
+            "internal: conv_2d sizes"
+        );
+        Ok(sh)
+    }
+
+    /// Values of one output pixel's patch: KW * KH * IC.
+    pub fn depth(&self) -> usize {
+        self.kw * self.kh * self.ic
+    }
 }
 
 /// The result pointer, shared by the tasks (each writes its own pixels).
 #[derive(Clone, Copy)]
-struct OutPtr<T>(*mut T);
+pub(super) struct OutPtr<T>(pub *mut T);
 // SAFETY: tasks write disjoint elements (their own band's pixels of their
 // own image) of a result that outlives the parallel loop.
 unsafe impl<T> Send for OutPtr<T> {}
@@ -42,9 +72,9 @@ unsafe impl<T> Sync for OutPtr<T> {}
 
 /// `out [OW, OH, OC, N] = conv(x [IW, IH, IC, N], k [KW, KH, IC, OC])` with
 /// `p` = [s0, s1, p0, p1, d0, d1]; `ne` are the result's sizes.
-// BOUNDS-FN: `ne`, `k.ne` and `x.ne` are [usize; 4] indexed by literals;
-// image n < N starts at n * IW*IH*IC inside `x.d`, which holds IW*IH*IC*N
-// values (checked above); `buf` was resized to px * depth just before.
+// BOUNDS-FN: `ne` is a [usize; 4] indexed by a literal; image n < N
+// starts at n * IW*IH*IC inside `x.d`, which holds IW*IH*IC*N values
+// (`Shape::new`); `buf` was resized to px * depth just before.
 pub fn conv_2d<T: Float + Zero + 'static>(
     k: &Src<'_, T>,
     x: &Src<'_, T>,
@@ -53,23 +83,9 @@ pub fn conv_2d<T: Float + Zero + 'static>(
     ne: [usize; 4],
     pool: &CpuPool,
 ) -> crate::Result<()> {
-    let sh = Shape {
-        kw: k.ne[0],
-        kh: k.ne[1],
-        ic: k.ne[2],
-        oc: k.ne[3],
-        iw: x.ne[0],
-        ih: x.ne[1],
-        ow: ne[0],
-        oh: ne[1],
-        p: p.map(|v| v as i64),
-    };
+    let sh = Shape::new(k, x, p, out, ne)?;
     let nb = ne[3];
-    let depth = sh.kw * sh.kh * sh.ic;
-    anyhow::ensure!(
-        out.len() == sh.ow * sh.oh * sh.oc * nb && x.d.len() >= sh.iw * sh.ih * sh.ic * nb && k.d.len() >= depth * sh.oc,
-        "internal: conv_2d sizes"
-    );
+    let depth = sh.depth();
     if out.is_empty() {
         return Ok(());
     }

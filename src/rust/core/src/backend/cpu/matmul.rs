@@ -34,6 +34,11 @@ pub trait GemmFloat: Float {
 
 impl GemmFloat for f32 {
     fn conv_2d(k: &Src<'_, f32>, x: &Src<'_, f32>, p: [i32; 6], out: &mut [f32], ne: [usize; 4], pool: &CpuPool) -> crate::Result<()> {
+        let sh = super::conv_gemm::Shape::new(k, x, p, out, ne)?;
+        if super::conv_pack::wanted(&sh) {
+            // BOUNDS: `ne` is a [usize; 4].
+            return super::conv_pack::conv_2d(&sh, &k.d, &x.d, out, ne[3], pool);
+        }
         super::conv_gemm::conv_2d(k, x, p, out, ne, pool)
     }
     fn extended(op: &crate::op::Op, s: &[Src<'_, f32>], out: &mut [f32], ne: [usize; 4], pool: &CpuPool) -> crate::Result<()> {

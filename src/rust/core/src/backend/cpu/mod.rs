@@ -12,6 +12,8 @@ mod conv_cl;
 mod conv_cl_x86;
 mod conv_direct;
 mod conv_gemm;
+mod conv_pack;
+mod conv_shift;
 pub mod dgemm;
 pub mod dgemm_par;
 pub mod driver;
@@ -50,6 +52,8 @@ mod tests_place;
 mod tests_window;
 #[cfg(test)]
 mod tests_conv_cl;
+#[cfg(test)]
+mod tests_conv_pack;
 
 use super::Node;
 pub use par::{default_threads, CpuPool};

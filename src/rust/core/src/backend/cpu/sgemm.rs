@@ -186,7 +186,7 @@ unsafe fn serial(m: usize, k: usize, n: usize, a: Strided<f32>, b: Strided<f32>,
 /// NR), packed; `c` addresses mc x n values, columns of stride `c_cs`; the
 /// CPU has AVX-512F.
 #[allow(clippy::too_many_arguments)]
-unsafe fn tiles(mc: usize, kc: usize, n: usize, ap: *const f32, bp: *const f32, c: *mut f32, c_cs: isize, add: bool) {
+pub(super) unsafe fn tiles(mc: usize, kc: usize, n: usize, ap: *const f32, bp: *const f32, c: *mut f32, c_cs: isize, add: bool) {
     let mut j0 = 0;
     while j0 < n {
         let nr = NR.min(n - j0);
@@ -284,7 +284,7 @@ unsafe fn kernel<const R: usize>(_: usize, _: *const f32, _: *const f32, _: Tile
 /// # Safety
 /// `src` addresses len x kc values at those strides; `dst` holds len
 /// (rounded up to w) * kc.
-unsafe fn pack(len: usize, w: usize, kc: usize, src: *const f32, s_i: isize, s_p: isize, dst: *mut f32) {
+pub(super) unsafe fn pack(len: usize, w: usize, kc: usize, src: *const f32, s_i: isize, s_p: isize, dst: *mut f32) {
     let mut i0 = 0;
     while i0 < len {
         let wi = w.min(len - i0);

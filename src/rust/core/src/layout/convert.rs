@@ -68,16 +68,26 @@ pub fn decode_all(dt: DType, bytes: &[u8]) -> Vec<f64> {
 /// Packed element bytes of type `dt` from f64 values (from R). Values for
 /// f32, f16 and bf16 tensors are rounded to f32 first, as ggml's setters do.
 pub fn encode_all(dt: DType, vals: &[f64]) -> Vec<u8> {
+    let mut out = vec![0u8; vals.len() * dt.size()];
+    encode_into(dt, vals, &mut out);
+    out
+}
+
+/// [`encode_all`] into `out`, which holds `vals.len()` elements of `dt`
+/// (an upload writes them straight into host memory this way).
+pub fn encode_into(dt: DType, vals: &[f64], out: &mut [u8]) {
     let es = dt.size();
-    let mut out = vec![0u8; vals.len() * es];
-    // One loop per type (the type's test hoisted out of the loop).
+    // One loop per type (the type's test hoisted out of the loop); f32 on
+    // aligned bytes as f32 values, so that the conversion vectorises.
     match dt {
         DType::F64 => out.chunks_exact_mut(8).zip(vals).for_each(|(c, v)| c.copy_from_slice(&v.to_ne_bytes())),
-        DType::F32 => out.chunks_exact_mut(4).zip(vals).for_each(|(c, &v)| c.copy_from_slice(&(v as f32).to_ne_bytes())),
-        DType::I32 => vals.iter().enumerate().for_each(|(i, &v)| encode(dt, v, &mut out, i * es)),
-        _ => vals.iter().enumerate().for_each(|(i, &v)| encode(dt, v as f32, &mut out, i * es)),
+        DType::F32 => match bytemuck::try_cast_slice_mut::<u8, f32>(out) {
+            Ok(o) => o.iter_mut().zip(vals).for_each(|(o, &v)| *o = v as f32),
+            Err(_) => out.chunks_exact_mut(4).zip(vals).for_each(|(c, &v)| c.copy_from_slice(&(v as f32).to_ne_bytes())),
+        },
+        DType::I32 => vals.iter().enumerate().for_each(|(i, &v)| encode(dt, v, out, i * es)),
+        _ => vals.iter().enumerate().for_each(|(i, &v)| encode(dt, v as f32, out, i * es)),
     }
-    out
 }
 
 #[cfg(test)]

@@ -502,6 +502,30 @@ impl Buffer {
         Ok(())
     }
 
+    /// Upload `len` bytes at `offset` that `fill` writes: in place in host
+    /// memory (no staging copy), through a staging vector on a device.
+    pub fn write_with(&self, offset: usize, len: usize, what: &str, fill: impl FnOnce(&mut [u8])) -> crate::Result<()> {
+        ensure!(
+            offset.checked_add(len).is_some_and(|end| end <= self.size),
+            "{what}: writing {} at offset {offset} overruns {}",
+            fmt_bytes(len),
+            self.describe()
+        );
+        let mut g = self.write(what)?;
+        if let BufferMem::Host(w) = &mut *g {
+            let to = words_as_bytes_mut(w).get_mut(offset..offset.saturating_add(len));
+            fill(to.ok_or_else(|| self.overrun(offset, len, what))?);
+            if self.accounted {
+                ledger::uploaded(len, self.tag);
+            }
+            return Ok(());
+        }
+        drop(g);
+        let mut staged = vec![0u8; len];
+        fill(&mut staged);
+        self.write_bytes(offset, &staged, what)
+    }
+
     /// Copy `out.len()` bytes from `offset` (a download).
     pub fn read_bytes(&self, offset: usize, out: &mut [u8], what: &str) -> crate::Result<()> {
         ensure!(

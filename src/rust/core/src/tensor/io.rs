@@ -4,7 +4,7 @@
 
 use super::descriptor::Tensor;
 use crate::base::dtype::DType;
-use crate::layout::convert::{decode_all, encode_all};
+use crate::layout::convert::{decode_all, encode_all, encode_into};
 use crate::base::quant::{self, QType};
 use crate::layout::walk::{for_each_offset, for_each_row};
 use anyhow::ensure;
@@ -40,7 +40,8 @@ pub fn set_values(t: &Tensor, vals: &[f64], first: usize) -> crate::Result<()> {
         if r.layout.dtype == DType::F64 {
             return r.buf.write_bytes(r.offset + first * es, bytemuck::cast_slice(vals), &what);
         }
-        return r.buf.write_bytes(r.offset + first * es, &encode_all(r.layout.dtype, vals), &what);
+        let dt = r.layout.dtype;
+        return r.buf.write_with(r.offset + first * es, vals.len() * es, &what, |to| encode_into(dt, vals, to));
     }
     // Strided: update the spanned bytes element by element.
     let span = r.layout.span_bytes();

@@ -129,7 +129,7 @@ fn pack_kernel(sh: &Shape, k: &[f32], kc_max: usize) -> Vec<f32> {
 // bound the columns ox in lo..hi whose input column ox * s0 + off is in
 // 0..IW, and a..b lies inside lo..hi when not empty, so for s0 = 1 `src[a + off..b +
 // off]` is inside the row. `Panels::put` writes lane runs inside `ap`
-// (its own proof).
+// (its own proof), as does `put_strided`.
 fn unfold(sh: &Shape, x: &[f32], q0: usize, px: usize, p0: usize, kc: usize, ap: &mut [f32]) {
     let [s0, s1, pw, ph, d0, d1] = sh.p;
     let (iw, ih, ow) = (sh.iw as i64, sh.ih as i64, sh.ow);
@@ -161,10 +161,8 @@ fn unfold(sh: &Shape, x: &[f32], q0: usize, px: usize, p0: usize, kc: usize, ap:
                     let start = (a as i64 + off) as usize;
                     dst.put(t, i + a - ox0, &src[start..start + (b - a)]);
                 } else {
-                    for ox in a..b {
-                        let v = src[(ox as i64 * s0 + off) as usize];
-                        dst.put(t, i + ox - ox0, &[v]);
-                    }
+                    let first = (a as i64 * s0 + off) as usize;
+                    dst.put_strided(t, i + a - ox0, src, first, s0 as usize, b - a);
                 }
                 dst.zero(t, i + b - ox0, ox0 + run - b);
             }
@@ -198,6 +196,24 @@ impl Panels<'_> {
             }
             v = rest;
             i += n;
+        }
+    }
+
+    /// Pixels i..i+n of tap t take every `step`-th value of `src` from
+    /// `first` (the n values lie inside `src`).
+    // BOUNDS-FN: as `put`; the source values are read through `get` and
+    // `step_by`, so a short `src` leaves lanes unwritten, never reads past it.
+    fn put_strided(&mut self, t: usize, mut i: usize, src: &[f32], first: usize, step: usize, mut n: usize) {
+        let mut from = src.get(first..).unwrap_or(&[]).iter().step_by(step.max(1));
+        while n > 0 {
+            let lane = i % MR;
+            let k = (MR - lane).min(n);
+            let at = (i / MR) * MR * self.kc + t * MR + lane;
+            if let Some(d) = self.ap.get_mut(at..at + k) {
+                d.iter_mut().zip(from.by_ref()).for_each(|(d, v)| *d = *v);
+            }
+            n -= k;
+            i += k;
         }
     }
 

@@ -86,7 +86,7 @@ pub fn depthwise_2d<T: Float>(a: &Src<'_, T>, b: &Src<'_, T>, p: [i32; 6], out: 
 // BOUNDS-FN: the `Pool2d` rule (op/shape.rs) shaped the node: a is
 // [iw, ih, C, N] (contiguous), out [ow, oh, C, N] with k0, s0 > 0; row r of out
 // (par_rows: whole rows) has y < oh and plane < C N; 0 <= iy < ih is tested;
-// kx < k0 = spans.len().
+// kx < k0 = spans.len(); a pair `p` of `chunks_exact(2)` is indexed below 2.
 pub fn pool_2d<T: Float>(a: &Src<'_, T>, op: PoolOp, kp: [i32; 4], pad: [f32; 2], out: &mut [T], ne: [usize; 4], pool: &CpuPool) {
     let [k0, k1, s0, s1] = kp.map(|v| v as i64);
     let (p0, p1) = (pad[0] as i64, pad[1] as i64);
@@ -94,6 +94,7 @@ pub fn pool_2d<T: Float>(a: &Src<'_, T>, op: PoolOp, kp: [i32; 4], pad: [f32; 2]
     let (ow, oh) = (ne[0], ne[1]);
     let spans: Vec<(usize, usize)> = (0..k0).map(|kx| span(kx - p0, s0, iw as i64, ow)).collect();
     let div = T::from_f64((k0 * k1) as f64);
+    let pairs = op == PoolOp::Max && k0 == 2 && s0 == 2 && p0 == 0 && 2 * ow <= iw;
     par_rows(pool, out, ow, |r0, chunk| {
         for (j, orow) in chunk.chunks_mut(ow.max(1)).enumerate() {
             let r = r0 + j;
@@ -109,6 +110,14 @@ pub fn pool_2d<T: Float>(a: &Src<'_, T>, op: PoolOp, kp: [i32; 4], pad: [f32; 2]
                     continue;
                 }
                 let row = &img[iy as usize * iw..(iy as usize + 1) * iw];
+                if pairs {
+                    // 2-wide windows of stride 2 inside the row: one pass
+                    // over its pairs, the taps in the same order.
+                    for (o, p) in orow.iter_mut().zip(row.chunks_exact(2)) {
+                        *o = o.max(p[0]).max(p[1]);
+                    }
+                    continue;
+                }
                 for kx in 0..k0 {
                     let (off, sp) = (kx - p0, spans[kx as usize]);
                     match op {

@@ -10,9 +10,8 @@
 
 use super::conv_gemm::{OutPtr, Shape};
 use super::gemm_base::with_scratch;
-use super::par::CpuPool;
+use super::par::{for_bands, CpuPool};
 use super::sgemm::{self, MR, NR};
-use rayon::prelude::*;
 
 /// Output pixels per task: ten panels of the register kernel's rows, whose
 /// packed depth block (480 x 288 f32 values for a 3 x 3 x 64 kernel) stays
@@ -69,26 +68,6 @@ pub(super) fn conv_2d(sh: &Shape, k: &[f32], x: &[f32], out: &mut [f32], nb: usi
         });
     });
     Ok(())
-}
-
-/// Runs `f(n, q0, px)` for every band of `band` pixels (q0..q0+px, the
-/// last band shorter) of `pixels` in each of `nb` images, on `pool`'s
-/// threads; a requested stop (Ctrl-C) skips the bands not yet begun.
-pub(super) fn for_bands(pool: &CpuPool, nb: usize, pixels: usize, band: usize, f: impl Fn(usize, usize, usize) + Sync) {
-    let bands = pixels.div_ceil(band.max(1));
-    let task = |t: usize| {
-        if crate::base::cancel::requested() {
-            return;
-        }
-        let (n, q0) = (t / bands, (t % bands) * band);
-        f(n, q0, band.min(pixels - q0));
-    };
-    let tasks = bands * nb;
-    if pool.n_threads <= 1 || tasks < 2 {
-        (0..tasks).for_each(task);
-    } else {
-        pool.install(|| (0..tasks).into_par_iter().for_each(task));
-    }
 }
 
 /// The depth of the blocks that a kernel of `depth` taps is cut into:

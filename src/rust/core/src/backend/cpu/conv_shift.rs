@@ -14,7 +14,7 @@
 
 use super::conv_gemm::{OutPtr, Shape};
 use super::gemm_base::with_scratch;
-use super::par::CpuPool;
+use super::par::{for_bands, CpuPool};
 use super::sgemm::{MR, NR};
 
 /// Wide pixels per task: ten register panels of rows.
@@ -69,7 +69,7 @@ pub(super) fn conv_2d(sh: &Shape, bp: &[f32], kc_max: usize, x: &[f32], out: &mu
     let image = sh.iw * sh.ih * sh.ic;
     let dst = OutPtr(out.as_mut_ptr());
     let offs = &offs;
-    super::conv_pack::for_bands(pool, nb, sh.oh * ww, BAND, |n, q0, px| {
+    for_bands(pool, nb, sh.oh * ww, BAND, |n, q0, px| {
         let rowsr = px.div_ceil(MR) * MR;
         let img = &x[n * image..][..image];
         let r0 = q0 / ww;

@@ -156,3 +156,22 @@ pub fn par_rows_from<T: Send>(
     });
 }
 
+/// Runs `f(n, q0, px)` for every band of `band` pixels (q0..q0+px, the
+/// last band shorter) of `pixels` in each of `nb` images, on `pool`'s
+/// threads; a requested stop (Ctrl-C) skips the bands not yet begun.
+pub(super) fn for_bands(pool: &CpuPool, nb: usize, pixels: usize, band: usize, f: impl Fn(usize, usize, usize) + Sync) {
+    let bands = pixels.div_ceil(band.max(1));
+    let task = |t: usize| {
+        if crate::base::cancel::requested() {
+            return;
+        }
+        let (n, q0) = (t / bands, (t % bands) * band);
+        f(n, q0, band.min(pixels - q0));
+    };
+    let tasks = bands * nb;
+    if pool.n_threads <= 1 || tasks < 2 {
+        (0..tasks).for_each(task);
+    } else {
+        pool.install(|| (0..tasks).into_par_iter().for_each(task));
+    }
+}
